@@ -1,0 +1,363 @@
+//! The volume index: every known volume, with the free ones ordered by capacity under their
+//! access-mode set and class, so the best match for a claim costs O(log n) in the common case.
+//!
+//! Upstream scans every volume of every access-mode set that could satisfy a claim. Here:
+//! - free volumes (no claimRef, phase Available, not being deleted) sit in a `BTreeSet` ordered by
+//!   `(capacity, name)` under `(access-mode set, class)`; the best free match is the first entry at
+//!   or above the requested size that passes the remaining rules (volume mode, attributes class,
+//!   selector), so only a selector or mode mismatch makes the search walk further;
+//! - volumes with a claimRef are found through a map from claim key to volume names, which is how
+//!   a volume pre-bound to the claim wins;
+//! - Released, Failed, Bound and claimed volumes are never in the free sets at all.
+//!
+//! The result is exactly [`crate::matching::best_match_by_scan`]'s; a property test holds them
+//! equal.
+
+use crate::helpers::{self, AccessModes};
+use crate::k8s::{PersistentVolume, PersistentVolumeClaim};
+use crate::matching::evaluate_in_mode_set;
+use crate::quantity::Quantity;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+struct Entry {
+    volume: Arc<PersistentVolume>,
+    modes: AccessModes,
+    class: String,
+    capacity: Quantity,
+    free: bool,
+    claim_key: Option<String>,
+}
+
+/// All known volumes, indexed for matching. Synchronous state: `apply`, `delete`, `reset`.
+#[derive(Default, Debug)]
+pub struct VolumeIndex {
+    entries: HashMap<String, Entry>,
+    /// Number of volumes (free or not) per access-mode set, ordered fewest modes first.
+    mode_sets: BTreeMap<(u32, u8), usize>,
+    /// Free volumes per (mode set, class), ordered by capacity then name.
+    free: HashMap<(u8, String), BTreeSet<(Quantity, String)>>,
+    /// Volume names per claim key their claimRef points to.
+    by_claim: HashMap<String, BTreeSet<String>>,
+}
+
+fn is_free(v: &PersistentVolume) -> bool {
+    helpers::claim_ref(v).is_none()
+        && helpers::volume_phase(v) == helpers::pv_phase::AVAILABLE
+        && v.metadata.deletion_timestamp.is_none()
+}
+
+impl VolumeIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of volumes.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when there are no volumes.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The volume with this name.
+    pub fn get(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
+        self.entries.get(name).map(|e| &e.volume)
+    }
+
+    /// Every volume, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<PersistentVolume>> {
+        self.entries.values().map(|e| &e.volume)
+    }
+
+    /// Names of volumes whose claimRef points to `claim_key` (`namespace/name`).
+    pub fn volumes_claiming(&self, claim_key: &str) -> impl Iterator<Item = &Arc<PersistentVolume>> {
+        self.by_claim.get(claim_key).into_iter().flatten().filter_map(|n| self.get(n))
+    }
+
+    /// Adds or replaces a volume.
+    pub fn apply(&mut self, volume: Arc<PersistentVolume>) {
+        let name = helpers::name(&volume.metadata).to_string();
+        self.delete(&name);
+        let entry = Entry {
+            modes: helpers::volume_access_modes(&volume),
+            class: helpers::volume_class(&volume).to_string(),
+            capacity: helpers::volume_capacity(&volume),
+            free: is_free(&volume),
+            claim_key: helpers::claim_ref(&volume).map(helpers::claim_ref_key),
+            volume,
+        };
+        *self.mode_sets.entry((entry.modes.len(), entry.modes.0)).or_default() += 1;
+        if entry.free {
+            self.free.entry((entry.modes.0, entry.class.clone())).or_default().insert((entry.capacity, name.clone()));
+        }
+        if let Some(k) = &entry.claim_key {
+            self.by_claim.entry(k.clone()).or_default().insert(name.clone());
+        }
+        self.entries.insert(name, entry);
+    }
+
+    /// Removes a volume; returns it if it was known.
+    pub fn delete(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
+        let e = self.entries.remove(name)?;
+        let key = (e.modes.len(), e.modes.0);
+        if let Some(n) = self.mode_sets.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                self.mode_sets.remove(&key);
+            }
+        }
+        if e.free {
+            let k = (e.modes.0, e.class.clone());
+            if let Some(set) = self.free.get_mut(&k) {
+                set.remove(&(e.capacity, name.to_string()));
+                if set.is_empty() {
+                    self.free.remove(&k);
+                }
+            }
+        }
+        if let Some(ck) = &e.claim_key {
+            if let Some(set) = self.by_claim.get_mut(ck) {
+                set.remove(name);
+                if set.is_empty() {
+                    self.by_claim.remove(ck);
+                }
+            }
+        }
+        Some(e.volume)
+    }
+
+    /// Replaces the whole content.
+    pub fn reset(&mut self, volumes: impl IntoIterator<Item = Arc<PersistentVolume>>) {
+        *self = Self::default();
+        for v in volumes {
+            self.apply(v);
+        }
+    }
+
+    /// The best volume for the claim, as upstream's `findBestMatchForClaim` chooses it, skipping
+    /// volumes for which `reserved` says they are promised to another claim.
+    pub fn find_best_match(
+        &self,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+        reserved: &dyn Fn(&str) -> bool,
+    ) -> Option<Arc<PersistentVolume>> {
+        let wanted = helpers::claim_access_modes(claim);
+        let key = helpers::claim_key(claim);
+        let class = helpers::claim_class(claim);
+        let requested = helpers::claim_request(claim);
+        for &(_, bits) in self.mode_sets.keys() {
+            if !AccessModes(bits).contains_all(wanted) {
+                continue;
+            }
+            // A volume pre-bound to this claim wins within its mode set.
+            for name in self.by_claim.get(&key).into_iter().flatten() {
+                let e = &self.entries[name];
+                if e.modes.0 == bits && evaluate_in_mode_set(claim, &e.volume, delay_binding).prebound {
+                    return Some(e.volume.clone());
+                }
+            }
+            if delay_binding {
+                continue;
+            }
+            if let Some(set) = self.free.get(&(bits, class.to_string())) {
+                for (_, name) in set.range((requested, String::new())..) {
+                    if reserved(name) {
+                        continue;
+                    }
+                    let e = &self.entries[name];
+                    if evaluate_in_mode_set(claim, &e.volume, delay_binding).is_match() {
+                        return Some(e.volume.clone());
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matching::best_match_by_scan;
+    use k8s_openapi::api::core::v1::{
+        ObjectReference, PersistentVolumeClaimSpec, PersistentVolumeSpec, PersistentVolumeStatus,
+        VolumeResourceRequirements,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Q;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+    use proptest::prelude::*;
+
+    const MODES: [&str; 4] = ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"];
+
+    fn modes(bits: u8) -> Vec<String> {
+        (0..4).filter(|i| bits & (1 << i) != 0).map(|i| MODES[i].to_string()).collect()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pv(name: &str, gi: i64, bits: u8, class: &str, phase: &str, claim: Option<(&str, &str)>, label: Option<&str>, block: bool) -> PersistentVolume {
+        PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: label.map(|l| [("tier".to_string(), l.to_string())].into()),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                capacity: Some([("storage".to_string(), Q(format!("{gi}Gi")))].into()),
+                access_modes: Some(modes(bits)),
+                storage_class_name: if class.is_empty() { None } else { Some(class.into()) },
+                volume_mode: Some(if block { "Block" } else { "Filesystem" }.into()),
+                claim_ref: claim.map(|(n, u)| ObjectReference {
+                    namespace: Some("ns".into()),
+                    name: Some(n.into()),
+                    uid: if u.is_empty() { None } else { Some(u.into()) },
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: Some(PersistentVolumeStatus { phase: Some(phase.into()), ..Default::default() }),
+        }
+    }
+
+    fn pvc(name: &str, gi: i64, bits: u8, class: Option<&str>, selector: Option<&str>) -> PersistentVolumeClaim {
+        PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(format!("uid-{name}")),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeClaimSpec {
+                access_modes: Some(modes(bits)),
+                resources: Some(VolumeResourceRequirements {
+                    requests: Some([("storage".to_string(), Q(format!("{gi}Gi")))].into()),
+                    ..Default::default()
+                }),
+                storage_class_name: class.map(str::to_string),
+                selector: selector.map(|l| LabelSelector {
+                    match_labels: Some([("tier".to_string(), l.to_string())].into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn index(vols: &[PersistentVolume]) -> VolumeIndex {
+        let mut i = VolumeIndex::new();
+        for v in vols {
+            i.apply(Arc::new(v.clone()));
+        }
+        i
+    }
+
+    fn best(i: &VolumeIndex, c: &PersistentVolumeClaim) -> Option<String> {
+        i.find_best_match(c, false, &|_| false).map(|v| v.metadata.name.clone().unwrap())
+    }
+
+    #[test]
+    fn smallest_sufficient_volume_wins() {
+        let i = index(&[
+            pv("big", 10, 1, "", "Available", None, None, false),
+            pv("small", 1, 1, "", "Available", None, None, false),
+            pv("mid", 5, 1, "", "Available", None, None, false),
+        ]);
+        assert_eq!(best(&i, &pvc("c", 2, 1, Some(""), None)).as_deref(), Some("mid"));
+    }
+
+    #[test]
+    fn fewer_modes_beat_a_smaller_volume_with_more_modes() {
+        let i = index(&[
+            pv("rwo-big", 10, 1, "", "Available", None, None, false),
+            pv("rwo-rox-small", 2, 3, "", "Available", None, None, false),
+        ]);
+        assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)).as_deref(), Some("rwo-big"));
+    }
+
+    #[test]
+    fn prebound_volume_beats_smaller_ones_and_ignores_phase_and_class() {
+        let i = index(&[
+            pv("small", 1, 1, "", "Available", None, None, false),
+            pv("reserved", 9, 1, "gold", "Pending", Some(("c", "")), None, false),
+        ]);
+        assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)).as_deref(), Some("reserved"));
+    }
+
+    #[test]
+    fn claimed_released_and_other_class_volumes_are_never_chosen() {
+        let i = index(&[
+            pv("other", 5, 1, "", "Bound", Some(("x", "uid-x")), None, false),
+            pv("released", 5, 1, "", "Released", None, None, false),
+            pv("gold", 5, 1, "gold", "Available", None, None, false),
+        ]);
+        assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)), None);
+    }
+
+    #[test]
+    fn delayed_binding_leaves_free_volumes_alone() {
+        let i = index(&[pv("free", 5, 1, "", "Available", None, None, false)]);
+        assert!(i.find_best_match(&pvc("c", 1, 1, Some(""), None), true, &|_| false).is_none());
+    }
+
+    #[test]
+    fn reserved_volumes_are_skipped() {
+        let i = index(&[
+            pv("a", 5, 1, "", "Available", None, None, false),
+            pv("b", 6, 1, "", "Available", None, None, false),
+        ]);
+        let got = i.find_best_match(&pvc("c", 1, 1, Some(""), None), false, &|n| n == "a");
+        assert_eq!(got.unwrap().metadata.name.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn delete_removes_from_every_structure() {
+        let mut i = index(&[pv("a", 5, 1, "", "Available", None, None, false)]);
+        i.delete("a");
+        assert!(i.is_empty());
+        assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)), None);
+    }
+
+    fn arb_pv() -> impl Strategy<Value = PersistentVolume> {
+        (
+            0u32..40,
+            1i64..8,
+            1u8..16,
+            prop_oneof!["", "gold"],
+            prop_oneof!["Available", "Available", "Bound", "Released", "Pending"],
+            prop_oneof![Just(None), Just(Some(("c", ""))), Just(Some(("c", "uid-c"))), Just(Some(("d", "uid-d")))],
+            prop_oneof![Just(None), Just(Some("a")), Just(Some("b"))],
+            proptest::bool::weighted(0.1),
+        )
+            .prop_map(|(n, gi, bits, class, phase, claim, label, block)| {
+                pv(&format!("pv-{n}"), gi, bits, &class, &phase, claim, label, block)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn index_agrees_with_a_plain_scan(
+            vols in proptest::collection::vec(arb_pv(), 0..30),
+            gi in 1i64..8,
+            bits in 1u8..16,
+            class in prop_oneof![Just(Some("")), Just(Some("gold")), Just(None)],
+            sel in prop_oneof![Just(None), Just(Some("a"))],
+            delay in proptest::bool::weighted(0.2),
+        ) {
+            // Later duplicates replace earlier ones in the index; mirror that for the scan.
+            let mut by_name: BTreeMap<String, PersistentVolume> = BTreeMap::new();
+            for v in vols { by_name.insert(v.metadata.name.clone().unwrap(), v); }
+            let vols: Vec<_> = by_name.into_values().collect();
+            let i = index(&vols);
+            let c = pvc("c", gi, bits, class, sel);
+            let scan = best_match_by_scan(&c, vols.iter(), delay).map(|v| v.metadata.name.clone().unwrap());
+            let fast = i.find_best_match(&c, delay, &|_| false).map(|v| v.metadata.name.clone().unwrap());
+            prop_assert_eq!(scan, fast);
+        }
+    }
+}
