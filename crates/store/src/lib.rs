@@ -1,1 +1,29 @@
-//! placeholder
+//! The object store behind every API the controller talks to.
+//!
+//! One store with kube-apiserver's semantics that the controller relies on: a single
+//! cluster-wide, increasing resourceVersion; optimistic concurrency (a write carrying a stale
+//! resourceVersion gets 409); `status` written through its own call; deletion that honours
+//! finalizers; watch events replayable from a recent resourceVersion (older ones answer 410 Gone);
+//! kube-apiserver's validation and defaulting for the storage kinds.
+//!
+//! Objects are kept as JSON values so the same store serves typed controller adapters and the
+//! HTTP API for any kind it knows. Persistence sits *under* the store through [`Backend`]: the
+//! in-memory mode has none, `up` plugs a durable database in. Faults (409, 500, timeouts, lost
+//! responses) are injected here, at the API boundary, so every client sees them the same way.
+
+pub mod error;
+pub mod faults;
+pub mod kinds;
+pub mod store;
+pub mod validation;
+
+pub use error::{FieldError, FieldErrorKind, StoreError};
+pub use faults::{FaultKind, FaultSpec};
+pub use kinds::{ResourceType, RESOURCE_TYPES};
+pub use store::{
+    format_time, Backend, ListOptions, Mutation, Snapshot, Store, StoreBuilder, UidMode,
+    WatchEvent, WatchEventType, Watcher,
+};
+
+/// Result with a [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

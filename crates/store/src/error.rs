@@ -1,0 +1,196 @@
+//! Store errors, shaped like kube-apiserver's `Status` reasons so the HTTP layer maps them 1:1.
+
+use std::fmt;
+
+/// What is wrong with one field, as kube-apiserver's `field.Error` types.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldErrorKind {
+    /// A required field is missing.
+    Required,
+    /// The value is not valid.
+    Invalid(String),
+    /// The value is not among the supported ones.
+    NotSupported(String, Vec<String>),
+    /// The field may not be set or changed.
+    Forbidden,
+    /// The value is too long.
+    TooLong(usize),
+}
+
+/// One validation failure: where and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// Field path (`spec.capacity[storage]`).
+    pub path: String,
+    /// Kind of failure.
+    pub kind: FieldErrorKind,
+    /// Extra explanation.
+    pub detail: String,
+}
+
+impl FieldError {
+    /// A missing field.
+    pub fn required(path: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Required,
+            detail: detail.into(),
+        }
+    }
+    /// An invalid value.
+    pub fn invalid(
+        path: impl Into<String>,
+        value: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Invalid(value.into()),
+            detail: detail.into(),
+        }
+    }
+    /// A value outside the supported set.
+    pub fn not_supported(
+        path: impl Into<String>,
+        value: impl Into<String>,
+        supported: &[&str],
+    ) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::NotSupported(
+                value.into(),
+                supported.iter().map(|s| s.to_string()).collect(),
+            ),
+            detail: String::new(),
+        }
+    }
+    /// A forbidden field or change.
+    pub fn forbidden(path: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::Forbidden,
+            detail: detail.into(),
+        }
+    }
+    /// kube-apiserver's `reason` string for a Status cause.
+    pub fn reason(&self) -> &'static str {
+        match self.kind {
+            FieldErrorKind::Required => "FieldValueRequired",
+            FieldErrorKind::Invalid(_) => "FieldValueInvalid",
+            FieldErrorKind::NotSupported(..) => "FieldValueNotSupported",
+            FieldErrorKind::Forbidden => "FieldValueForbidden",
+            FieldErrorKind::TooLong(_) => "FieldValueTooLong",
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.path)?;
+        match &self.kind {
+            FieldErrorKind::Required => write!(f, "Required value")?,
+            FieldErrorKind::Invalid(v) => write!(f, "Invalid value: {v:?}")?,
+            FieldErrorKind::NotSupported(v, s) => {
+                let quoted: Vec<String> = s.iter().map(|x| format!("{x:?}")).collect();
+                write!(
+                    f,
+                    "Unsupported value: {v:?}: supported values: {}",
+                    quoted.join(", ")
+                )?
+            }
+            FieldErrorKind::Forbidden => write!(f, "Forbidden")?,
+            FieldErrorKind::TooLong(n) => write!(f, "Too long: may not be more than {n} bytes")?,
+        }
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a store request failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// 404.
+    #[error("{resource} {name:?} not found")]
+    NotFound {
+        /// Resource (plural, with group: `persistentvolumes`, `storageclasses.storage.k8s.io`).
+        resource: String,
+        /// Object name.
+        name: String,
+    },
+    /// 409 on create.
+    #[error("{resource} {name:?} already exists")]
+    AlreadyExists {
+        /// Resource.
+        resource: String,
+        /// Object name.
+        name: String,
+    },
+    /// 409 on a stale write or failed precondition.
+    #[error("Operation cannot be fulfilled on {resource} {name:?}: {message}")]
+    Conflict {
+        /// Resource.
+        resource: String,
+        /// Object name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// 422.
+    #[error("{kind} {name:?} is invalid: {}", .errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "))]
+    Invalid {
+        /// Kind (`PersistentVolume`).
+        kind: String,
+        /// Object name.
+        name: String,
+        /// Every failing field.
+        errors: Vec<FieldError>,
+    },
+    /// 410: the requested resourceVersion is older than the watch history.
+    #[error("too old resource version: {requested} ({oldest})")]
+    Gone {
+        /// Requested version.
+        requested: u64,
+        /// Oldest version still answerable.
+        oldest: u64,
+    },
+    /// 400.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 500 (also what an injected `error` fault returns).
+    #[error("Internal error occurred: {0}")]
+    Internal(String),
+    /// 504: no answer (what an injected `timeout` or `lost-response` fault returns).
+    #[error("the server was unable to return a response in the time allotted")]
+    Timeout,
+}
+
+impl StoreError {
+    /// HTTP status code kube-apiserver would answer with.
+    pub fn code(&self) -> u16 {
+        match self {
+            StoreError::NotFound { .. } => 404,
+            StoreError::AlreadyExists { .. } | StoreError::Conflict { .. } => 409,
+            StoreError::Invalid { .. } => 422,
+            StoreError::Gone { .. } => 410,
+            StoreError::BadRequest(_) => 400,
+            StoreError::Internal(_) => 500,
+            StoreError::Timeout => 504,
+        }
+    }
+
+    /// kube-apiserver's `Status.reason`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            StoreError::NotFound { .. } => "NotFound",
+            StoreError::AlreadyExists { .. } => "AlreadyExists",
+            StoreError::Conflict { .. } => "Conflict",
+            StoreError::Invalid { .. } => "Invalid",
+            StoreError::Gone { .. } => "Expired",
+            StoreError::BadRequest(_) => "BadRequest",
+            StoreError::Internal(_) => "InternalError",
+            StoreError::Timeout => "Timeout",
+        }
+    }
+}

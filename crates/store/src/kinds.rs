@@ -1,0 +1,136 @@
+//! The resource types the store knows, with the facts the API layers need about each.
+
+/// One resource type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceType {
+    /// API group ("" for core).
+    pub group: &'static str,
+    /// Version served.
+    pub version: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Plural resource name (the storage key).
+    pub plural: &'static str,
+    /// Singular name.
+    pub singular: &'static str,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Has a `/status` subresource with spec/status separation.
+    pub status_subresource: bool,
+    /// kubectl short names.
+    pub short_names: &'static [&'static str],
+}
+
+impl ResourceType {
+    /// `apiVersion` as objects carry it.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Resource name qualified by group, as error messages print it (`storageclasses.storage.k8s.io`).
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// Looks up by plural name.
+    pub fn by_plural(plural: &str) -> Option<&'static ResourceType> {
+        RESOURCE_TYPES.iter().find(|r| r.plural == plural)
+    }
+
+    /// Looks up by kind.
+    pub fn by_kind(kind: &str) -> Option<&'static ResourceType> {
+        RESOURCE_TYPES.iter().find(|r| r.kind == kind)
+    }
+}
+
+/// Every resource type the store serves. `events.k8s.io/v1` Events share the `events` storage.
+pub const RESOURCE_TYPES: &[ResourceType] = &[
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind: "PersistentVolume",
+        plural: "persistentvolumes",
+        singular: "persistentvolume",
+        namespaced: false,
+        status_subresource: true,
+        short_names: &["pv"],
+    },
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind: "PersistentVolumeClaim",
+        plural: "persistentvolumeclaims",
+        singular: "persistentvolumeclaim",
+        namespaced: true,
+        status_subresource: true,
+        short_names: &["pvc"],
+    },
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind: "Pod",
+        plural: "pods",
+        singular: "pod",
+        namespaced: true,
+        status_subresource: true,
+        short_names: &["po"],
+    },
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind: "Node",
+        plural: "nodes",
+        singular: "node",
+        namespaced: false,
+        status_subresource: true,
+        short_names: &["no"],
+    },
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        plural: "namespaces",
+        singular: "namespace",
+        namespaced: false,
+        status_subresource: true,
+        short_names: &["ns"],
+    },
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        singular: "event",
+        namespaced: true,
+        status_subresource: false,
+        short_names: &["ev"],
+    },
+    ResourceType {
+        group: "storage.k8s.io",
+        version: "v1",
+        kind: "StorageClass",
+        plural: "storageclasses",
+        singular: "storageclass",
+        namespaced: false,
+        status_subresource: false,
+        short_names: &["sc"],
+    },
+    ResourceType {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        plural: "leases",
+        singular: "lease",
+        namespaced: true,
+        status_subresource: false,
+        short_names: &[],
+    },
+];

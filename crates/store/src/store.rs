@@ -1,0 +1,1040 @@
+//! The store itself: objects by resource, one resourceVersion counter, watch history, writers.
+
+use crate::error::{FieldError, StoreError};
+use crate::faults::{FaultInjector, FaultKind, FaultSpec};
+use crate::kinds::ResourceType;
+use crate::validation;
+use crate::Result;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// Type of a watch event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchEventType {
+    /// Object created.
+    Added,
+    /// Object changed.
+    Modified,
+    /// Object removed.
+    Deleted,
+}
+
+impl WatchEventType {
+    /// The wire name (`ADDED`, `MODIFIED`, `DELETED`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WatchEventType::Added => "ADDED",
+            WatchEventType::Modified => "MODIFIED",
+            WatchEventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as watchers receive it.
+#[derive(Clone, Debug)]
+pub struct WatchEvent {
+    /// What happened.
+    pub kind: WatchEventType,
+    /// Resource (plural).
+    pub resource: &'static str,
+    /// Namespace ("" for cluster-scoped).
+    pub namespace: String,
+    /// The object after the change (for deletions: its last state, with the deletion's version).
+    pub object: Arc<Value>,
+    /// resourceVersion of the change.
+    pub rv: u64,
+}
+
+/// A stream of watch events for one resource (optionally one namespace).
+pub type Watcher = mpsc::UnboundedReceiver<WatchEvent>;
+
+/// A durable write, as the persistence layer receives it.
+#[derive(Debug)]
+pub enum Mutation<'a> {
+    /// The object now reads `object`.
+    Put {
+        /// Resource (plural).
+        resource: &'a str,
+        /// Namespace ("" for cluster-scoped).
+        namespace: &'a str,
+        /// Name.
+        name: &'a str,
+        /// Full object, resourceVersion included.
+        object: &'a Value,
+    },
+    /// The object is gone.
+    Delete {
+        /// Resource (plural).
+        resource: &'a str,
+        /// Namespace.
+        namespace: &'a str,
+        /// Name.
+        name: &'a str,
+    },
+}
+
+/// Persistence under the store. `commit` must make the mutation durable before returning: the
+/// store acknowledges a write to its client only after that.
+pub trait Backend: Send + Sync {
+    /// Persists one mutation together with the resourceVersion counter.
+    fn commit(&self, rv: u64, mutation: &Mutation<'_>) -> std::result::Result<(), String>;
+}
+
+/// What a backend hands back on start: the counter and every object.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Last resourceVersion handed out.
+    pub rv: u64,
+    /// `(resource, object)` pairs.
+    pub objects: Vec<(String, Value)>,
+}
+
+/// List scope.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Only this namespace (None: all).
+    pub namespace: Option<String>,
+}
+
+type Key = (String, String);
+
+struct WatchSlot {
+    resource: &'static str,
+    namespace: Option<String>,
+    tx: mpsc::UnboundedSender<WatchEvent>,
+}
+
+struct Inner {
+    rv: u64,
+    objects: HashMap<&'static str, BTreeMap<Key, Arc<Value>>>,
+    history: VecDeque<WatchEvent>,
+    /// Events at or below this version are no longer in `history`.
+    compacted: u64,
+    watchers: Vec<WatchSlot>,
+    creates: HashMap<String, u64>,
+    writes: u64,
+}
+
+/// How the store makes UIDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UidMode {
+    /// Random v4 UUIDs (API servers).
+    Random,
+    /// Derived from kind, namespace, name and how often that name was created (simulation).
+    Deterministic,
+}
+
+/// The object store.
+pub struct Store {
+    inner: Mutex<Inner>,
+    backend: Option<Box<dyn Backend>>,
+    faults: Mutex<Option<FaultInjector>>,
+    now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
+    uid_mode: UidMode,
+    history_limit: usize,
+}
+
+/// Formats a time as Kubernetes does (RFC 3339, seconds).
+pub fn format_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+fn meta_str<'a>(obj: &'a Value, f: &str) -> &'a str {
+    meta(obj)
+        .and_then(|m| m.get(f))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    let o = obj.as_object_mut().expect("validated object");
+    let m = o
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut().expect("metadata object")
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Store {
+    /// An empty in-memory store with random UIDs and the wall clock.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// Configures a store.
+    pub fn builder() -> StoreBuilder {
+        StoreBuilder::default()
+    }
+
+    fn rt(resource: &str) -> Result<&'static ResourceType> {
+        ResourceType::by_plural(resource).ok_or_else(|| StoreError::NotFound {
+            resource: resource.into(),
+            name: String::new(),
+        })
+    }
+
+    /// Installs (or clears) fault injection for writes to every resource but Events.
+    pub fn set_faults(&self, spec: Option<(FaultSpec, u64)>) {
+        *self.faults.lock().unwrap() = spec.map(|(s, seed)| FaultInjector::new(s, seed));
+    }
+
+    /// Faults injected so far: conflict, error, timeout, lost-response.
+    pub fn faults_injected(&self) -> [u64; 4] {
+        self.faults
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|f| f.injected)
+            .unwrap_or_default()
+    }
+
+    /// Successful writes so far (creates, updates, deletes; Events excluded).
+    pub fn write_count(&self) -> u64 {
+        self.inner.lock().unwrap().writes
+    }
+
+    /// The current resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.inner.lock().unwrap().rv
+    }
+
+    fn draw_fault(&self, rt: &ResourceType) -> Option<FaultKind> {
+        if rt.kind == "Event" {
+            return None;
+        }
+        self.faults
+            .lock()
+            .unwrap()
+            .as_mut()
+            .and_then(FaultInjector::draw)
+    }
+
+    fn make_uid(&self, inner: &mut Inner, rt: &ResourceType, ns: &str, name: &str) -> String {
+        match self.uid_mode {
+            UidMode::Random => uuid::Uuid::new_v4().to_string(),
+            UidMode::Deterministic => {
+                let key = format!("{}/{}/{}", rt.kind, ns, name);
+                let n = inner.creates.entry(key.clone()).or_insert(0);
+                *n += 1;
+                let seed = format!("{key}#{n}");
+                uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, seed.as_bytes()).to_string()
+            }
+        }
+    }
+
+    /// Reads one object.
+    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Arc<Value>> {
+        let rt = Self::rt(resource)?;
+        let inner = self.inner.lock().unwrap();
+        inner
+            .objects
+            .get(rt.plural)
+            .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource: rt.qualified(),
+                name: name.into(),
+            })
+    }
+
+    /// Lists objects and the resourceVersion the list is consistent with.
+    pub fn list(&self, resource: &str, opts: &ListOptions) -> Result<(Vec<Arc<Value>>, u64)> {
+        let rt = Self::rt(resource)?;
+        let inner = self.inner.lock().unwrap();
+        let items = match inner.objects.get(rt.plural) {
+            None => Vec::new(),
+            Some(m) => match &opts.namespace {
+                Some(ns) if rt.namespaced => m
+                    .range((ns.clone(), String::new())..)
+                    .take_while(|((n, _), _)| n == ns)
+                    .map(|(_, v)| v.clone())
+                    .collect(),
+                _ => m.values().cloned().collect(),
+            },
+        };
+        Ok((items, inner.rv))
+    }
+
+    /// Starts a watch. With `since`, replays every later change still in history (410 Gone when
+    /// `since` is older than the history); without it, only future changes.
+    pub fn watch(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        since: Option<u64>,
+    ) -> Result<Watcher> {
+        let rt = Self::rt(resource)?;
+        let mut inner = self.inner.lock().unwrap();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let ns = namespace
+            .filter(|n| !n.is_empty() && rt.namespaced)
+            .map(str::to_string);
+        if let Some(since) = since {
+            if since < inner.compacted {
+                return Err(StoreError::Gone {
+                    requested: since,
+                    oldest: inner.compacted,
+                });
+            }
+            for ev in inner
+                .history
+                .iter()
+                .filter(|e| e.rv > since && e.resource == rt.plural)
+            {
+                if ns.as_ref().is_none_or(|n| *n == ev.namespace) {
+                    let _ = tx.send(ev.clone());
+                }
+            }
+        }
+        inner.watchers.push(WatchSlot {
+            resource: rt.plural,
+            namespace: ns,
+            tx,
+        });
+        Ok(rx)
+    }
+
+    fn check_valid(rt: &ResourceType, name: &str, errs: Vec<FieldError>) -> Result<()> {
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::Invalid {
+                kind: rt.kind.into(),
+                name: name.into(),
+                errors: errs,
+            })
+        }
+    }
+
+    /// Records a change: persists, bumps history, notifies watchers. Called with the lock held.
+    fn commit(
+        &self,
+        inner: &mut Inner,
+        rt: &'static ResourceType,
+        kind: WatchEventType,
+        ns: &str,
+        name: &str,
+        obj: Arc<Value>,
+        rv: u64,
+    ) -> Result<()> {
+        if let Some(b) = &self.backend {
+            let m = match kind {
+                WatchEventType::Deleted => Mutation::Delete {
+                    resource: rt.plural,
+                    namespace: ns,
+                    name,
+                },
+                _ => Mutation::Put {
+                    resource: rt.plural,
+                    namespace: ns,
+                    name,
+                    object: &obj,
+                },
+            };
+            b.commit(rv, &m).map_err(StoreError::Internal)?;
+        }
+        inner.rv = rv;
+        if rt.kind != "Event" {
+            inner.writes += 1;
+        }
+        let map = inner.objects.entry(rt.plural).or_default();
+        let key = (ns.to_string(), name.to_string());
+        match kind {
+            WatchEventType::Deleted => {
+                map.remove(&key);
+            }
+            _ => {
+                map.insert(key, obj.clone());
+            }
+        }
+        let ev = WatchEvent {
+            kind,
+            resource: rt.plural,
+            namespace: ns.to_string(),
+            object: obj,
+            rv,
+        };
+        inner.watchers.retain(|w| {
+            if w.resource != ev.resource || w.namespace.as_ref().is_some_and(|n| *n != ev.namespace)
+            {
+                return !w.tx.is_closed();
+            }
+            w.tx.send(ev.clone()).is_ok()
+        });
+        inner.history.push_back(ev);
+        while inner.history.len() > self.history_limit {
+            if let Some(old) = inner.history.pop_front() {
+                inner.compacted = old.rv;
+            }
+        }
+        Ok(())
+    }
+
+    fn stamp(obj: &mut Value, rv: u64) {
+        meta_mut(obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+
+    /// Fills server-set metadata of a new object.
+    fn prepare_new(&self, inner: &mut Inner, rt: &ResourceType, obj: &mut Value) {
+        let now = format_time((self.now)());
+        let o = obj.as_object_mut().expect("object");
+        o.insert("apiVersion".into(), Value::String(rt.api_version()));
+        o.insert("kind".into(), Value::String(rt.kind.into()));
+        let ns = meta_str(obj, "namespace").to_string();
+        let name = meta_str(obj, "name").to_string();
+        let has_uid = !meta_str(obj, "uid").is_empty();
+        let uid = if has_uid {
+            None
+        } else {
+            Some(self.make_uid(inner, rt, &ns, &name))
+        };
+        let m = meta_mut(obj);
+        if !rt.namespaced {
+            m.remove("namespace");
+        }
+        if let Some(uid) = uid {
+            m.insert("uid".into(), Value::String(uid));
+        }
+        m.entry("creationTimestamp")
+            .or_insert_with(|| Value::String(now));
+        if m.get("creationTimestamp").is_some_and(Value::is_null) {
+            m.insert(
+                "creationTimestamp".into(),
+                Value::String(format_time((self.now)())),
+            );
+        }
+        m.insert("generation".into(), Value::from(1));
+    }
+
+    /// Creates an object through the API: server fields set, status reset for kinds with a
+    /// status subresource (a PV starts Pending), validated and defaulted.
+    pub fn create(&self, resource: &str, mut obj: Value) -> Result<Arc<Value>> {
+        let rt = Self::rt(resource)?;
+        if !obj.is_object() {
+            return Err(StoreError::BadRequest(
+                "the body of the request must be a JSON object".into(),
+            ));
+        }
+        let name = meta_str(&obj, "name").to_string();
+        if rt.status_subresource && rt.kind != "Pod" && rt.kind != "Node" {
+            obj.as_object_mut().unwrap().remove("status");
+        }
+        {
+            let m = meta_mut(&mut obj);
+            for f in [
+                "resourceVersion",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
+                m.remove(f);
+            }
+            m.remove("uid");
+            m.remove("creationTimestamp");
+        }
+        validation::default(rt, &mut obj);
+        Self::check_valid(rt, &name, validation::validate(rt, &obj))?;
+        let fault = self.draw_fault(rt);
+        if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
+            return Err(f.error(&rt.qualified(), &name));
+        }
+        let mut inner = self.inner.lock().unwrap();
+        let ns = if rt.namespaced {
+            meta_str(&obj, "namespace").to_string()
+        } else {
+            String::new()
+        };
+        if inner
+            .objects
+            .get(rt.plural)
+            .is_some_and(|m| m.contains_key(&(ns.clone(), name.clone())))
+        {
+            return Err(StoreError::AlreadyExists {
+                resource: rt.qualified(),
+                name,
+            });
+        }
+        self.prepare_new(&mut inner, rt, &mut obj);
+        if rt.kind == "PersistentVolume" {
+            let now = format_time((self.now)());
+            obj["status"]["lastPhaseTransitionTime"] = Value::String(now);
+        }
+        let rv = inner.rv + 1;
+        Self::stamp(&mut obj, rv);
+        let obj = Arc::new(obj);
+        self.commit(
+            &mut inner,
+            rt,
+            WatchEventType::Added,
+            &ns,
+            &name,
+            obj.clone(),
+            rv,
+        )?;
+        drop(inner);
+        if fault == Some(FaultKind::LostResponse) {
+            return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
+        }
+        Ok(obj)
+    }
+
+    /// Loads an object as stored (status and given UID kept), as `simulate` reads a cluster's
+    /// state. Validated and defaulted like a create; never faulted.
+    pub fn load(&self, resource: &str, mut obj: Value) -> Result<Arc<Value>> {
+        let rt = Self::rt(resource)?;
+        let name = meta_str(&obj, "name").to_string();
+        validation::default(rt, &mut obj);
+        Self::check_valid(rt, &name, validation::validate(rt, &obj))?;
+        let mut inner = self.inner.lock().unwrap();
+        let ns = if rt.namespaced {
+            meta_str(&obj, "namespace").to_string()
+        } else {
+            String::new()
+        };
+        if inner
+            .objects
+            .get(rt.plural)
+            .is_some_and(|m| m.contains_key(&(ns.clone(), name.clone())))
+        {
+            return Err(StoreError::AlreadyExists {
+                resource: rt.qualified(),
+                name,
+            });
+        }
+        let generation = meta(&obj).and_then(|m| m.get("generation")).cloned();
+        self.prepare_new(&mut inner, rt, &mut obj);
+        if let Some(g) = generation {
+            meta_mut(&mut obj).insert("generation".into(), g);
+        }
+        let rv = inner.rv + 1;
+        Self::stamp(&mut obj, rv);
+        let obj = Arc::new(obj);
+        self.commit(
+            &mut inner,
+            rt,
+            WatchEventType::Added,
+            &ns,
+            &name,
+            obj.clone(),
+            rv,
+        )?;
+        Ok(obj)
+    }
+
+    /// Updates an object. `status == false` writes the main resource (status changes ignored for
+    /// kinds with a status subresource); `status == true` writes only the status. A non-empty
+    /// `metadata.resourceVersion` must be current (else 409). An update that changes nothing
+    /// returns the stored object without a new version.
+    pub fn update(&self, resource: &str, mut obj: Value, status: bool) -> Result<Arc<Value>> {
+        let rt = Self::rt(resource)?;
+        if !obj.is_object() {
+            return Err(StoreError::BadRequest(
+                "the body of the request must be a JSON object".into(),
+            ));
+        }
+        let name = meta_str(&obj, "name").to_string();
+        let ns = if rt.namespaced {
+            meta_str(&obj, "namespace").to_string()
+        } else {
+            String::new()
+        };
+        let fault = self.draw_fault(rt);
+        if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
+            return Err(f.error(&rt.qualified(), &name));
+        }
+        let mut inner = self.inner.lock().unwrap();
+        let old = inner
+            .objects
+            .get(rt.plural)
+            .and_then(|m| m.get(&(ns.clone(), name.clone())))
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource: rt.qualified(),
+                name: name.clone(),
+            })?;
+        let given_rv = meta_str(&obj, "resourceVersion").to_string();
+        if !given_rv.is_empty() && given_rv != meta_str(&old, "resourceVersion") {
+            return Err(StoreError::Conflict {
+                resource: rt.qualified(),
+                name,
+                message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+            });
+        }
+        let mut new = if status {
+            // Status writes change only the status.
+            let mut n = (*old).clone();
+            match obj.get("status") {
+                Some(s) => n
+                    .as_object_mut()
+                    .unwrap()
+                    .insert("status".into(), s.clone()),
+                None => n.as_object_mut().unwrap().remove("status"),
+            };
+            n
+        } else {
+            if rt.status_subresource {
+                match old.get("status") {
+                    Some(s) => obj
+                        .as_object_mut()
+                        .unwrap()
+                        .insert("status".into(), s.clone()),
+                    None => obj.as_object_mut().unwrap().remove("status"),
+                };
+            }
+            // Server-owned metadata is kept from the stored object.
+            let old_meta = meta(&old).cloned().unwrap_or_default();
+            let m = meta_mut(&mut obj);
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+            ] {
+                match old_meta.get(f) {
+                    Some(v) => m.insert(f.into(), v.clone()),
+                    None => m.remove(f),
+                };
+            }
+            let o = obj.as_object_mut().unwrap();
+            o.insert("apiVersion".into(), Value::String(rt.api_version()));
+            o.insert("kind".into(), Value::String(rt.kind.into()));
+            obj
+        };
+        validation::default(rt, &mut new);
+        let errs = if status {
+            validation::validate(rt, &new)
+        } else {
+            validation::validate_update(rt, &old, &new)
+        };
+        Self::check_valid(rt, &name, errs)?;
+        if !status && meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+            let (of, nf) = (finalizers(&old), finalizers(&new));
+            if nf.iter().any(|f| !of.contains(f)) {
+                return Err(StoreError::Invalid {
+                    kind: rt.kind.into(),
+                    name,
+                    errors: vec![FieldError::forbidden(
+                        "metadata.finalizers",
+                        "no new finalizers can be added if the object is being deleted",
+                    )],
+                });
+            }
+        }
+        // Compare without the resourceVersion to detect no-op writes.
+        meta_mut(&mut new).insert(
+            "resourceVersion".into(),
+            Value::String(meta_str(&old, "resourceVersion").into()),
+        );
+        if new == *old {
+            drop(inner);
+            if fault == Some(FaultKind::LostResponse) {
+                return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
+            }
+            return Ok(old);
+        }
+        if !status && old.get("spec") != new.get("spec") {
+            let g = meta(&old)
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            meta_mut(&mut new).insert("generation".into(), Value::from(g + 1));
+        }
+        if rt.kind == "PersistentVolume" {
+            let old_phase = old.get("status").and_then(|s| s.get("phase"));
+            let new_phase = new.get("status").and_then(|s| s.get("phase"));
+            let old_t = old
+                .get("status")
+                .and_then(|s| s.get("lastPhaseTransitionTime"));
+            let new_t = new
+                .get("status")
+                .and_then(|s| s.get("lastPhaseTransitionTime"));
+            if old_phase != new_phase && (new_t.is_none() || new_t == old_t) {
+                if let Some(s) = new.get_mut("status").and_then(Value::as_object_mut) {
+                    s.insert(
+                        "lastPhaseTransitionTime".into(),
+                        Value::String(format_time((self.now)())),
+                    );
+                }
+            }
+        }
+        let rv = inner.rv + 1;
+        Self::stamp(&mut new, rv);
+        let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
+        let new = Arc::new(new);
+        if deleting && finalizers(&new).is_empty() {
+            self.commit(
+                &mut inner,
+                rt,
+                WatchEventType::Deleted,
+                &ns,
+                &name,
+                new.clone(),
+                rv,
+            )?;
+        } else {
+            self.commit(
+                &mut inner,
+                rt,
+                WatchEventType::Modified,
+                &ns,
+                &name,
+                new.clone(),
+                rv,
+            )?;
+        }
+        drop(inner);
+        if fault == Some(FaultKind::LostResponse) {
+            return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
+        }
+        Ok(new)
+    }
+
+    /// Deletes an object. With finalizers it only gets a deletionTimestamp; it goes when the last
+    /// finalizer is removed. Preconditions (`uid`, `resourceVersion`) give 409 when they fail.
+    pub fn delete(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+        rv_pre: Option<&str>,
+    ) -> Result<Arc<Value>> {
+        let rt = Self::rt(resource)?;
+        let ns = if rt.namespaced { namespace } else { "" };
+        let fault = self.draw_fault(rt);
+        if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
+            return Err(f.error(&rt.qualified(), name));
+        }
+        let mut inner = self.inner.lock().unwrap();
+        let old = inner
+            .objects
+            .get(rt.plural)
+            .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource: rt.qualified(),
+                name: name.into(),
+            })?;
+        if let Some(u) = uid.filter(|u| !u.is_empty()) {
+            if u != meta_str(&old, "uid") {
+                return Err(StoreError::Conflict {
+                    resource: rt.qualified(),
+                    name: name.into(),
+                    message: format!(
+                        "Precondition failed: UID in precondition: {u}, UID in object meta: {}",
+                        meta_str(&old, "uid")
+                    ),
+                });
+            }
+        }
+        if let Some(r) = rv_pre.filter(|r| !r.is_empty()) {
+            if r != meta_str(&old, "resourceVersion") {
+                return Err(StoreError::Conflict {
+                    resource: rt.qualified(),
+                    name: name.into(),
+                    message: format!("Precondition failed: ResourceVersion in precondition: {r}, ResourceVersion in object meta: {}", meta_str(&old, "resourceVersion")),
+                });
+            }
+        }
+        let rv = inner.rv + 1;
+        let result = if finalizers(&old).is_empty() {
+            let mut gone = (*old).clone();
+            Self::stamp(&mut gone, rv);
+            let gone = Arc::new(gone);
+            self.commit(
+                &mut inner,
+                rt,
+                WatchEventType::Deleted,
+                ns,
+                name,
+                gone.clone(),
+                rv,
+            )?;
+            gone
+        } else if meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+            old
+        } else {
+            let mut marked = (*old).clone();
+            let m = meta_mut(&mut marked);
+            m.insert(
+                "deletionTimestamp".into(),
+                Value::String(format_time((self.now)())),
+            );
+            m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            Self::stamp(&mut marked, rv);
+            let marked = Arc::new(marked);
+            self.commit(
+                &mut inner,
+                rt,
+                WatchEventType::Modified,
+                ns,
+                name,
+                marked.clone(),
+                rv,
+            )?;
+            marked
+        };
+        drop(inner);
+        if fault == Some(FaultKind::LostResponse) {
+            return Err(FaultKind::LostResponse.error(&rt.qualified(), name));
+        }
+        Ok(result)
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Builds a [`Store`].
+pub struct StoreBuilder {
+    backend: Option<Box<dyn Backend>>,
+    snapshot: Snapshot,
+    now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
+    uid_mode: UidMode,
+    history_limit: usize,
+}
+
+impl Default for StoreBuilder {
+    fn default() -> Self {
+        StoreBuilder {
+            backend: None,
+            snapshot: Snapshot::default(),
+            now: Box::new(Utc::now),
+            uid_mode: UidMode::Random,
+            history_limit: 100_000,
+        }
+    }
+}
+
+impl StoreBuilder {
+    /// Persists through `backend`, starting from `snapshot` (what it holds already).
+    pub fn backend(mut self, backend: Box<dyn Backend>, snapshot: Snapshot) -> Self {
+        self.backend = Some(backend);
+        self.snapshot = snapshot;
+        self
+    }
+
+    /// Uses this clock for timestamps.
+    pub fn clock(mut self, now: impl Fn() -> DateTime<Utc> + Send + Sync + 'static) -> Self {
+        self.now = Box::new(now);
+        self
+    }
+
+    /// How UIDs are made.
+    pub fn uids(mut self, mode: UidMode) -> Self {
+        self.uid_mode = mode;
+        self
+    }
+
+    /// How many changes watch history keeps (older resourceVersions answer 410 Gone).
+    pub fn history_limit(mut self, n: usize) -> Self {
+        self.history_limit = n.max(1);
+        self
+    }
+
+    /// Builds the store.
+    pub fn build(self) -> Store {
+        let mut objects: HashMap<&'static str, BTreeMap<Key, Arc<Value>>> = HashMap::new();
+        for (resource, obj) in self.snapshot.objects {
+            if let Some(rt) = ResourceType::by_plural(&resource) {
+                let ns = if rt.namespaced {
+                    meta_str(&obj, "namespace").to_string()
+                } else {
+                    String::new()
+                };
+                let name = meta_str(&obj, "name").to_string();
+                objects
+                    .entry(rt.plural)
+                    .or_default()
+                    .insert((ns, name), Arc::new(obj));
+            }
+        }
+        Store {
+            inner: Mutex::new(Inner {
+                rv: self.snapshot.rv,
+                objects,
+                history: VecDeque::new(),
+                compacted: self.snapshot.rv,
+                watchers: Vec::new(),
+                creates: HashMap::new(),
+                writes: 0,
+            }),
+            backend: self.backend,
+            faults: Mutex::new(None),
+            now: self.now,
+            uid_mode: self.uid_mode,
+            history_limit: self.history_limit,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pv(name: &str) -> Value {
+        json!({"metadata": {"name": name}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/x"}}, "status": {"phase": "Bound"}})
+    }
+
+    #[test]
+    fn create_sets_server_fields_and_resets_status() {
+        let s = Store::new();
+        let o = s.create("persistentvolumes", pv("a")).unwrap();
+        assert_eq!(o["status"]["phase"], "Pending");
+        assert!(o["status"]["lastPhaseTransitionTime"].is_string());
+        assert_eq!(o["metadata"]["resourceVersion"], "1");
+        assert!(o["metadata"]["uid"].is_string());
+        assert_eq!(o["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+        assert_eq!(o["kind"], "PersistentVolume");
+        assert!(matches!(
+            s.create("persistentvolumes", pv("a")),
+            Err(StoreError::AlreadyExists { .. })
+        ));
+    }
+
+    #[test]
+    fn stale_update_conflicts_and_versions_increase() {
+        let s = Store::new();
+        let o = s.create("persistentvolumes", pv("a")).unwrap();
+        let mut a = (*o).clone();
+        a["metadata"]["labels"] = json!({"x": "1"});
+        let o2 = s.update("persistentvolumes", a.clone(), false).unwrap();
+        assert_eq!(o2["metadata"]["resourceVersion"], "2");
+        a["metadata"]["labels"] = json!({"x": "2"});
+        assert_eq!(
+            s.update("persistentvolumes", a, false).unwrap_err().code(),
+            409
+        );
+    }
+
+    #[test]
+    fn main_update_ignores_status_and_status_update_ignores_spec() {
+        let s = Store::new();
+        let o = s.create("persistentvolumes", pv("a")).unwrap();
+        let mut a = (*o).clone();
+        a["status"]["phase"] = json!("Available");
+        let same = s.update("persistentvolumes", a.clone(), false).unwrap();
+        assert_eq!(same["status"]["phase"], "Pending");
+        assert_eq!(
+            same["metadata"]["resourceVersion"], "1",
+            "no-op write keeps the version"
+        );
+        a["spec"]["capacity"]["storage"] = json!("5Gi");
+        let st = s.update("persistentvolumes", a, true).unwrap();
+        assert_eq!(st["status"]["phase"], "Available");
+        assert_eq!(st["spec"]["capacity"]["storage"], "1Gi");
+    }
+
+    #[test]
+    fn finalizers_hold_deletion_until_removed() {
+        let s = Store::new();
+        let mut p = pv("a");
+        p["metadata"]["finalizers"] = json!(["f"]);
+        s.create("persistentvolumes", p).unwrap();
+        let marked = s.delete("persistentvolumes", "", "a", None, None).unwrap();
+        assert!(marked["metadata"]["deletionTimestamp"].is_string());
+        assert!(s.get("persistentvolumes", "", "a").is_ok());
+        let mut m = (*marked).clone();
+        m["metadata"]["finalizers"] = json!(["f", "g"]);
+        assert_eq!(
+            s.update("persistentvolumes", m.clone(), false)
+                .unwrap_err()
+                .code(),
+            422
+        );
+        m["metadata"]["finalizers"] = json!([]);
+        s.update("persistentvolumes", m, false).unwrap();
+        assert_eq!(s.get("persistentvolumes", "", "a").unwrap_err().code(), 404);
+    }
+
+    #[test]
+    fn watch_replays_history_and_answers_gone_when_too_old() {
+        let s = Store::builder().history_limit(2).build();
+        for n in ["a", "b", "c"] {
+            s.create("persistentvolumes", pv(n)).unwrap();
+        }
+        let mut w = s.watch("persistentvolumes", None, Some(1)).unwrap();
+        assert_eq!(w.try_recv().unwrap().rv, 2);
+        assert_eq!(w.try_recv().unwrap().rv, 3);
+        assert!(w.try_recv().is_err());
+        assert_eq!(
+            s.watch("persistentvolumes", None, Some(0))
+                .unwrap_err()
+                .code(),
+            410
+        );
+        s.delete("persistentvolumes", "", "a", None, None).unwrap();
+        let ev = w.try_recv().unwrap();
+        assert_eq!(ev.kind, WatchEventType::Deleted);
+    }
+
+    #[test]
+    fn lost_response_applies_the_write_but_reports_failure() {
+        let s = Store::new();
+        s.set_faults(Some((FaultSpec::parse("lost-response=1").unwrap(), 1)));
+        assert_eq!(
+            s.create("persistentvolumes", pv("a")).unwrap_err().code(),
+            504
+        );
+        s.set_faults(None);
+        assert!(s.get("persistentvolumes", "", "a").is_ok());
+    }
+
+    #[test]
+    fn invalid_objects_are_rejected_without_a_write() {
+        let s = Store::new();
+        let err = s
+            .create(
+                "persistentvolumes",
+                json!({"metadata": {"name": "a"}, "spec": {}}),
+            )
+            .unwrap_err();
+        assert_eq!(err.code(), 422);
+        assert!(
+            err.to_string().contains("spec.capacity: Required value"),
+            "{err}"
+        );
+        assert_eq!(s.resource_version(), 0);
+    }
+
+    #[test]
+    fn delete_preconditions_are_checked() {
+        let s = Store::new();
+        s.create("persistentvolumes", pv("a")).unwrap();
+        assert_eq!(
+            s.delete("persistentvolumes", "", "a", Some("other"), None)
+                .unwrap_err()
+                .code(),
+            409
+        );
+        assert!(s
+            .delete("persistentvolumes", "", "a", None, Some("1"))
+            .is_ok());
+    }
+}
