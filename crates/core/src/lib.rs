@@ -1,1 +1,43 @@
-//! placeholder
+//! The PersistentVolume controller, written once.
+//!
+//! Every mode (`up`, `run`, `simulate`, tests) runs this code; only the adapters differ. The
+//! controller talks to the cluster through [`ClusterApi`], to storage through [`VolumePlugin`]s,
+//! and to time through [`Clock`], so a simulation can run it on virtual time with no waiting.
+//!
+//! ## Design: the two-way pointer
+//! A binding is `pv.spec.claimRef` ↔ `pvc.spec.volumeName`. There are no transactions, so a bind
+//! writes the PV first (claimRef, then phase) and the PVC second (volumeName and annotations, then
+//! phase). Any write may fail, any object may change or vanish between writes, and another
+//! controller may race us. Every sync therefore reads the state it finds, decides, writes at most
+//! what differs, and stops at the first error: the next sync of either object lands in a branch
+//! that finishes (or rolls back) the work. That idempotence is what makes faults survivable.
+//!
+//! ## Flow
+//! Watch events update the caches ([`cache`]) and enqueue keys on two de-duplicating work queues
+//! ([`queue`]). Workers run [`Controller::sync_volume_key`] / [`Controller::sync_claim_key`]; long
+//! operations (provision, delete, recycle) go to the [`operations`] scheduler, keyed by name, at
+//! most one per key. A resync enqueues everything periodically.
+
+pub mod api;
+pub mod cache;
+pub mod clock;
+pub mod controller;
+pub mod error;
+pub mod events;
+pub mod metrics;
+pub mod operations;
+pub mod plugin;
+pub mod queue;
+pub mod runtime;
+
+mod binder;
+mod provision;
+mod reclaim;
+mod sync_claim;
+mod sync_volume;
+
+pub use api::{ApiError, ClusterApi};
+pub use clock::{Clock, SimClock, SystemClock};
+pub use controller::{Config, Controller, ObjectEvent};
+pub use error::{Error, Result};
+pub use plugin::{PluginError, PluginRegistry, ProvisionOptions, VolumePlugin};

@@ -7,6 +7,7 @@
 //! match for a claim without scanning every volume.
 
 pub mod annotations;
+pub mod csi;
 pub mod helpers;
 pub mod index;
 pub mod matching;

@@ -1,0 +1,74 @@
+//! The API calls the controller makes, as a trait: implemented over kube-rs (real clusters, `up`)
+//! and over the in-memory store (simulate, tests).
+
+use async_trait::async_trait;
+use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim};
+
+/// A failed API call, classified the way the controller reacts to it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 404.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// 409 on create.
+    #[error("already exists: {0}")]
+    AlreadyExists(String),
+    /// 409 on update (stale resourceVersion) or failed precondition.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// 422.
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// Anything else: 5xx, timeouts, transport errors. The request may or may not have applied.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ApiError {
+    /// True for 404.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ApiError::NotFound(_))
+    }
+    /// True for 409 conflicts.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ApiError::Conflict(_))
+    }
+}
+
+/// Writes and reads the controller needs beyond its watch caches.
+#[async_trait]
+pub trait ClusterApi: Send + Sync {
+    /// GET a PV.
+    async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError>;
+    /// POST a PV.
+    async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError>;
+    /// PUT a PV (main resource).
+    async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError>;
+    /// PUT a PV's status.
+    async fn update_volume_status(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<PersistentVolume, ApiError>;
+    /// DELETE a PV.
+    async fn delete_volume(&self, name: &str) -> Result<(), ApiError>;
+    /// GET a PVC.
+    async fn get_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<PersistentVolumeClaim, ApiError>;
+    /// PUT a PVC (main resource).
+    async fn update_claim(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<PersistentVolumeClaim, ApiError>;
+    /// PUT a PVC's status.
+    async fn update_claim_status(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<PersistentVolumeClaim, ApiError>;
+    /// POST an Event.
+    async fn create_event(&self, event: &Event) -> Result<Event, ApiError>;
+    /// PUT an Event (aggregation bumps its count).
+    async fn update_event(&self, event: &Event) -> Result<Event, ApiError>;
+}

@@ -1,0 +1,269 @@
+//! The writes of binding and unbinding, in upstream's order, each skipped when nothing changes.
+//!
+//! `bind` writes: PV claimRef (+ bound-by-controller), PV phase Bound, PVC volumeName (+
+//! bound-by-controller, bind-completed), PVC phase Bound with capacity and access modes. It stops
+//! at the first failure; the next sync of either object resumes where it stopped.
+
+use crate::controller::Controller;
+use crate::error::{Error, Result};
+use pv_model::annotations as ann;
+use pv_model::helpers::{self, pv_phase};
+use pv_model::k8s::{
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus, PersistentVolumeStatus,
+};
+use std::sync::Arc;
+
+impl Controller {
+    /// Sets a volume's phase (and message); no write when the phase is already set.
+    pub(crate) async fn update_volume_phase(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        phase: &str,
+        message: &str,
+    ) -> Result<Arc<PersistentVolume>> {
+        if helpers::volume_phase(volume) == phase {
+            return Ok(volume.clone());
+        }
+        let mut clone = (**volume).clone();
+        let status = clone
+            .status
+            .get_or_insert_with(PersistentVolumeStatus::default);
+        status.phase = Some(phase.to_string());
+        status.message = if message.is_empty() {
+            None
+        } else {
+            Some(message.to_string())
+        };
+        let saved = self
+            .api
+            .update_volume_status(&clone)
+            .await
+            .map_err(Error::api("saving volume phase"))?;
+        tracing::info!(volume = %helpers::name(&volume.metadata), phase, "volume entered phase");
+        Ok(self.store_volume(saved))
+    }
+
+    /// Sets a volume's phase and emits an event, both only when the phase changes.
+    pub(crate) async fn update_volume_phase_with_event(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        phase: &str,
+        type_: &'static str,
+        reason: &'static str,
+        message: &str,
+    ) -> Result<Arc<PersistentVolume>> {
+        if helpers::volume_phase(volume) == phase {
+            return Ok(volume.clone());
+        }
+        let saved = self.update_volume_phase(volume, phase, message).await?;
+        self.recorder.event(&*saved, type_, reason, message).await;
+        Ok(saved)
+    }
+
+    /// Sets a claim's phase; with a volume, also its access modes and (when becoming bound) its
+    /// capacity; without, clears them. No write when nothing differs.
+    pub(crate) async fn update_claim_status(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        phase: &str,
+        volume: Option<&PersistentVolume>,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        let mut clone = (**claim).clone();
+        let old = claim.status.clone().unwrap_or_default();
+        let status = clone
+            .status
+            .get_or_insert_with(PersistentVolumeClaimStatus::default);
+        let mut dirty = false;
+        if old.phase.as_deref().unwrap_or("") != phase {
+            status.phase = Some(phase.to_string());
+            dirty = true;
+        }
+        match volume {
+            None => {
+                if old.access_modes.is_some() {
+                    status.access_modes = None;
+                    dirty = true;
+                }
+                if old.capacity.is_some() {
+                    status.capacity = None;
+                    dirty = true;
+                }
+            }
+            Some(v) => {
+                let spec = v.spec.clone().unwrap_or_default();
+                if old.access_modes != spec.access_modes {
+                    status.access_modes = spec.access_modes.clone();
+                    dirty = true;
+                }
+                // Capacity only when becoming bound: a difference may be intentional (resize).
+                if old.phase.as_deref().unwrap_or("") != phase {
+                    let Some(vcap) = spec.capacity.as_ref().and_then(|c| c.get("storage")) else {
+                        return Err(Error::Invalid(format!(
+                            "PersistentVolume {:?} is without a storage capacity",
+                            helpers::name(&v.metadata)
+                        )));
+                    };
+                    if let Some(pre) = helpers::annotation(&v.metadata, ann::PRE_RESIZE_CAPACITY) {
+                        status.capacity = Some(
+                            [(
+                                "storage".to_string(),
+                                pv_model::k8s::K8sQuantity(pre.to_string()),
+                            )]
+                            .into(),
+                        );
+                        dirty = true;
+                    } else {
+                        let ccap = old.capacity.as_ref().and_then(|c| c.get("storage"));
+                        let same = ccap.is_some_and(|c| {
+                            pv_model::Quantity::parse(&c.0).ok()
+                                == pv_model::Quantity::parse(&vcap.0).ok()
+                        });
+                        if !same {
+                            status.capacity = spec.capacity.clone();
+                            dirty = true;
+                        }
+                    }
+                }
+            }
+        }
+        if !dirty {
+            return Ok(claim.clone());
+        }
+        let saved = self
+            .api
+            .update_claim_status(&clone)
+            .await
+            .map_err(Error::api("saving claim status"))?;
+        if old.phase.as_deref().unwrap_or("") != phase {
+            tracing::info!(pvc = %helpers::claim_key(claim), phase, "claim entered phase");
+        }
+        Ok(self.store_claim(saved))
+    }
+
+    /// Sets a claim's phase and emits an event, both only when the phase changes.
+    pub(crate) async fn update_claim_status_with_event(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        phase: &str,
+        volume: Option<&PersistentVolume>,
+        type_: &'static str,
+        reason: &'static str,
+        message: &str,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        if helpers::claim_phase(claim) == phase {
+            return Ok(claim.clone());
+        }
+        let saved = self.update_claim_status(claim, phase, volume).await?;
+        self.recorder.event(&*saved, type_, reason, message).await;
+        Ok(saved)
+    }
+
+    /// Points the volume at the claim (claimRef with the claim's UID), marking it bound by the
+    /// controller unless a user pre-bound it.
+    async fn bind_volume_to_claim(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<Arc<PersistentVolume>> {
+        let should_mark = !helpers::is_volume_bound_to_claim(volume, claim);
+        let mut clone = (**volume).clone();
+        let mut dirty = false;
+        let r = helpers::claim_ref(volume);
+        let same = r.is_some_and(|r| {
+            r.name.as_deref() == claim.metadata.name.as_deref()
+                && r.namespace.as_deref() == claim.metadata.namespace.as_deref()
+                && r.uid.as_deref() == claim.metadata.uid.as_deref()
+        });
+        if !same {
+            clone.spec.get_or_insert_with(Default::default).claim_ref =
+                Some(helpers::claim_reference(claim));
+            dirty = true;
+        }
+        if should_mark && !helpers::has_annotation(&clone.metadata, ann::BOUND_BY_CONTROLLER) {
+            helpers::set_annotation(&mut clone.metadata, ann::BOUND_BY_CONTROLLER, "yes");
+            dirty = true;
+        }
+        if !dirty {
+            return Ok(volume.clone());
+        }
+        let saved = self
+            .api
+            .update_volume(&clone)
+            .await
+            .map_err(Error::api("saving volume claimRef"))?;
+        tracing::info!(volume = %helpers::name(&volume.metadata), pvc = %helpers::claim_key(claim), "claim bound to volume");
+        Ok(self.store_volume(saved))
+    }
+
+    /// Points the claim at the volume and marks the binding complete.
+    async fn bind_claim_to_volume(
+        &self,
+        claim: &Arc<PersistentVolumeClaim>,
+        volume: &PersistentVolume,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        let vname = helpers::name(&volume.metadata);
+        let should_mark = helpers::claim_volume_name(claim) != vname;
+        let mut clone = (**claim).clone();
+        let mut dirty = false;
+        if should_mark {
+            clone.spec.get_or_insert_with(Default::default).volume_name = Some(vname.to_string());
+            dirty = true;
+            if !helpers::has_annotation(&clone.metadata, ann::BOUND_BY_CONTROLLER) {
+                helpers::set_annotation(&mut clone.metadata, ann::BOUND_BY_CONTROLLER, "yes");
+            }
+        }
+        if !helpers::has_annotation(&clone.metadata, ann::BIND_COMPLETED) {
+            helpers::set_annotation(&mut clone.metadata, ann::BIND_COMPLETED, "yes");
+            dirty = true;
+        }
+        if !dirty {
+            return Ok(claim.clone());
+        }
+        let saved = self
+            .api
+            .update_claim(&clone)
+            .await
+            .map_err(Error::api("saving claim volumeName"))?;
+        tracing::info!(volume = %vname, pvc = %helpers::claim_key(claim), "volume bound to claim");
+        Ok(self.store_claim(saved))
+    }
+
+    /// Binds volume and claim: four writes at most, PV first.
+    pub(crate) async fn bind(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        claim: &Arc<PersistentVolumeClaim>,
+    ) -> Result<()> {
+        let volume = self.bind_volume_to_claim(volume, claim).await?;
+        let volume = self
+            .update_volume_phase(&volume, pv_phase::BOUND, "")
+            .await?;
+        let claim = self.bind_claim_to_volume(claim, &volume).await?;
+        self.update_claim_status(&claim, helpers::pvc_phase::BOUND, Some(&volume))
+            .await?;
+        Ok(())
+    }
+
+    /// Rolls back a binding: a controller-made binding loses its claimRef, a user's pre-binding
+    /// keeps the claimRef without UID. Then the volume is Available.
+    pub(crate) async fn unbind_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
+        let mut clone = (**volume).clone();
+        if helpers::has_annotation(&volume.metadata, ann::BOUND_BY_CONTROLLER) {
+            if let Some(s) = clone.spec.as_mut() {
+                s.claim_ref = None;
+            }
+            helpers::remove_annotation(&mut clone.metadata, ann::BOUND_BY_CONTROLLER);
+        } else if let Some(r) = clone.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
+            r.uid = None;
+        }
+        let saved = self
+            .api
+            .update_volume(&clone)
+            .await
+            .map_err(Error::api("rolling back volume binding"))?;
+        let saved = self.store_volume(saved);
+        self.update_volume_phase(&saved, pv_phase::AVAILABLE, "")
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,163 @@
+//! The controller's caches of volumes and claims.
+//!
+//! Both are fed by watch events *and* by the controller's own successful writes, and both refuse
+//! an object older than the one they hold (compared by resourceVersion), so a late watch event
+//! never rolls back what the controller just wrote. The volume cache is the [`VolumeIndex`]; the
+//! claim cache also indexes unbound claims by class, so a volume that becomes available can wake
+//! the claims it might satisfy instead of waiting for the periodic resync.
+
+use pv_model::helpers;
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::VolumeIndex;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// True when `new` is not older than `old` (unparsable versions are accepted).
+pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
+    match (
+        old.and_then(|o| o.parse::<u64>().ok()),
+        new.and_then(|n| n.parse::<u64>().ok()),
+    ) {
+        (Some(o), Some(n)) => n >= o,
+        _ => true,
+    }
+}
+
+/// Volumes, indexed for matching.
+#[derive(Default)]
+pub struct VolumeCache {
+    /// The index (and the store of record).
+    pub index: VolumeIndex,
+}
+
+impl VolumeCache {
+    /// Stores `v` unless the cache holds a newer version. Returns the object now cached and
+    /// whether `v` was accepted.
+    pub fn store(&mut self, v: PersistentVolume) -> (Arc<PersistentVolume>, bool) {
+        let name = helpers::name(&v.metadata).to_string();
+        if let Some(old) = self.index.get(&name) {
+            if !is_newer_or_same(
+                old.metadata.resource_version.as_deref(),
+                v.metadata.resource_version.as_deref(),
+            ) {
+                return (old.clone(), false);
+            }
+        }
+        let v = Arc::new(v);
+        self.index.apply(v.clone());
+        (v, true)
+    }
+
+    /// The volume with this name.
+    pub fn get(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.index.get(name).cloned()
+    }
+
+    /// Removes a volume.
+    pub fn delete(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.index.delete(name)
+    }
+}
+
+/// Claims by `namespace/name`, with unbound claims indexed by class.
+#[derive(Default)]
+pub struct ClaimCache {
+    claims: HashMap<String, Arc<PersistentVolumeClaim>>,
+    unbound_by_class: HashMap<String, BTreeSet<String>>,
+}
+
+fn unbound_class(c: &PersistentVolumeClaim) -> Option<String> {
+    let unbound = !helpers::has_annotation(&c.metadata, pv_model::annotations::BIND_COMPLETED)
+        && helpers::claim_volume_name(c).is_empty();
+    unbound.then(|| helpers::claim_class(c).to_string())
+}
+
+impl ClaimCache {
+    /// Stores `c` unless a newer version is cached. Returns the cached object and whether `c` was
+    /// accepted.
+    pub fn store(&mut self, c: PersistentVolumeClaim) -> (Arc<PersistentVolumeClaim>, bool) {
+        let key = helpers::claim_key(&c);
+        if let Some(old) = self.claims.get(&key) {
+            if !is_newer_or_same(
+                old.metadata.resource_version.as_deref(),
+                c.metadata.resource_version.as_deref(),
+            ) {
+                return (old.clone(), false);
+            }
+        }
+        self.unindex(&key);
+        let c = Arc::new(c);
+        if let Some(class) = unbound_class(&c) {
+            self.unbound_by_class
+                .entry(class)
+                .or_default()
+                .insert(key.clone());
+        }
+        self.claims.insert(key, c.clone());
+        (c, true)
+    }
+
+    fn unindex(&mut self, key: &str) {
+        if let Some(old) = self.claims.get(key) {
+            if let Some(class) = unbound_class(old) {
+                if let Some(set) = self.unbound_by_class.get_mut(&class) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        self.unbound_by_class.remove(&class);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The claim with this key.
+    pub fn get(&self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
+        self.claims.get(key).cloned()
+    }
+
+    /// Removes a claim.
+    pub fn delete(&mut self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
+        self.unindex(key);
+        self.claims.remove(key)
+    }
+
+    /// Every claim key.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.claims.keys()
+    }
+
+    /// Every claim.
+    pub fn values(&self) -> impl Iterator<Item = &Arc<PersistentVolumeClaim>> {
+        self.claims.values()
+    }
+
+    /// Number of claims.
+    pub fn len(&self) -> usize {
+        self.claims.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.claims.is_empty()
+    }
+
+    /// Unbound claims of `class` that `volume` could satisfy (modes and size), at most `limit`.
+    pub fn unbound_claims_for(&self, volume: &PersistentVolume, limit: usize) -> Vec<String> {
+        let class = helpers::volume_class(volume);
+        let modes = helpers::volume_access_modes(volume);
+        let cap = helpers::volume_capacity(volume);
+        self.unbound_by_class
+            .get(class)
+            .into_iter()
+            .flatten()
+            .filter(|k| {
+                self.claims.get(*k).is_some_and(|c| {
+                    modes.contains_all(helpers::claim_access_modes(c))
+                        && helpers::claim_request(c) <= cap
+                })
+            })
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,419 @@
+//! The controller: its state, the watch-event handlers, and the per-key sync entry points.
+//!
+//! State is split so that readers (matching, explain) never wait on writers for long: each cache
+//! has its own lock, held only to read or replace an `Arc`. The sync logic itself lives in
+//! `sync_volume`, `sync_claim`, `binder`, `reclaim` and `provision`.
+
+use crate::api::ClusterApi;
+use crate::cache::{ClaimCache, VolumeCache};
+use crate::clock::Clock;
+use crate::events::Recorder;
+use crate::metrics::Metrics;
+use crate::operations::{Mode, Operations};
+use crate::plugin::PluginRegistry;
+use crate::queue::WorkQueue;
+use pv_model::helpers;
+use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+/// Controller settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How often every object is synced again.
+    pub resync_period: Duration,
+    /// Provision volumes for claims with a class (upstream's `enableDynamicProvisioning`).
+    pub enable_dynamic_provisioning: bool,
+    /// Attempts to save a provisioned PV before giving up and deleting the asset.
+    pub create_provisioned_pv_retry_count: u32,
+    /// Wait between those attempts.
+    pub create_provisioned_pv_interval: Duration,
+    /// How operations run.
+    pub operations: Mode,
+    /// How many pending claims a newly available volume wakes at most.
+    pub wake_limit: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            resync_period: Duration::from_secs(15),
+            enable_dynamic_provisioning: true,
+            create_provisioned_pv_retry_count: 5,
+            create_provisioned_pv_interval: Duration::from_secs(10),
+            operations: Mode::Spawn,
+            wake_limit: 8,
+        }
+    }
+}
+
+/// A watch event as the handlers receive it.
+#[derive(Clone, Debug)]
+pub enum ObjectEvent<T> {
+    /// Added or modified (or listed).
+    Applied(T),
+    /// Deleted.
+    Deleted(T),
+}
+
+/// The PersistentVolume controller.
+pub struct Controller {
+    me: std::sync::Weak<Controller>,
+    pub(crate) api: Arc<dyn ClusterApi>,
+    pub(crate) plugins: PluginRegistry,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: Config,
+    pub(crate) volumes: RwLock<VolumeCache>,
+    pub(crate) claims: RwLock<ClaimCache>,
+    pub(crate) classes: RwLock<HashMap<String, Arc<StorageClass>>>,
+    pub(crate) pods: RwLock<HashMap<String, Arc<Pod>>>,
+    pub(crate) pods_by_claim: RwLock<HashMap<String, BTreeSet<String>>>,
+    pub(crate) nodes: RwLock<HashMap<String, Arc<Node>>>,
+    pub(crate) operations: Arc<Operations>,
+    pub(crate) recorder: Recorder,
+    pub(crate) reservations: Mutex<HashMap<String, String>>,
+    /// Volume work queue.
+    pub volume_queue: WorkQueue,
+    /// Claim work queue.
+    pub claim_queue: WorkQueue,
+    /// Counters for `/metrics`.
+    pub metrics: Metrics,
+}
+
+impl Controller {
+    /// A controller over `api`, with `plugins`, on `clock`.
+    pub fn new(
+        api: Arc<dyn ClusterApi>,
+        plugins: PluginRegistry,
+        clock: Arc<dyn Clock>,
+        config: Config,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| Controller {
+            me: me.clone(),
+            recorder: Recorder::new(api.clone(), clock.clone()),
+            operations: Operations::new(config.operations, clock.clone()),
+            volume_queue: WorkQueue::new("volumes", clock.clone()),
+            claim_queue: WorkQueue::new("claims", clock.clone()),
+            api,
+            plugins,
+            clock,
+            config,
+            volumes: RwLock::default(),
+            claims: RwLock::default(),
+            classes: RwLock::default(),
+            pods: RwLock::default(),
+            pods_by_claim: RwLock::default(),
+            nodes: RwLock::default(),
+            reservations: Mutex::default(),
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// A strong reference to this controller (operations outlive the sync that starts them).
+    pub(crate) fn self_arc(&self) -> Arc<Controller> {
+        self.me
+            .upgrade()
+            .expect("controller is alive while it runs")
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The operation scheduler.
+    pub fn operations(&self) -> &Arc<Operations> {
+        &self.operations
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    // ---- watch-event handlers -------------------------------------------------------------
+
+    /// A PV was added, changed or deleted.
+    pub fn on_volume(&self, ev: ObjectEvent<PersistentVolume>) {
+        match ev {
+            ObjectEvent::Applied(v) => {
+                let name = helpers::name(&v.metadata).to_string();
+                let (v, accepted) = self.volumes.write().unwrap().store(v);
+                if !accepted {
+                    return;
+                }
+                self.volume_queue.add(&name);
+                self.wake_claims_for(&v);
+            }
+            ObjectEvent::Deleted(v) => {
+                let name = helpers::name(&v.metadata);
+                self.volumes.write().unwrap().delete(name);
+                // Sync the claim now so it goes Lost without waiting for resync.
+                if let Some(r) = helpers::claim_ref(&v) {
+                    self.claim_queue.add(&helpers::claim_ref_key(r));
+                }
+            }
+        }
+    }
+
+    /// A volume that is free (or pre-bound) wakes the unbound claims it could satisfy, so binding
+    /// does not wait for the periodic resync.
+    fn wake_claims_for(&self, v: &PersistentVolume) {
+        if let Some(r) = helpers::claim_ref(v) {
+            if r.uid.as_deref().unwrap_or("").is_empty() {
+                self.claim_queue.add(&helpers::claim_ref_key(r));
+            }
+            return;
+        }
+        if helpers::volume_phase(v) != helpers::pv_phase::AVAILABLE
+            || v.metadata.deletion_timestamp.is_some()
+        {
+            return;
+        }
+        let keys = self
+            .claims
+            .read()
+            .unwrap()
+            .unbound_claims_for(v, self.config.wake_limit);
+        for k in keys {
+            self.claim_queue.add(&k);
+        }
+    }
+
+    /// A PVC was added, changed or deleted.
+    pub fn on_claim(&self, ev: ObjectEvent<PersistentVolumeClaim>) {
+        match ev {
+            ObjectEvent::Applied(c) => {
+                let key = helpers::claim_key(&c);
+                let (_, accepted) = self.claims.write().unwrap().store(c);
+                if accepted {
+                    self.claim_queue.add(&key);
+                }
+            }
+            ObjectEvent::Deleted(c) => {
+                let key = helpers::claim_key(&c);
+                self.claims.write().unwrap().delete(&key);
+                // Sync its volume now so it is Released without waiting for resync.
+                let vn = helpers::claim_volume_name(&c);
+                if !vn.is_empty() {
+                    self.volume_queue.add(vn);
+                }
+                let claiming: Vec<String> = self
+                    .volumes
+                    .read()
+                    .unwrap()
+                    .index
+                    .volumes_claiming(&key)
+                    .map(|v| helpers::name(&v.metadata).to_string())
+                    .collect();
+                for v in claiming {
+                    self.volume_queue.add(&v);
+                }
+            }
+        }
+    }
+
+    /// A StorageClass was added, changed or deleted.
+    pub fn on_class(&self, ev: ObjectEvent<StorageClass>) {
+        let mut classes = self.classes.write().unwrap();
+        match ev {
+            ObjectEvent::Applied(c) => {
+                classes.insert(helpers::name(&c.metadata).to_string(), Arc::new(c));
+            }
+            ObjectEvent::Deleted(c) => {
+                classes.remove(helpers::name(&c.metadata));
+            }
+        }
+    }
+
+    /// A Pod was added, changed or deleted (pods tell which claims are in use or waiting).
+    pub fn on_pod(&self, ev: ObjectEvent<Pod>) {
+        let (pod, deleted) = match ev {
+            ObjectEvent::Applied(p) => (p, false),
+            ObjectEvent::Deleted(p) => (p, true),
+        };
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let key = format!("{ns}/{}", helpers::name(&pod.metadata));
+        let mut pods = self.pods.write().unwrap();
+        let mut by_claim = self.pods_by_claim.write().unwrap();
+        if let Some(old) = pods.remove(&key) {
+            for c in helpers::pod_claim_names(&old) {
+                if let Some(s) = by_claim.get_mut(&format!("{ns}/{c}")) {
+                    s.remove(&key);
+                }
+            }
+        }
+        if !deleted {
+            for c in helpers::pod_claim_names(&pod) {
+                by_claim
+                    .entry(format!("{ns}/{c}"))
+                    .or_default()
+                    .insert(key.clone());
+            }
+            pods.insert(key, Arc::new(pod));
+        }
+    }
+
+    /// A Node was added, changed or deleted.
+    pub fn on_node(&self, ev: ObjectEvent<Node>) {
+        let mut nodes = self.nodes.write().unwrap();
+        match ev {
+            ObjectEvent::Applied(n) => {
+                nodes.insert(helpers::name(&n.metadata).to_string(), Arc::new(n));
+            }
+            ObjectEvent::Deleted(n) => {
+                nodes.remove(helpers::name(&n.metadata));
+            }
+        }
+    }
+
+    /// Enqueues every known volume and claim (the periodic resync).
+    pub fn resync(&self) {
+        let names: Vec<String> = self
+            .volumes
+            .read()
+            .unwrap()
+            .index
+            .iter()
+            .map(|v| helpers::name(&v.metadata).to_string())
+            .collect();
+        for n in names {
+            self.volume_queue.add(&n);
+        }
+        let keys: Vec<String> = self.claims.read().unwrap().keys().cloned().collect();
+        for k in keys {
+            self.claim_queue.add(&k);
+        }
+    }
+
+    // ---- cache readers --------------------------------------------------------------------
+
+    /// The cached volume.
+    pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.volumes.read().unwrap().get(name)
+    }
+
+    /// The cached claim.
+    pub fn claim(&self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
+        self.claims.read().unwrap().get(key)
+    }
+
+    /// The cached node.
+    pub fn node(&self, name: &str) -> Option<Arc<Node>> {
+        self.nodes.read().unwrap().get(name).cloned()
+    }
+
+    /// The cached class.
+    pub fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
+        self.classes.read().unwrap().get(name).cloned()
+    }
+
+    /// Counts for `/metrics`: (bound PVs, unbound PVs, bound PVCs, unbound PVCs), by class.
+    pub fn collect_counts(&self) -> Counts {
+        let mut c = Counts::default();
+        for v in self.volumes.read().unwrap().index.iter() {
+            let class = helpers::volume_class(v).to_string();
+            *c.total_pv
+                .entry((class.clone(), helpers::volume_phase(v).to_string()))
+                .or_default() += 1;
+            if helpers::claim_ref(v).is_some()
+                && helpers::volume_phase(v) == helpers::pv_phase::BOUND
+            {
+                *c.bound_pv.entry(class).or_default() += 1;
+            } else {
+                *c.unbound_pv.entry(class).or_default() += 1;
+            }
+        }
+        for cl in self.claims.read().unwrap().values() {
+            let ns = cl.metadata.namespace.clone().unwrap_or_default();
+            let class = helpers::claim_class(cl).to_string();
+            let vac = helpers::claim_vac(cl).to_string();
+            if helpers::claim_volume_name(cl).is_empty() {
+                *c.unbound_pvc.entry((ns, class, vac)).or_default() += 1;
+            } else {
+                *c.bound_pvc.entry((ns, class, vac)).or_default() += 1;
+            }
+        }
+        c
+    }
+
+    // ---- stores after writes -----------------------------------------------------------------
+
+    pub(crate) fn store_volume(&self, v: PersistentVolume) -> Arc<PersistentVolume> {
+        self.volumes.write().unwrap().store(v).0
+    }
+
+    pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {
+        self.claims.write().unwrap().store(c).0
+    }
+
+    // ---- per-key entry points --------------------------------------------------------------
+
+    /// Syncs the volume with this name from the cache. Errors mean "retry later".
+    pub async fn sync_volume_key(self: &Arc<Self>, name: &str) -> crate::Result<()> {
+        let Some(v) = self.volume(name) else {
+            return Ok(());
+        };
+        let span = tracing::debug_span!("sync_volume", volume = %name);
+        let _g = span.enter();
+        self.sync_volume(v).await
+    }
+
+    /// Syncs the claim with this key from the cache. Errors mean "retry later".
+    pub async fn sync_claim_key(self: &Arc<Self>, key: &str) -> crate::Result<()> {
+        let Some(c) = self.claim(key) else {
+            return Ok(());
+        };
+        let span = tracing::debug_span!("sync_claim", pvc = %key);
+        let _g = span.enter();
+        self.sync_claim(c).await
+    }
+
+    /// Processes one volume key from the queue: sync, then forget or requeue with backoff.
+    pub async fn process_volume(self: &Arc<Self>, key: String) {
+        match self.sync_volume_key(&key).await {
+            Ok(()) => self.volume_queue.forget(&key),
+            Err(e) => {
+                log_sync_error("volume", &key, &e);
+                self.volume_queue.add_rate_limited(&key);
+            }
+        }
+        self.volume_queue.done(&key);
+    }
+
+    /// Processes one claim key from the queue.
+    pub async fn process_claim(self: &Arc<Self>, key: String) {
+        match self.sync_claim_key(&key).await {
+            Ok(()) => self.claim_queue.forget(&key),
+            Err(e) => {
+                log_sync_error("claim", &key, &e);
+                self.claim_queue.add_rate_limited(&key);
+            }
+        }
+        self.claim_queue.done(&key);
+    }
+}
+
+fn log_sync_error(what: &str, key: &str, e: &crate::Error) {
+    if e.is_conflict() {
+        tracing::debug!(object = %key, error = %e, "could not sync {what}, will retry");
+    } else {
+        tracing::warn!(object = %key, error = %e, "could not sync {what}, will retry");
+    }
+}
+
+/// Object counts for the `pv_collector_*` metrics.
+#[derive(Default, Debug)]
+pub struct Counts {
+    /// Bound PVs by class.
+    pub bound_pv: HashMap<String, u64>,
+    /// Unbound PVs by class.
+    pub unbound_pv: HashMap<String, u64>,
+    /// Bound PVCs by (namespace, class, volume attributes class).
+    pub bound_pvc: HashMap<(String, String, String), u64>,
+    /// Unbound PVCs by (namespace, class, volume attributes class).
+    pub unbound_pvc: HashMap<(String, String, String), u64>,
+    /// All PVs by (class, phase).
+    pub total_pv: HashMap<(String, String), u64>,
+}

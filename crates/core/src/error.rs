@@ -1,0 +1,38 @@
+//! Controller errors, named after the step that failed.
+
+use crate::api::ApiError;
+
+/// Why a sync or operation did not finish. The next sync resumes from the state left behind.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API call failed.
+    #[error("{step}: {source}")]
+    Api {
+        /// What the controller was doing (`saving volume claimRef`).
+        step: &'static str,
+        /// The API error.
+        #[source]
+        source: ApiError,
+    },
+    /// A volume plugin failed.
+    #[error("{0}")]
+    Plugin(String),
+    /// The objects are in a state the controller refuses to act on.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// Wraps an API error with the step it failed in.
+    pub fn api(step: &'static str) -> impl FnOnce(ApiError) -> Error {
+        move |source| Error::Api { step, source }
+    }
+
+    /// True when the underlying API error is a 409 conflict (common and harmless).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Api { source, .. } if source.is_conflict())
+    }
+}
+
+/// Result with an [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,178 @@
+//! Long operations (provision, delete, recycle) keyed by name, as upstream's goroutine map.
+//!
+//! At most one operation runs per name; asking for a running one is a no-op. An operation that
+//! fails blocks its name for an exponential backoff (500 ms doubling to 2 min 2 s), after which the
+//! next sync may start it again. Operations either run as tokio tasks ([`Mode::Spawn`]) or wait in
+//! a FIFO for a simulation driver to run them one at a time ([`Mode::Deferred`]).
+
+use crate::clock::Clock;
+use crate::error::Error;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+const INITIAL_BACKOFF_MS: u64 = 500;
+const MAX_BACKOFF_MS: u64 = 122_000;
+
+/// A boxed operation.
+pub type OpFuture = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
+
+/// How operations run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// As tokio tasks, concurrently.
+    Spawn,
+    /// Queued for [`Operations::run_next`].
+    Deferred,
+}
+
+/// What happened to a scheduling request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduled {
+    /// The operation started (or was queued to start).
+    Started,
+    /// An operation with that name is running; nothing was done.
+    AlreadyRunning,
+    /// The last run failed recently; nothing was done.
+    BackingOff,
+}
+
+#[derive(Default)]
+struct Inner {
+    running: HashSet<String>,
+    backoff: HashMap<String, (u64, u64)>,
+    deferred: VecDeque<(String, OpFuture)>,
+}
+
+/// The operation scheduler.
+pub struct Operations {
+    inner: Mutex<Inner>,
+    mode: Mode,
+    clock: Arc<dyn Clock>,
+}
+
+impl Operations {
+    /// A scheduler.
+    pub fn new(mode: Mode, clock: Arc<dyn Clock>) -> Arc<Self> {
+        Arc::new(Operations {
+            inner: Mutex::new(Inner::default()),
+            mode,
+            clock,
+        })
+    }
+
+    /// Starts `op` under `name` unless one is running or backing off.
+    pub fn schedule(self: &Arc<Self>, name: String, op: OpFuture) -> Scheduled {
+        let mut inner = self.inner.lock().unwrap();
+        if inner.running.contains(&name) {
+            tracing::debug!(operation = %name, "operation is already running, skipping");
+            return Scheduled::AlreadyRunning;
+        }
+        if let Some(&(until, _)) = inner.backoff.get(&name) {
+            if self.clock.now_ms() < until {
+                tracing::debug!(operation = %name, "operation postponed due to exponential backoff");
+                return Scheduled::BackingOff;
+            }
+        }
+        inner.running.insert(name.clone());
+        match self.mode {
+            Mode::Deferred => inner.deferred.push_back((name, op)),
+            Mode::Spawn => {
+                drop(inner);
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let r = op.await;
+                    this.finish(&name, r);
+                });
+            }
+        }
+        Scheduled::Started
+    }
+
+    fn finish(&self, name: &str, result: Result<(), Error>) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.running.remove(name);
+        match result {
+            Ok(()) => {
+                inner.backoff.remove(name);
+            }
+            Err(e) => {
+                let prev = inner.backoff.get(name).map(|b| b.1);
+                let delay = prev.map_or(INITIAL_BACKOFF_MS, |d| (d * 2).min(MAX_BACKOFF_MS));
+                inner
+                    .backoff
+                    .insert(name.to_string(), (self.clock.now_ms() + delay, delay));
+                tracing::debug!(operation = %name, error = %e, delay_ms = delay, "operation failed");
+            }
+        }
+    }
+
+    /// Runs the oldest deferred operation to completion. Returns false when none is waiting.
+    pub async fn run_next(&self) -> bool {
+        let next = self.inner.lock().unwrap().deferred.pop_front();
+        match next {
+            None => false,
+            Some((name, op)) => {
+                let r = op.await;
+                self.finish(&name, r);
+                true
+            }
+        }
+    }
+
+    /// True when no operation is running or waiting.
+    pub fn is_idle(&self) -> bool {
+        self.inner.lock().unwrap().running.is_empty()
+    }
+
+    /// Number of running (or waiting) operations.
+    pub fn in_flight(&self) -> usize {
+        self.inner.lock().unwrap().running.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SimClock;
+    use std::time::Duration;
+
+    fn ok() -> OpFuture {
+        Box::pin(async { Ok(()) })
+    }
+    fn fail() -> OpFuture {
+        Box::pin(async { Err(Error::Plugin("boom".into())) })
+    }
+
+    #[tokio::test]
+    async fn second_request_for_a_running_operation_is_dropped() {
+        let ops = Operations::new(Mode::Deferred, SimClock::new(chrono::Utc::now()));
+        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::Started);
+        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::AlreadyRunning);
+        assert!(ops.run_next().await);
+        assert!(!ops.run_next().await);
+        assert!(ops.is_idle());
+        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::Started);
+    }
+
+    #[tokio::test]
+    async fn failures_back_off_exponentially() {
+        let clock = SimClock::new(chrono::Utc::now());
+        let ops = Operations::new(Mode::Deferred, clock.clone());
+        ops.schedule("op".into(), fail());
+        ops.run_next().await;
+        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::BackingOff);
+        clock.advance(Duration::from_millis(500));
+        assert_eq!(ops.schedule("op".into(), fail()), Scheduled::Started);
+        ops.run_next().await;
+        clock.advance(Duration::from_millis(999));
+        assert_eq!(
+            ops.schedule("op".into(), ok()),
+            Scheduled::BackingOff,
+            "second failure waits 1s"
+        );
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::Started);
+    }
+}

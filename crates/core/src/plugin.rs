@@ -1,0 +1,131 @@
+//! Volume plugins: what provisions, deletes and recycles storage assets.
+//!
+//! The controller finds plugins by name (a class's provisioner, a PV's `provisioned-by`) or by the
+//! PV's volume source, with upstream's error messages when none matches.
+
+use async_trait::async_trait;
+use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, StorageClass};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A plugin failure.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PluginError {
+    /// What failed.
+    pub message: String,
+    /// The asset is still in use by its backend: deletion should wait, not fail.
+    pub in_use: bool,
+}
+
+impl PluginError {
+    /// A plain failure.
+    pub fn new(message: impl Into<String>) -> Self {
+        PluginError {
+            message: message.into(),
+            in_use: false,
+        }
+    }
+}
+
+/// What a provisioner gets.
+#[derive(Clone, Debug)]
+pub struct ProvisionOptions {
+    /// Name the PV will have (`pvc-<claim uid>`).
+    pub pv_name: String,
+    /// The claim.
+    pub claim: Arc<PersistentVolumeClaim>,
+    /// Its class.
+    pub class: Arc<StorageClass>,
+    /// Reclaim policy from the class.
+    pub reclaim_policy: String,
+    /// Mount options from the class.
+    pub mount_options: Vec<String>,
+    /// Class parameters.
+    pub parameters: BTreeMap<String, String>,
+    /// The node the scheduler selected, for delayed binding.
+    pub selected_node: Option<Node>,
+}
+
+/// A volume plugin.
+#[async_trait]
+pub trait VolumePlugin: Send + Sync {
+    /// Plugin name (`kubernetes.io/host-path`).
+    fn name(&self) -> &str;
+    /// True when it can provision.
+    fn can_provision(&self) -> bool;
+    /// True when provisioned volumes accept mount options.
+    fn supports_mount_options(&self) -> bool;
+    /// True when it handles this PV's volume source.
+    fn can_support(&self, volume: &PersistentVolume) -> bool;
+    /// True when it can delete assets it supports.
+    fn can_delete(&self) -> bool;
+    /// True when it can recycle assets it supports.
+    fn can_recycle(&self) -> bool;
+    /// Creates an asset and returns the PV describing it (name, spec; no claimRef yet).
+    async fn provision(&self, options: &ProvisionOptions) -> Result<PersistentVolume, PluginError>;
+    /// Deletes the asset behind a PV.
+    async fn delete(&self, volume: &PersistentVolume) -> Result<(), PluginError>;
+    /// Empties the asset behind a PV.
+    async fn recycle(&self, volume: &PersistentVolume) -> Result<(), PluginError>;
+}
+
+/// The plugins the controller knows.
+#[derive(Clone, Default)]
+pub struct PluginRegistry {
+    plugins: Vec<Arc<dyn VolumePlugin>>,
+}
+
+impl PluginRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a plugin.
+    pub fn register(&mut self, plugin: Arc<dyn VolumePlugin>) {
+        self.plugins.push(plugin);
+    }
+
+    /// The provisioning plugin with this name.
+    pub fn provisionable_by_name(&self, name: &str) -> Result<Arc<dyn VolumePlugin>, String> {
+        self.plugins
+            .iter()
+            .find(|p| p.name() == name && p.can_provision())
+            .cloned()
+            .ok_or_else(|| format!("no volume plugin matched name: {name}"))
+    }
+
+    /// The deleting plugin with this name.
+    pub fn deletable_by_name(&self, name: &str) -> Result<Arc<dyn VolumePlugin>, String> {
+        self.plugins
+            .iter()
+            .find(|p| p.name() == name && p.can_delete())
+            .cloned()
+            .ok_or_else(|| format!("no volume plugin matched name: {name}"))
+    }
+
+    /// The deleting plugin for this PV's source.
+    pub fn deletable_by_spec(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<Arc<dyn VolumePlugin>, String> {
+        self.plugins
+            .iter()
+            .find(|p| p.can_support(volume) && p.can_delete())
+            .cloned()
+            .ok_or_else(|| "no deletable volume plugin matched".to_string())
+    }
+
+    /// The recycling plugin for this PV's source.
+    pub fn recyclable_by_spec(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<Arc<dyn VolumePlugin>, String> {
+        self.plugins
+            .iter()
+            .find(|p| p.can_support(volume) && p.can_recycle())
+            .cloned()
+            .ok_or_else(|| "no recyclable volume plugin matched".to_string())
+    }
+}

@@ -1,0 +1,320 @@
+//! Dynamic provisioning: internal plugins provision here; external provisioners are handed the
+//! claim by annotation.
+
+use crate::controller::Controller;
+use crate::error::{Error, Result};
+use crate::plugin::{ProvisionOptions, VolumePlugin};
+use pv_model::annotations as ann;
+use pv_model::helpers::{self, policy, pv_phase};
+use pv_model::k8s::{PersistentVolumeClaim, StorageClass};
+use pv_model::{csi, reasons};
+use std::sync::Arc;
+
+impl Controller {
+    /// Finds the plugin for a claim's class: `Ok((None, class))` means an external provisioner.
+    fn find_provisionable_plugin(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<(Option<Arc<dyn VolumePlugin>>, Arc<StorageClass>), String> {
+        let class_name = helpers::claim_class(claim);
+        let class = self
+            .class(class_name)
+            .ok_or_else(|| format!("storageclass.storage.k8s.io {class_name:?} not found"))?;
+        if csi::migrated_driver(&class.provisioner).is_some() {
+            return Ok((None, class));
+        }
+        match self.plugins.provisionable_by_name(&class.provisioner) {
+            Ok(p) => Ok((Some(p), class)),
+            Err(_) if !class.provisioner.starts_with(ann::IN_TREE_PREFIX) => Ok((None, class)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Starts provisioning for a claim (as an operation keyed by the claim).
+    pub(crate) async fn provision_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
+        if !self.config.enable_dynamic_provisioning {
+            return Ok(());
+        }
+        let (plugin, class) = match self.find_provisionable_plugin(&claim) {
+            Ok(x) => x,
+            Err(e) => {
+                // Retried on every sync of the claim.
+                self.recorder
+                    .event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, e)
+                    .await;
+                return Ok(());
+            }
+        };
+        let name = format!(
+            "provision-{}[{}]",
+            helpers::claim_key(&claim),
+            helpers::uid(&claim.metadata)
+        );
+        let this = self.self_arc();
+        self.operations.schedule(
+            name,
+            Box::pin(async move {
+                match plugin {
+                    None => this.provision_external(claim, class).await,
+                    Some(p) => this.provision_internal(claim, p, class).await,
+                }
+            }),
+        );
+        Ok(())
+    }
+
+    /// Annotates the claim with the provisioner that should provision it.
+    async fn set_claim_provisioner(
+        &self,
+        claim: Arc<PersistentVolumeClaim>,
+        provisioner: &str,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        if helpers::annotation(&claim.metadata, ann::STORAGE_PROVISIONER) == Some(provisioner) {
+            return Ok(claim);
+        }
+        let mut clone = (*claim).clone();
+        helpers::set_annotation(
+            &mut clone.metadata,
+            ann::BETA_STORAGE_PROVISIONER,
+            provisioner,
+        );
+        helpers::set_annotation(&mut clone.metadata, ann::STORAGE_PROVISIONER, provisioner);
+        if let Some(a) = clone.metadata.annotations.as_mut() {
+            csi::update_migration_annotation(a, Some(provisioner));
+        }
+        let saved = self
+            .api
+            .update_claim(&clone)
+            .await
+            .map_err(Error::api("saving claim provisioner"))?;
+        Ok(self.store_claim(saved))
+    }
+
+    async fn provision_external(
+        &self,
+        claim: Arc<PersistentVolumeClaim>,
+        class: Arc<StorageClass>,
+    ) -> Result<()> {
+        let provisioner = csi::migrated_driver(&class.provisioner)
+            .unwrap_or(&class.provisioner)
+            .to_string();
+        let claim = self.set_claim_provisioner(claim, &provisioner).await?;
+        let msg = format!(
+            "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
+        );
+        self.recorder
+            .event(
+                &*claim,
+                reasons::NORMAL,
+                reasons::EXTERNAL_PROVISIONING,
+                msg,
+            )
+            .await;
+        Ok(())
+    }
+
+    async fn fail_provisioning(&self, claim: &PersistentVolumeClaim, msg: String) -> Error {
+        self.recorder
+            .event(
+                claim,
+                reasons::WARNING,
+                reasons::PROVISIONING_FAILED,
+                msg.clone(),
+            )
+            .await;
+        Error::Plugin(msg)
+    }
+
+    async fn provision_internal(
+        &self,
+        claim: Arc<PersistentVolumeClaim>,
+        plugin: Arc<dyn VolumePlugin>,
+        class: Arc<StorageClass>,
+    ) -> Result<()> {
+        let started = std::time::Instant::now();
+        let r = self
+            .provision_internal_inner(claim, plugin.clone(), class)
+            .await;
+        self.metrics.observe(
+            plugin.name(),
+            "volume_provision",
+            started.elapsed().as_secs_f64(),
+            r.is_err(),
+        );
+        r
+    }
+
+    async fn provision_internal_inner(
+        &self,
+        claim: Arc<PersistentVolumeClaim>,
+        plugin: Arc<dyn VolumePlugin>,
+        class: Arc<StorageClass>,
+    ) -> Result<()> {
+        let plugin_name = plugin.name().to_string();
+        let spec = claim.spec.clone().unwrap_or_default();
+        if spec.data_source.is_some() || spec.data_source_ref.is_some() {
+            let msg = format!("plugin {plugin_name:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource");
+            return Err(self.fail_provisioning(&claim, msg).await);
+        }
+        let claim = self
+            .set_claim_provisioner(claim, &class.provisioner)
+            .await?;
+
+        // A previous attempt may have finished: the PV name is deterministic.
+        let pv_name = format!("pvc-{}", helpers::uid(&claim.metadata));
+        match self.api.get_volume(&pv_name).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(Error::api("checking for an existing provisioned volume")(e)),
+        }
+        let claim_ref = helpers::claim_reference(&claim);
+        let mount_options = class.mount_options.clone().unwrap_or_default();
+        if !plugin.supports_mount_options() && !mount_options.is_empty() {
+            let msg = format!(
+                "Mount options are not supported by the provisioner but StorageClass {:?} has mount options [{}]",
+                helpers::name(&class.metadata),
+                mount_options.join(" ")
+            );
+            return Err(self.fail_provisioning(&claim, msg).await);
+        }
+        let selected_node = match helpers::annotation(&claim.metadata, ann::SELECTED_NODE) {
+            None => None,
+            Some(n) => match self.node(n) {
+                Some(node) => Some((*node).clone()),
+                None => {
+                    let msg = format!("Failed to get target node: node {n:?} not found");
+                    return Err(self.fail_provisioning(&claim, msg).await);
+                }
+            },
+        };
+        let options = ProvisionOptions {
+            pv_name: pv_name.clone(),
+            claim: claim.clone(),
+            class: class.clone(),
+            reclaim_policy: class
+                .reclaim_policy
+                .clone()
+                .unwrap_or_else(|| policy::DELETE.into()),
+            mount_options,
+            parameters: class.parameters.clone().unwrap_or_default(),
+            selected_node,
+        };
+        let mut volume = match plugin.provision(&options).await {
+            Ok(v) => v,
+            Err(e) => {
+                self.reschedule_provisioning(&claim).await;
+                let msg = format!(
+                    "Failed to provision volume with StorageClass {:?}: {e}",
+                    helpers::name(&class.metadata)
+                );
+                return Err(self.fail_provisioning(&claim, msg).await);
+            }
+        };
+        if volume.metadata.name.as_deref().unwrap_or("").is_empty() {
+            volume.metadata.name = Some(pv_name.clone());
+        }
+        let spec = volume.spec.get_or_insert_with(Default::default);
+        spec.claim_ref = Some(claim_ref);
+        let class_name = helpers::claim_class(&claim);
+        if !class_name.is_empty() {
+            spec.storage_class_name = Some(class_name.to_string());
+        }
+        let delete_policy =
+            spec.persistent_volume_reclaim_policy.as_deref() == Some(policy::DELETE);
+        volume.status.get_or_insert_with(Default::default).phase = Some(pv_phase::BOUND.into());
+        helpers::set_annotation(&mut volume.metadata, ann::BOUND_BY_CONTROLLER, "yes");
+        helpers::set_annotation(&mut volume.metadata, ann::PROVISIONED_BY, &plugin_name);
+        if delete_policy {
+            volume.metadata.finalizers = Some(vec![ann::PV_CONTROLLER_FINALIZER.to_string()]);
+        }
+
+        let key = helpers::claim_key(&claim);
+        let mut last_err = None;
+        for attempt in 0..self.config.create_provisioned_pv_retry_count.max(1) {
+            if attempt > 0 {
+                self.clock
+                    .sleep(self.config.create_provisioned_pv_interval)
+                    .await;
+            }
+            match self.api.create_volume(&volume).await {
+                Ok(saved) => {
+                    self.store_volume(saved);
+                    last_err = None;
+                    break;
+                }
+                Err(e) if matches!(e, crate::ApiError::AlreadyExists(_)) => {
+                    last_err = None;
+                    break;
+                }
+                Err(e) => {
+                    tracing::debug!(pvc = %key, error = %e, "failed to save provisioned volume");
+                    last_err = Some(e);
+                }
+            }
+        }
+        if let Some(err) = last_err {
+            // The asset exists but its PV could not be saved: delete the asset, never orphan it.
+            let msg = format!(
+                "Error creating provisioned PV object for claim {key}: {err}. Deleting the volume."
+            );
+            self.recorder
+                .event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg)
+                .await;
+            let mut delete_err = None;
+            for attempt in 0..self.config.create_provisioned_pv_retry_count.max(1) {
+                if attempt > 0 {
+                    self.clock
+                        .sleep(self.config.create_provisioned_pv_interval)
+                        .await;
+                }
+                match plugin.delete(&volume).await {
+                    Ok(()) => {
+                        delete_err = None;
+                        break;
+                    }
+                    Err(e) => delete_err = Some(e),
+                }
+            }
+            if let Some(e) = delete_err {
+                let msg = format!("Error cleaning provisioned volume for claim {key}: {e}. Please delete manually.");
+                self.recorder
+                    .event(
+                        &*claim,
+                        reasons::WARNING,
+                        reasons::PROVISIONING_CLEANUP_FAILED,
+                        msg,
+                    )
+                    .await;
+            }
+            return Err(Error::api("saving provisioned volume")(err));
+        }
+        let msg = format!("Successfully provisioned volume {pv_name} using {plugin_name}");
+        self.recorder
+            .event(
+                &*claim,
+                reasons::NORMAL,
+                reasons::PROVISIONING_SUCCEEDED,
+                msg,
+            )
+            .await;
+        Ok(())
+    }
+
+    /// After a failed provisioning under delayed binding, drops the selected node so the
+    /// scheduler picks again.
+    async fn reschedule_provisioning(&self, claim: &Arc<PersistentVolumeClaim>) {
+        if !helpers::has_annotation(&claim.metadata, ann::SELECTED_NODE) {
+            return;
+        }
+        let mut clone = (**claim).clone();
+        helpers::remove_annotation(&mut clone.metadata, ann::SELECTED_NODE);
+        match self.api.update_claim(&clone).await {
+            Ok(saved) => {
+                self.store_claim(saved);
+            }
+            Err(e) => {
+                tracing::debug!(pvc = %helpers::claim_key(claim), error = %e, "failed to drop selected node")
+            }
+        }
+    }
+}

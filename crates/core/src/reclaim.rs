@@ -1,0 +1,309 @@
+//! Reclaiming released volumes by policy: Retain (nothing), Recycle and Delete (operations).
+
+use crate::controller::Controller;
+use crate::error::{Error, Result};
+use crate::plugin::VolumePlugin;
+use pv_model::annotations as ann;
+use pv_model::helpers::{self, policy, pv_phase};
+use pv_model::k8s::PersistentVolume;
+use pv_model::reasons;
+use std::sync::Arc;
+
+/// Outcome of deleting a volume's asset.
+pub(crate) enum Deleted {
+    /// The asset is gone.
+    Yes,
+    /// An external deleter owns it; nothing was done.
+    External,
+}
+
+impl Controller {
+    /// Starts reclaiming a released volume according to its policy.
+    pub(crate) async fn reclaim_volume(
+        self: &Controller,
+        volume: Arc<PersistentVolume>,
+    ) -> Result<()> {
+        if helpers::annotation(&volume.metadata, ann::MIGRATED_TO).is_some_and(|d| !d.is_empty()) {
+            // Migrated to CSI: the CSI driver's provisioner reclaims it.
+            return Ok(());
+        }
+        let name = helpers::name(&volume.metadata).to_string();
+        let uid = helpers::uid(&volume.metadata).to_string();
+        match helpers::reclaim_policy(&volume) {
+            policy::RETAIN => {
+                tracing::debug!(volume = %name, "policy is Retain, nothing to do");
+            }
+            policy::RECYCLE => {
+                let this = self.self_arc();
+                self.operations.schedule(
+                    format!("recycle-{name}[{uid}]"),
+                    Box::pin(async move {
+                        this.recycle_volume_operation(volume).await;
+                        Ok(())
+                    }),
+                );
+            }
+            policy::DELETE => {
+                let this = self.self_arc();
+                self.operations.schedule(
+                    format!("delete-{name}[{uid}]"),
+                    Box::pin(async move { this.delete_volume_operation(volume).await }),
+                );
+            }
+            _ => {
+                self.update_volume_phase_with_event(
+                    &volume,
+                    pv_phase::FAILED,
+                    reasons::WARNING,
+                    reasons::VOLUME_UNKNOWN_RECLAIM_POLICY,
+                    "Volume has unrecognized PersistentVolumeReclaimPolicy",
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// True when the volume's claim is gone (or bound elsewhere), so it may be reclaimed.
+    pub(crate) fn is_volume_released(&self, volume: &PersistentVolume) -> bool {
+        let Some(r) = helpers::claim_ref(volume) else {
+            return false;
+        };
+        let ref_uid = r.uid.as_deref().unwrap_or("");
+        if ref_uid.is_empty() {
+            return false;
+        }
+        match self.claim(&helpers::claim_ref_key(r)) {
+            Some(c) if helpers::uid(&c.metadata) == ref_uid => {
+                let vn = helpers::claim_volume_name(&c);
+                !vn.is_empty() && vn != helpers::name(&volume.metadata)
+            }
+            _ => true,
+        }
+    }
+
+    /// Reads the latest volume from the API server (operations may have waited).
+    async fn fresh_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        match self.api.get_volume(name).await {
+            Ok(v) => Some(self.store_volume(v)),
+            Err(e) => {
+                tracing::debug!(volume = %name, error = %e, "error reading persistent volume");
+                None
+            }
+        }
+    }
+
+    async fn recycle_volume_operation(&self, volume: Arc<PersistentVolume>) {
+        let name = helpers::name(&volume.metadata).to_string();
+        let Some(volume) = self.fresh_volume(&name).await else {
+            return;
+        };
+        if !self.is_volume_released(&volume) {
+            tracing::debug!(volume = %name, "volume no longer needs recycling, skipping");
+            return;
+        }
+        // A cached claim with the old name is a new claim: its pods do not use this volume.
+        let r = helpers::claim_ref(&volume).cloned().unwrap_or_default();
+        if self.claim(&helpers::claim_ref_key(&r)).is_none() {
+            let mut pods: Vec<String> = self
+                .pods_using(&helpers::claim_ref_key(&r))
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or(""),
+                        helpers::name(&p.metadata)
+                    )
+                })
+                .collect();
+            pods.sort();
+            if !pods.is_empty() {
+                let msg = format!("Volume is used by pods: {}", pods.join(","));
+                self.recorder
+                    .event(
+                        &*volume,
+                        reasons::WARNING,
+                        reasons::VOLUME_FAILED_RECYCLE,
+                        msg,
+                    )
+                    .await;
+                return;
+            }
+        }
+        let plugin = match self.plugins.recyclable_by_spec(&volume) {
+            Ok(p) => p,
+            Err(_) => {
+                let _ = self
+                    .update_volume_phase_with_event(
+                        &volume,
+                        pv_phase::FAILED,
+                        reasons::WARNING,
+                        reasons::VOLUME_FAILED_RECYCLE,
+                        "No recycler plugin found for the volume!",
+                    )
+                    .await;
+                return;
+            }
+        };
+        let started = std::time::Instant::now();
+        let result = plugin.recycle(&volume).await;
+        self.metrics.observe(
+            plugin.name(),
+            "volume_recycle",
+            started.elapsed().as_secs_f64(),
+            result.is_err(),
+        );
+        if let Err(e) = result {
+            let msg = format!("Recycle failed: {e}");
+            let _ = self
+                .update_volume_phase_with_event(
+                    &volume,
+                    pv_phase::FAILED,
+                    reasons::WARNING,
+                    reasons::VOLUME_FAILED_RECYCLE,
+                    &msg,
+                )
+                .await;
+            return;
+        }
+        tracing::info!(volume = %name, "volume recycled");
+        self.recorder
+            .event(
+                &*volume,
+                reasons::NORMAL,
+                reasons::VOLUME_RECYCLED,
+                "Volume recycled",
+            )
+            .await;
+        if let Err(e) = self.unbind_volume(&volume).await {
+            // The next sync recycles again; recycling an empty volume is harmless.
+            tracing::debug!(volume = %name, error = %e, "failed to make recycled volume Available");
+        }
+    }
+
+    async fn delete_volume_operation(&self, volume: Arc<PersistentVolume>) -> Result<()> {
+        let name = helpers::name(&volume.metadata).to_string();
+        let Some(fresh) = self.fresh_volume(&name).await else {
+            return Ok(());
+        };
+        if !self.is_volume_released(&fresh) {
+            tracing::debug!(volume = %name, "volume no longer needs deletion, skipping");
+            return Ok(());
+        }
+        match self.do_delete_volume(&fresh).await {
+            Err(e) => {
+                let msg = e.message.clone();
+                if e.in_use {
+                    self.recorder
+                        .event(
+                            &*fresh,
+                            reasons::NORMAL,
+                            reasons::VOLUME_DELETE,
+                            msg.clone(),
+                        )
+                        .await;
+                } else {
+                    self.update_volume_phase_with_event(
+                        &fresh,
+                        pv_phase::FAILED,
+                        reasons::WARNING,
+                        reasons::VOLUME_FAILED_DELETE,
+                        &msg,
+                    )
+                    .await?;
+                }
+                // Deletion is retried on later syncs, even while Failed.
+                Err(Error::Plugin(msg))
+            }
+            Ok(Deleted::External) => Ok(()),
+            Ok(Deleted::Yes) => {
+                // The asset is gone: lift our finalizer, then delete the object.
+                let fresh = self.remove_deletion_finalizer(fresh).await?;
+                if let Err(e) = self.api.delete_volume(&name).await {
+                    if !e.is_not_found() {
+                        tracing::debug!(volume = %name, error = %e, "failed to delete volume object, will retry");
+                    }
+                }
+                let _ = fresh;
+                Ok(())
+            }
+        }
+    }
+
+    async fn remove_deletion_finalizer(
+        &self,
+        volume: Arc<PersistentVolume>,
+    ) -> Result<Arc<PersistentVolume>> {
+        if !helpers::has_finalizer(&volume.metadata, ann::PV_CONTROLLER_FINALIZER) {
+            return Ok(volume);
+        }
+        let mut clone = (*volume).clone();
+        if let Some(f) = clone.metadata.finalizers.as_mut() {
+            f.retain(|x| x != ann::PV_CONTROLLER_FINALIZER);
+            if f.is_empty() {
+                clone.metadata.finalizers = None;
+            }
+        }
+        match self.api.update_volume(&clone).await {
+            Ok(saved) => Ok(self.store_volume(saved)),
+            Err(e) if e.is_not_found() => Ok(volume),
+            Err(e) => Err(Error::api("removing volume finalizer")(e)),
+        }
+    }
+
+    /// Finds the deleter for a volume and deletes its asset.
+    pub(crate) async fn do_delete_volume(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<Deleted, crate::PluginError> {
+        let plugin = match self.find_deletable_plugin(volume) {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                tracing::debug!(volume = %helpers::name(&volume.metadata), "external deleter for volume requested, ignoring");
+                return Ok(Deleted::External);
+            }
+            Err(e) => return Err(crate::PluginError::new(e)),
+        };
+        let started = std::time::Instant::now();
+        let r = plugin.delete(volume).await;
+        self.metrics.observe(
+            plugin.name(),
+            "volume_delete",
+            started.elapsed().as_secs_f64(),
+            r.is_err(),
+        );
+        r?;
+        tracing::info!(volume = %helpers::name(&volume.metadata), "volume deleted");
+        Ok(Deleted::Yes)
+    }
+
+    fn find_deletable_plugin(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<Option<Arc<dyn VolumePlugin>>, String> {
+        if let Some(p) =
+            helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).filter(|p| !p.is_empty())
+        {
+            return match self.plugins.deletable_by_name(p) {
+                Ok(plugin) => Ok(Some(plugin)),
+                Err(_) if !p.starts_with(ann::IN_TREE_PREFIX) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+        if helpers::has_annotation(&volume.metadata, ann::MIGRATED_TO) {
+            return Ok(None);
+        }
+        if volume.spec.as_ref().is_some_and(|s| s.csi.is_some()) {
+            return Ok(None);
+        }
+        self.plugins
+            .deletable_by_spec(volume)
+            .map(Some)
+            .map_err(|e| {
+                format!(
+                    "error getting deleter volume plugin for volume {:?}: {e}",
+                    helpers::name(&volume.metadata)
+                )
+            })
+    }
+}
