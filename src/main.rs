@@ -1,1 +1,44 @@
-fn main() {}
+//! `pv-controller`: the binary is wiring only. Each subcommand lives in `cmd/`; errors are mapped
+//! to exit codes in one place: 0 success, 1 user error (bad input, flag, unreachable server),
+//! 2 internal failure. No panic reaches the user as a panic.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Kubernetes' PersistentVolume controller: binds claims to volumes, provisions and reclaims.
+#[derive(Parser, Debug)]
+#[command(name = "pv-controller", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Reconcile a cluster state offline, on virtual time, and print the converged state.
+    Simulate(cmd::simulate::SimulateArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = std::panic::catch_unwind(|| match cli.command {
+        Command::Simulate(a) => cmd::simulate::run(a),
+    });
+    match result {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => cmd::report(&e),
+        Err(_) => {
+            eprintln!("error: internal failure (a bug in pv-controller); please report it");
+            ExitCode::from(2)
+        }
+    }
+}

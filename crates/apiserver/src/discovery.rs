@@ -107,7 +107,9 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     } else {
         format!("{group}/{version}")
     };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}),
+    )
 }
 
 /// `/openapi/v3`: where each group/version's document is.
@@ -148,7 +150,11 @@ pub fn openapi_v3_doc(path: &str) -> Option<Value> {
     for s in served {
         let gvk = json!([{"group": s.group, "version": s.version, "kind": s.kind()}]);
         let base = if s.rt.namespaced {
-            format!("/{}/namespaces/{{namespace}}/{}/{{name}}", gv_path(group, version), s.plural())
+            format!(
+                "/{}/namespaces/{{namespace}}/{}/{{name}}",
+                gv_path(group, version),
+                s.plural()
+            )
         } else {
             format!("/{}/{}/{{name}}", gv_path(group, version), s.plural())
         };
@@ -209,6 +215,9 @@ mod tests {
             .iter()
             .map(|r| r["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["storage.k8s.io", "coordination.k8s.io", "events.k8s.io"]);
+        assert_eq!(
+            names,
+            ["storage.k8s.io", "coordination.k8s.io", "events.k8s.io"]
+        );
     }
 }

@@ -68,7 +68,9 @@ impl ApiError {
             ApiError::Store(e) => (e.reason(), store_details(e)),
             ApiError::BadRequest(_) => ("BadRequest", Value::Null),
             ApiError::NoRoute => ("NotFound", Value::Null),
-            ApiError::NamespaceNotFound(n) => ("NotFound", json!({"name": n, "kind": "namespaces"})),
+            ApiError::NamespaceNotFound(n) => {
+                ("NotFound", json!({"name": n, "kind": "namespaces"}))
+            }
             ApiError::Unauthorized => ("Unauthorized", Value::Null),
             ApiError::MethodNotAllowed => ("MethodNotAllowed", Value::Null),
             ApiError::UnsupportedMediaType(_) => ("UnsupportedMediaType", Value::Null),
@@ -99,9 +101,9 @@ fn store_details(e: &StoreError) -> Value {
         StoreError::Invalid { kind, name, errors } => {
             let causes: Vec<Value> = errors
                 .iter()
-                .map(|f| {
-                    json!({"reason": f.reason(), "message": cause_message(f), "field": f.path})
-                })
+                .map(
+                    |f| json!({"reason": f.reason(), "message": cause_message(f), "field": f.path}),
+                )
                 .collect();
             let mut d = json!({"name": name, "kind": kind, "causes": causes});
             if let Some(g) = pv_store::ResourceType::by_kind(kind).map(|r| r.group) {
@@ -163,6 +165,9 @@ mod tests {
         let s = e.status();
         assert_eq!(s["details"]["group"], "storage.k8s.io");
         assert_eq!(s["details"]["kind"], "storageclasses");
-        assert_eq!(s["message"], "storageclasses.storage.k8s.io \"fast\" not found");
+        assert_eq!(
+            s["message"],
+            "storageclasses.storage.k8s.io \"fast\" not found"
+        );
     }
 }

@@ -1,2 +1,49 @@
-//! placeholder
+//! A Kubernetes-compatible API server for the storage API subset, over [`pv_store::Store`],
+//! persisted durably in redb.
+//!
+//! This is what `pv-controller up` runs: kubectl and the controller (through the same HTTP
+//! client code it uses against a real cluster) talk to it as to a kube-apiserver. It serves
+//! discovery and enough OpenAPI for kubectl, the core/v1, storage.k8s.io/v1,
+//! coordination.k8s.io/v1 and events.k8s.io/v1 resources with get, list (selectors, paging),
+//! watch (bookmarks, 410), create, update, patch (merge, JSON, strategic, apply), delete and
+//! the status subresource, server-side Tables for `kubectl get`, and kube-apiserver's `Status`
+//! errors. Requests need the bearer token written into the kubeconfig. Transport is plain HTTP
+//! on loopback by default.
+//!
+//! Modules, in the order a request meets them: [`dispatch`] (auth, routing, body),
+//! [`routes`] (paths), [`handlers`] and [`watch`] (verbs), [`patch`], [`select`], [`tables`],
+//! [`events`] (the events.k8s.io conversion), [`discovery`], [`error`]; [`durable`] persists
+//! the store; [`server`] starts and stops everything.
+
+pub mod auth;
+pub mod discovery;
+pub mod dispatch;
 pub mod durable;
+pub mod error;
+pub mod events;
+pub mod handlers;
+pub mod patch;
+pub mod resources;
+pub mod routes;
+pub mod select;
+pub mod server;
+pub mod tables;
+pub mod watch;
+
+pub use error::ApiError;
+pub use server::{open_store, Server, ServerConfig, ServerHandle};
+
+use pv_store::Store;
+use std::sync::Arc;
+
+/// What every request handler shares.
+pub struct AppState {
+    /// The object store.
+    pub store: Arc<Store>,
+    /// The bearer token.
+    pub token: String,
+    /// `host:port` as clients reach the server.
+    pub server_address: String,
+    /// Becomes true on shutdown (ends watches).
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+}

@@ -35,9 +35,7 @@ impl PatchKind {
             "application/merge-patch+json" => Ok(PatchKind::Merge),
             "application/json-patch+json" => Ok(PatchKind::Json),
             "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" => {
-                Ok(PatchKind::Apply)
-            }
+            "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(PatchKind::Apply),
             other => Err(ApiError::UnsupportedMediaType(other.to_string())),
         }
     }
@@ -80,20 +78,23 @@ pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value> {
     match kind {
         PatchKind::Merge => {
             if !patch.is_object() {
-                return Err(ApiError::BadRequest("merge patch must be a JSON object".into()));
+                return Err(ApiError::BadRequest(
+                    "merge patch must be a JSON object".into(),
+                ));
             }
             json_patch::merge(&mut out, patch);
         }
         PatchKind::Json => {
             let p: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::BadRequest(format!("invalid JSON patch: {e}")))?;
-            json_patch::patch(&mut out, &p)
-                .map_err(|e| ApiError::BadRequest(format!("the JSON patch could not be applied: {e}")))?;
+            json_patch::patch(&mut out, &p).map_err(|e| {
+                ApiError::BadRequest(format!("the JSON patch could not be applied: {e}"))
+            })?;
         }
         PatchKind::Strategic | PatchKind::Apply => {
-            let p = patch
-                .as_object()
-                .ok_or_else(|| ApiError::BadRequest("strategic merge patch must be a JSON object".into()))?;
+            let p = patch.as_object().ok_or_else(|| {
+                ApiError::BadRequest("strategic merge patch must be a JSON object".into())
+            })?;
             let base = out.as_object_mut().ok_or_else(|| {
                 ApiError::BadRequest("the object to patch is not a JSON object".into())
             })?;
@@ -104,7 +105,10 @@ pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value> {
 }
 
 fn merge_key(field: &str) -> Option<&'static str> {
-    MERGE_KEYS.iter().find(|(f, _)| *f == field).map(|(_, k)| *k)
+    MERGE_KEYS
+        .iter()
+        .find(|(f, _)| *f == field)
+        .map(|(_, k)| *k)
 }
 
 /// Strategic merge of `patch` into `base`.
@@ -237,7 +241,10 @@ mod tests {
         let t = json!({"spec": {"a": 1, "l": [1, 2]}, "metadata": {"labels": {"x": "1"}}});
         let p = json!({"spec": {"l": [3]}, "metadata": {"labels": {"x": null}}});
         let out = apply(PatchKind::Merge, &t, &p).unwrap();
-        assert_eq!(out, json!({"spec": {"a": 1, "l": [3]}, "metadata": {"labels": {}}}));
+        assert_eq!(
+            out,
+            json!({"spec": {"a": 1, "l": [3]}, "metadata": {"labels": {}}})
+        );
     }
 
     #[test]
@@ -250,7 +257,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out["spec"]["a"], 2);
-        let err = apply(PatchKind::Json, &t, &json!([{"op": "remove", "path": "/nope"}]));
+        let err = apply(
+            PatchKind::Json,
+            &t,
+            &json!([{"op": "remove", "path": "/nope"}]),
+        );
         assert_eq!(err.unwrap_err().code(), 400);
     }
 
@@ -265,7 +276,10 @@ mod tests {
         });
         let out = apply(PatchKind::Strategic, &t, &p).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
-        assert_eq!(out["spec"]["containers"], json!([{"name": "c", "image": "y"}]));
+        assert_eq!(
+            out["spec"]["containers"],
+            json!([{"name": "c", "image": "y"}])
+        );
         assert_eq!(out["spec"]["accessModes"], json!(["ReadWriteMany"]));
         let out = apply(
             PatchKind::Strategic,
@@ -278,7 +292,12 @@ mod tests {
 
     #[test]
     fn unknown_patch_types_are_unsupported_media() {
-        assert_eq!(PatchKind::from_content_type("text/plain").unwrap_err().code(), 415);
+        assert_eq!(
+            PatchKind::from_content_type("text/plain")
+                .unwrap_err()
+                .code(),
+            415
+        );
         assert_eq!(
             PatchKind::from_content_type("application/merge-patch+json; charset=utf-8").unwrap(),
             PatchKind::Merge

@@ -59,7 +59,11 @@ impl LabelSelector {
     /// Parses a selector string; empty selects everything.
     pub fn parse(s: &str) -> Result<Self> {
         let mut reqs = Vec::new();
-        for part in split_top(s).into_iter().map(str::trim).filter(|p| !p.is_empty()) {
+        for part in split_top(s)
+            .into_iter()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             let req = if let Some(k) = part.strip_prefix('!') {
                 LabelReq::NotExists(k.trim().into())
             } else if let Some((k, v)) = part.split_once("!=") {
@@ -213,7 +217,11 @@ mod tests {
             ("missing", false),
             ("", true),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&o),
+                want,
+                "{sel}"
+            );
         }
         assert!(LabelSelector::parse("a in x").is_err());
     }
@@ -223,7 +231,9 @@ mod tests {
         let o = json!({"metadata": {"name": "a"}, "involvedObject": {"kind": "Pod"}, "count": 3});
         let s = FieldSelector::parse("metadata.name=a,involvedObject.kind==Pod,count=3").unwrap();
         assert!(s.matches(&o));
-        assert!(!FieldSelector::parse("spec.volumeName!=").unwrap().matches(&o));
+        assert!(!FieldSelector::parse("spec.volumeName!=")
+            .unwrap()
+            .matches(&o));
         assert_eq!(s.pinned_name(), Some("a"));
         assert!(FieldSelector::parse("nonsense").is_err());
     }

@@ -1,1 +1,15 @@
-//! placeholder
+//! The in-memory adapter and the deterministic simulation behind `pv-controller simulate`.
+//!
+//! [`MemApi`] implements the controller's `ClusterApi` over the in-memory [`pv_store::Store`];
+//! [`input`] reads Kubernetes objects (YAML or JSON, multi-document or `kind: List`) with errors
+//! that name the document, object and field; [`Simulation`] loads them into a store and runs the
+//! whole controller on a virtual clock until nothing changes any more.
+
+pub mod driver;
+pub mod input;
+pub mod memapi;
+pub mod output;
+
+pub use driver::{Simulation, SimulationError, SimulationOptions};
+pub use input::{load_documents, InputError, InputObject};
+pub use memapi::MemApi;

@@ -1,0 +1,102 @@
+//! Bearer-token authentication and the kubeconfig that carries the token.
+//!
+//! The server listens on loopback by default, but any local user could still reach it, so
+//! every request except the health probes must carry `Authorization: Bearer <token>`. The
+//! token is 32 random bytes, kept in `DATA_DIR/token` (mode 0600) so that a restart on the same
+//! data directory keeps working kubeconfigs; the kubeconfig itself is rewritten on every start
+//! because the port may change.
+
+use axum::http::{header, HeaderMap};
+use rand::RngCore;
+use std::io::Write;
+use std::path::Path;
+
+/// True when the request carries the right token. Compared in constant time.
+pub fn authorized(h: &HeaderMap, token: &str) -> bool {
+    let Some(given) = h
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.trim().as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A fresh random token (64 hex characters).
+pub fn new_token() -> String {
+    let mut b = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Writes `contents` to `path` with mode 0600, atomically (temporary file, then rename).
+pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut f = opts.open(&tmp)?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads the token under `path`, or makes and stores a new one.
+pub fn load_or_create_token(path: &Path) -> std::io::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) if t.trim().len() >= 32 => Ok(t.trim().to_string()),
+        _ => {
+            let t = new_token();
+            write_private(path, &t)?;
+            Ok(t)
+        }
+    }
+}
+
+/// The kubeconfig for `server` and `token`: cluster, user and context `pv-controller`.
+pub fn kubeconfig(server: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: pv-controller\n  cluster:\n    server: {server}\n\
+users:\n- name: pv-controller\n  user:\n    token: {token}\n\
+contexts:\n- name: pv-controller\n  context:\n    cluster: pv-controller\n    user: pv-controller\n    namespace: default\n\
+current-context: pv-controller\npreferences: {{}}\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn only_the_exact_bearer_token_is_accepted() {
+        let mut h = HeaderMap::new();
+        assert!(!authorized(&h, "abc"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abd"),
+        );
+        assert!(!authorized(&h, "abc"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
+        assert!(authorized(&h, "abc"));
+    }
+
+    #[test]
+    fn kubeconfig_parses_as_yaml_with_the_context_selected() {
+        let k: serde_json::Value =
+            serde_norway::from_str(&kubeconfig("http://127.0.0.1:1", "t")).unwrap();
+        assert_eq!(k["current-context"], "pv-controller");
+        assert_eq!(k["users"][0]["user"]["token"], "t");
+    }
+}

@@ -1,0 +1,104 @@
+//! The one HTTP handler: authenticate, route, read the body, call the verb, shape the answer.
+
+use crate::discovery;
+use crate::error::{ApiError, Result};
+use crate::handlers::{self, Format, Query, Reply};
+use crate::routes::{self, Route};
+use crate::{auth, watch, AppState};
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Largest accepted request body.
+pub const MAX_BODY: usize = 8 * 1024 * 1024;
+
+fn json(reply: Reply) -> Response {
+    let body = serde_json::to_vec(&reply.1).unwrap_or_default();
+    (reply.0, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn ok(v: Value) -> Result<Response> {
+    Ok(json((StatusCode::OK, v)))
+}
+
+fn header_str<'a>(h: &'a HeaderMap, name: header::HeaderName) -> &'a str {
+    h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+/// Entry point for every request.
+pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let started = std::time::Instant::now();
+    let resp = match handle(st, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    tracing::debug!(%method, %path, status = resp.status().as_u16(), elapsed = ?started.elapsed(), "request");
+    resp
+}
+
+async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
+    let route = routes::parse(req.uri().path());
+    if !matches!(route, Some(Route::Health)) && !auth::authorized(req.headers(), &st.token) {
+        return Err(ApiError::Unauthorized);
+    }
+    let route = route.ok_or(ApiError::NoRoute)?;
+    let q: Query = axum::extract::Query::<Query>::try_from_uri(req.uri())
+        .map(|q| q.0)
+        .map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
+    let method = req.method().clone();
+    let headers = req.headers().clone();
+    let accept = header_str(&headers, header::ACCEPT);
+    let ct = header_str(&headers, header::CONTENT_TYPE);
+    let read_only = matches!(method, Method::GET | Method::HEAD);
+    match route {
+        Route::Health => Ok((StatusCode::OK, "ok").into_response()),
+        _ if !read_only && !matches!(route, Route::Resource(_)) => Err(ApiError::MethodNotAllowed),
+        Route::Version => ok(discovery::version()),
+        Route::Api => ok(discovery::api_versions(&st.server_address)),
+        Route::Apis => ok(discovery::api_groups()),
+        Route::ApiGroup(g) => discovery::api_group(&g)
+            .ok_or(ApiError::NoRoute)
+            .and_then(ok),
+        Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
+            .ok_or(ApiError::NoRoute)
+            .and_then(ok),
+        Route::OpenApiV2 => Ok((
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            )],
+            discovery::openapi_v2_protobuf(),
+        )
+            .into_response()),
+        Route::OpenApiV3Root => ok(discovery::openapi_v3_root()),
+        Route::OpenApiV3(p) => discovery::openapi_v3_doc(&p)
+            .ok_or(ApiError::NoRoute)
+            .and_then(ok),
+        Route::Resource(t) => {
+            let format = Format::new(accept, &q);
+            let is_watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
+            let body: Body = req.into_body();
+            let bytes = to_bytes(body, MAX_BODY)
+                .await
+                .map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+            let reply = match method {
+                Method::GET if is_watch => return watch::watch(st, &t, &q, format),
+                Method::GET if t.name.is_some() => handlers::get(&st, &t, &q, format)?,
+                Method::GET => handlers::list(&st, &t, &q, format)?,
+                Method::POST => handlers::create(&st, &t, &q, ct, &bytes)?,
+                Method::PUT => handlers::update(&st, &t, &q, ct, &bytes)?,
+                Method::PATCH => handlers::patch(&st, &t, &q, ct, &bytes)?,
+                Method::DELETE if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes)?,
+                Method::DELETE => handlers::delete_collection(&st, &t, &q)?,
+                _ => return Err(ApiError::MethodNotAllowed),
+            };
+            Ok(json(reply))
+        }
+    }
+}

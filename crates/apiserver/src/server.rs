@@ -1,0 +1,205 @@
+//! Starting and stopping the server: open the durable store, make sure the default namespaces
+//! exist, load or make the token, bind, write the kubeconfig, serve until shutdown.
+
+use crate::{auth, dispatch, durable, AppState};
+use axum::Router;
+use pv_store::{Store, StoreError};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Namespaces every fresh store gets.
+pub const DEFAULT_NAMESPACES: &[&str] = &["default", "kube-system"];
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The data directory could not be created.
+    #[error("creating data directory {path}: {source}")]
+    DataDir {
+        /// Directory.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The durable store could not be opened.
+    #[error(transparent)]
+    Durable(#[from] durable::Error),
+    /// A default namespace could not be created.
+    #[error("creating namespace {name}: {source}")]
+    Namespace {
+        /// Namespace.
+        name: String,
+        /// Cause.
+        #[source]
+        source: StoreError,
+    },
+    /// The token file could not be read or written.
+    #[error("token file {path}: {source}")]
+    Token {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The listen address could not be bound.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The kubeconfig could not be written.
+    #[error("writing kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where and how to serve.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Holds `store/`, `token` and `kubeconfig`.
+    pub data_dir: PathBuf,
+    /// Address to listen on (port 0 picks a free port).
+    pub listen: SocketAddr,
+}
+
+/// The API server.
+pub struct Server;
+
+/// A running server.
+pub struct ServerHandle {
+    store: Arc<Store>,
+    url: String,
+    addr: SocketAddr,
+    kubeconfig: PathBuf,
+    token: String,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+/// Opens the durable store under `dir` (creating default namespaces on a fresh one).
+pub fn open_store(dir: &Path) -> Result<Store, Error> {
+    let (backend, snapshot) = durable::open(dir)?;
+    let store = Store::builder().backend(backend, snapshot).build();
+    for ns in DEFAULT_NAMESPACES {
+        if store.get("namespaces", "", ns).is_err() {
+            store
+                .create("namespaces", json!({"metadata": {"name": ns}}))
+                .map_err(|source| Error::Namespace {
+                    name: ns.to_string(),
+                    source,
+                })?;
+        }
+    }
+    Ok(store)
+}
+
+impl Server {
+    /// Starts serving; returns once the listener is bound and the kubeconfig written.
+    pub async fn start(cfg: ServerConfig) -> Result<ServerHandle, Error> {
+        let dir = &cfg.data_dir;
+        std::fs::create_dir_all(dir).map_err(|source| Error::DataDir {
+            path: dir.clone(),
+            source,
+        })?;
+        let store = Arc::new(open_store(&dir.join("store"))?);
+        let token_path = dir.join("token");
+        let token = auth::load_or_create_token(&token_path).map_err(|source| Error::Token {
+            path: token_path,
+            source,
+        })?;
+        let listener = tokio::net::TcpListener::bind(cfg.listen)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: cfg.listen,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+        let url = format!("http://{addr}");
+        let kubeconfig = dir.join("kubeconfig");
+        auth::write_private(&kubeconfig, &auth::kubeconfig(&url, &token)).map_err(|source| {
+            Error::Kubeconfig {
+                path: kubeconfig.clone(),
+                source,
+            }
+        })?;
+        let (stop, stop_rx) = watch::channel(false);
+        let state = Arc::new(AppState {
+            store: store.clone(),
+            token: token.clone(),
+            server_address: addr.to_string(),
+            shutdown: stop_rx.clone(),
+        });
+        let app = Router::new().fallback(dispatch::dispatch).with_state(state);
+        let mut rx = stop_rx;
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                })
+                .await
+        });
+        tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server listening");
+        Ok(ServerHandle {
+            store,
+            url,
+            addr,
+            kubeconfig,
+            token,
+            stop,
+            task,
+        })
+    }
+}
+
+impl ServerHandle {
+    /// The store behind the API (for an in-process controller).
+    pub fn store(&self) -> Arc<Store> {
+        self.store.clone()
+    }
+
+    /// `http://ADDR:PORT`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Path of the kubeconfig written for this server.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The bearer token clients must send.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Stops accepting connections, ends open watches, waits for in-flight requests.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(std::io::Error::other(e)),
+        }
+    }
+}

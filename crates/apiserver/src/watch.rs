@@ -1,0 +1,201 @@
+//! Watch: a chunked stream of newline-delimited `{"type": ..., "object": ...}` events.
+//!
+//! Semantics follow kube-apiserver: without a resourceVersion (or with "0") the stream starts
+//! with an ADDED event for every matching object, then follows changes; with one it replays
+//! every later change the store's history still holds, and when that version is older than
+//! the history it sends one ERROR event carrying a 410 `Expired` Status (clients then relist).
+//! `sendInitialEvents=true` (watch-list) sends the current objects followed by a BOOKMARK
+//! annotated `k8s.io/initial-events-end`. With `allowWatchBookmarks` a BOOKMARK carrying the
+//! current resourceVersion is sent every [`BOOKMARK_EVERY`], so idle watchers can resume
+//! without hitting 410. `timeoutSeconds` ends the stream, and so does server shutdown.
+//!
+//! Bookmark safety: the store delivers events to watcher channels under its lock, before the
+//! counter can be read, so reading the counter first and then draining the channel guarantees
+//! that every event at or below the bookmarked version was sent before the bookmark.
+
+use crate::error::{ApiError, Result};
+use crate::handlers::{self, Format, Query};
+use crate::routes::Target;
+use crate::select::{self, Selectors};
+use crate::tables;
+use crate::AppState;
+use axum::body::{Body, Bytes};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use pv_store::{StoreError, WatchEvent, Watcher};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How often a watcher that asked for bookmarks gets one.
+pub const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
+
+struct Stream {
+    st: Arc<AppState>,
+    target: Target,
+    sel: Selectors,
+    format: Format,
+    rx: Option<Watcher>,
+    pending: VecDeque<Bytes>,
+    deadline: Option<Instant>,
+    bookmarks: bool,
+    next_bookmark: Instant,
+    last_rv: u64,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+fn line(v: &Value) -> Bytes {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    Bytes::from(b)
+}
+
+impl Stream {
+    fn render(&self, obj: &Value) -> Value {
+        match self.format.table {
+            Some(inc) => {
+                let rv = select::field_value(obj, "metadata.resourceVersion");
+                tables::table(self.target.served.kind(), &[obj], &rv, inc, None)
+            }
+            None => handlers::out(&self.target, obj),
+        }
+    }
+
+    fn event(&mut self, ty: &str, obj: &Value, rv: u64) {
+        if self.sel.matches(obj) {
+            let o = self.render(obj);
+            self.pending
+                .push_back(line(&json!({"type": ty, "object": o})));
+        }
+        self.last_rv = self.last_rv.max(rv);
+    }
+
+    fn store_event(&mut self, ev: WatchEvent) {
+        self.event(ev.kind.as_str(), &ev.object.clone(), ev.rv);
+    }
+
+    fn bookmark(&mut self, rv: u64, initial_end: bool) {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let obj = json!({"kind": self.target.served.kind(), "apiVersion": self.target.served.api_version(), "metadata": meta});
+        self.pending
+            .push_back(line(&json!({"type": "BOOKMARK", "object": obj})));
+    }
+
+    /// Reads the counter, then drains what the channel holds, then bookmarks the counter.
+    fn drain_and_bookmark(&mut self) {
+        let rv = self.st.store.resource_version();
+        while let Some(ev) = self.rx.as_mut().and_then(|r| r.try_recv().ok()) {
+            self.store_event(ev);
+        }
+        let rv = rv.max(self.last_rv);
+        self.bookmark(rv, false);
+        self.last_rv = rv;
+    }
+
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Some(b);
+            }
+            let rx = self.rx.as_mut()?;
+            let far = Instant::now() + Duration::from_secs(86_400);
+            let deadline = self.deadline.unwrap_or(far);
+            let bookmark_at = if self.bookmarks {
+                self.next_bookmark
+            } else {
+                far
+            };
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(ev) => self.store_event(ev),
+                    None => return None,
+                },
+                _ = tokio::time::sleep_until(deadline) => return None,
+                _ = tokio::time::sleep_until(bookmark_at) => {
+                    self.next_bookmark = Instant::now() + BOOKMARK_EVERY;
+                    self.drain_and_bookmark();
+                }
+                _ = self.shutdown.changed() => return None,
+            }
+        }
+    }
+}
+
+fn gone_event(e: &StoreError) -> Bytes {
+    line(&json!({"type": "ERROR", "object": ApiError::Store(e.clone()).status()}))
+}
+
+/// Answers a `?watch=true` request.
+pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result<Response> {
+    let mut sel = handlers::selectors(q)?;
+    if let Some(name) = &t.name {
+        // The old `.../NAME?watch=true` form watches one object.
+        sel.fields = select::FieldSelector::parse(&format!("metadata.name={name}"))?;
+    }
+    let coll = Target {
+        name: None,
+        ..t.clone()
+    };
+    let flag = |k: &str| q.get(k).is_some_and(|v| v == "true" || v == "1");
+    let rv_param = q.get("resourceVersion").map(String::as_str).unwrap_or("");
+    let initial = flag("sendInitialEvents") || rv_param.is_empty() || rv_param == "0";
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map(|s| Instant::now() + Duration::from_secs(s));
+    let mut s = Stream {
+        st: st.clone(),
+        target: coll.clone(),
+        sel,
+        format,
+        rx: None,
+        pending: VecDeque::new(),
+        deadline: timeout,
+        bookmarks: flag("allowWatchBookmarks"),
+        next_bookmark: Instant::now() + BOOKMARK_EVERY,
+        last_rv: 0,
+        shutdown: st.shutdown.clone(),
+    };
+    let ns = coll.namespace.as_deref();
+    if initial {
+        let (items, rv) = handlers::matching(&st, &coll, &Selectors::default())?;
+        for o in &items {
+            s.event("ADDED", o, 0);
+        }
+        s.last_rv = rv;
+        if flag("sendInitialEvents") {
+            s.bookmark(rv, true);
+        }
+        s.rx = Some(st.store.watch(coll.served.plural(), ns, Some(rv))?);
+    } else {
+        let since: u64 = rv_param
+            .parse()
+            .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {rv_param:?}")))?;
+        s.last_rv = since;
+        match st.store.watch(coll.served.plural(), ns, Some(since)) {
+            Ok(rx) => s.rx = Some(rx),
+            Err(e @ StoreError::Gone { .. }) => s.pending.push_back(gone_event(&e)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let body = Body::from_stream(futures_util::stream::unfold(s, |mut s| async move {
+        s.next()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), s))
+    }));
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response())
+}

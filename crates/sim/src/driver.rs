@@ -1,0 +1,300 @@
+//! The deterministic simulation: the whole controller, one step at a time, on virtual time.
+//!
+//! Each step does exactly one thing, in a fixed order: deliver pending watch events to the
+//! controller's handlers; else sync one volume key; else sync one claim key; else run one queued
+//! operation; else move the clock to the next backed-off key. When nothing is left, a full resync
+//! round runs at the next resync tick; the state is quiescent when such a round makes no write
+//! request at all. Volumes go before claims so that a volume the input left Pending becomes
+//! Available before any claim looks for one.
+
+use crate::input::InputObject;
+use crate::memapi::MemApi;
+use chrono::{DateTime, Utc};
+use pv_core::operations::Mode;
+use pv_core::{Clock, Config, Controller, ObjectEvent, PluginRegistry, SimClock};
+use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, WatchEventType, Watcher};
+use serde::de::DeserializeOwned;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Settings of one simulation.
+#[derive(Clone, Debug)]
+pub struct SimulationOptions {
+    /// Resync rounds allowed before giving up.
+    pub max_rounds: usize,
+    /// Faults injected into write requests, with their seed.
+    pub faults: Option<(FaultSpec, u64)>,
+    /// Controller settings (operations are always deferred).
+    pub config: Config,
+}
+
+impl Default for SimulationOptions {
+    fn default() -> Self {
+        SimulationOptions {
+            max_rounds: 100,
+            faults: None,
+            config: Config::default(),
+        }
+    }
+}
+
+/// Why a simulation could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulationError {
+    /// An input object was refused by the store.
+    #[error("document {document} ({kind} {name}): {source}")]
+    Load {
+        /// Document number.
+        document: usize,
+        /// Kind.
+        kind: String,
+        /// Name.
+        name: String,
+        /// Store error.
+        #[source]
+        source: StoreError,
+    },
+    /// Still changing after the allowed rounds.
+    #[error("the state did not settle after {0} resync rounds (raise --max-rounds to allow more)")]
+    NotQuiescent(usize),
+}
+
+/// A loaded simulation.
+pub struct Simulation {
+    store: Arc<Store>,
+    api: Arc<MemApi>,
+    clock: Arc<SimClock>,
+    controller: Arc<Controller>,
+    watchers: Vec<(&'static str, Watcher)>,
+    options: SimulationOptions,
+    /// Resync rounds run.
+    pub rounds: usize,
+    /// Sync steps run.
+    pub steps: u64,
+}
+
+/// The start of virtual time: the latest timestamp in the input, else a fixed instant, so output
+/// is the same on every run.
+fn start_time(objects: &[InputObject]) -> DateTime<Utc> {
+    let mut latest: Option<DateTime<Utc>> = None;
+    let mut visit = |s: &str| {
+        if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+            let t = t.with_timezone(&Utc);
+            latest = Some(latest.map_or(t, |l| l.max(t)));
+        }
+    };
+    for o in objects {
+        for path in [
+            &["metadata", "creationTimestamp"][..],
+            &["metadata", "deletionTimestamp"],
+            &["status", "lastPhaseTransitionTime"],
+        ] {
+            let mut v = &o.value;
+            for p in path {
+                v = &v[*p];
+            }
+            if let Some(s) = v.as_str() {
+                visit(s);
+            }
+        }
+    }
+    latest.unwrap_or_else(|| {
+        DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    })
+}
+
+impl Simulation {
+    /// Loads `objects` into a fresh in-memory store and builds the controller over it.
+    pub fn new(
+        objects: Vec<InputObject>,
+        plugins: PluginRegistry,
+        options: SimulationOptions,
+    ) -> Result<Self, SimulationError> {
+        let clock = SimClock::new(start_time(&objects));
+        let c2 = clock.clone();
+        let store = Arc::new(
+            Store::builder()
+                .clock(move || c2.now())
+                .uids(UidMode::Deterministic)
+                .build(),
+        );
+        for o in objects {
+            let kind = o.resource.kind.to_string();
+            let name = o.value["metadata"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            store
+                .load(o.resource.plural, o.value)
+                .map_err(|source| SimulationError::Load {
+                    document: o.document,
+                    kind,
+                    name,
+                    source,
+                })?;
+        }
+        let api = Arc::new(MemApi::new(store.clone()));
+        let mut config = options.config.clone();
+        config.operations = Mode::Deferred;
+        let controller = Controller::new(api.clone(), plugins, clock.clone(), config);
+        Ok(Simulation {
+            store,
+            api,
+            clock,
+            controller,
+            watchers: Vec::new(),
+            options,
+            rounds: 0,
+            steps: 0,
+        })
+    }
+
+    /// The store (the cluster state).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The controller.
+    pub fn controller(&self) -> &Arc<Controller> {
+        &self.controller
+    }
+
+    /// The virtual clock.
+    pub fn clock(&self) -> &Arc<SimClock> {
+        &self.clock
+    }
+
+    /// Lists every watched kind into the controller and starts watching (as informers do).
+    pub fn start(&mut self) {
+        for resource in [
+            "storageclasses",
+            "nodes",
+            "pods",
+            "persistentvolumes",
+            "persistentvolumeclaims",
+        ] {
+            let (items, rv) = self
+                .store
+                .list(resource, &Default::default())
+                .expect("known resource");
+            for obj in items {
+                self.deliver(resource, WatchEventType::Added, &obj);
+            }
+            let w = self
+                .store
+                .watch(resource, None, Some(rv))
+                .expect("fresh history");
+            self.watchers.push((resource, w));
+        }
+    }
+
+    fn deliver(&self, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
+        fn typed<T: DeserializeOwned>(
+            kind: WatchEventType,
+            v: &serde_json::Value,
+        ) -> Option<ObjectEvent<T>> {
+            let t = T::deserialize(v).ok()?;
+            Some(match kind {
+                WatchEventType::Deleted => ObjectEvent::Deleted(t),
+                _ => ObjectEvent::Applied(t),
+            })
+        }
+        let c = &self.controller;
+        match resource {
+            "persistentvolumes" => typed(kind, obj).map(|e| c.on_volume(e)),
+            "persistentvolumeclaims" => typed(kind, obj).map(|e| c.on_claim(e)),
+            "storageclasses" => typed(kind, obj).map(|e| c.on_class(e)),
+            "pods" => typed(kind, obj).map(|e| c.on_pod(e)),
+            "nodes" => typed(kind, obj).map(|e| c.on_node(e)),
+            _ => None,
+        };
+    }
+
+    fn pump(&mut self) -> bool {
+        let mut events: Vec<(&'static str, WatchEvent)> = Vec::new();
+        for (r, w) in self.watchers.iter_mut() {
+            while let Ok(ev) = w.try_recv() {
+                events.push((r, ev));
+            }
+        }
+        events.sort_by_key(|(_, e)| e.rv);
+        let any = !events.is_empty();
+        for (r, ev) in events {
+            self.deliver(r, ev.kind, &ev.object);
+        }
+        any
+    }
+
+    /// Runs one step. Returns false when nothing was runnable before `deadline_ms`.
+    async fn step(&mut self, deadline_ms: u64) -> bool {
+        if self.pump() {
+            return true;
+        }
+        let c = self.controller.clone();
+        if let Some(k) = c.volume_queue.try_get() {
+            self.steps += 1;
+            c.process_volume(k).await;
+            return true;
+        }
+        if let Some(k) = c.claim_queue.try_get() {
+            self.steps += 1;
+            c.process_claim(k).await;
+            return true;
+        }
+        if c.operations().run_next().await {
+            self.steps += 1;
+            return true;
+        }
+        let next = [c.volume_queue.next_due(), c.claim_queue.next_due()]
+            .into_iter()
+            .flatten()
+            .min();
+        if let Some(due) = next.filter(|d| *d <= deadline_ms) {
+            self.clock.advance_to(due);
+            c.volume_queue.promote_due();
+            c.claim_queue.promote_due();
+            return true;
+        }
+        false
+    }
+
+    async fn drain(&mut self, deadline_ms: u64) {
+        while self.step(deadline_ms).await {}
+    }
+
+    /// Runs until quiescent: queues empty, no operation in flight, and a full resync round that
+    /// makes no write request.
+    pub async fn run(&mut self) -> Result<(), SimulationError> {
+        self.store.set_faults(self.options.faults.clone());
+        if self.watchers.is_empty() {
+            self.start();
+        }
+        let period = self.options.config.resync_period.as_millis() as u64;
+        loop {
+            let next_resync = self.clock.now_ms() / period * period + period;
+            self.drain(next_resync).await;
+            if self.rounds >= self.options.max_rounds {
+                return Err(SimulationError::NotQuiescent(self.rounds));
+            }
+            self.rounds += 1;
+            self.clock.advance_to(next_resync);
+            let before = self.api.write_attempts.load(Ordering::SeqCst);
+            self.controller.resync();
+            self.drain(next_resync + period - 1).await;
+            let after = self.api.write_attempts.load(Ordering::SeqCst);
+            if after == before && self.controller.operations().is_idle() {
+                break;
+            }
+        }
+        self.store.set_faults(None);
+        Ok(())
+    }
+
+    /// Advances virtual time (tests use it to let backoffs expire).
+    pub fn advance(&self, d: Duration) {
+        self.clock.advance(d);
+    }
+}

@@ -1,0 +1,302 @@
+//! Reading cluster state: Kubernetes objects as multi-document YAML, JSON, or a `kind: List`.
+//!
+//! Every error names the document (1-based, as a person counts them), the object and the field:
+//! `document 2 (PersistentVolume pv-1): spec.capacity: Required value`.
+
+use pv_model::k8s::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use pv_store::{validation, ResourceType};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt;
+
+/// Kinds `simulate` and `explain` accept.
+pub const KINDS: &[&str] = &[
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "Pod",
+    "Node",
+    "Namespace",
+];
+
+/// A bad input document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// 1-based document number (0 when the stream itself is unreadable).
+    pub document: usize,
+    /// Item index inside a `kind: List`.
+    pub item: Option<usize>,
+    /// `Kind name` when known.
+    pub object: Option<String>,
+    /// What is wrong, starting with the field path when there is one.
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.document == 0 {
+            return write!(f, "{}", self.message);
+        }
+        write!(f, "document {}", self.document)?;
+        if let Some(i) = self.item {
+            write!(f, " item {i}")?;
+        }
+        if let Some(o) = &self.object {
+            write!(f, " ({o})")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// One accepted object.
+#[derive(Debug, Clone)]
+pub struct InputObject {
+    /// Its resource type.
+    pub resource: &'static ResourceType,
+    /// The object as given (validated and with kube-apiserver's defaults applied later by the store).
+    pub value: Value,
+    /// Where it came from, for later error messages.
+    pub document: usize,
+}
+
+fn err(
+    document: usize,
+    item: Option<usize>,
+    object: Option<String>,
+    message: impl Into<String>,
+) -> InputError {
+    InputError {
+        document,
+        item,
+        object,
+        message: message.into(),
+    }
+}
+
+/// Splits the text into documents (YAML stream, or JSON values).
+fn documents(text: &str) -> Result<Vec<Value>, InputError> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let mut out = Vec::new();
+        for (i, v) in serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .enumerate()
+        {
+            let v = v.map_err(|e| err(i + 1, None, None, format!("invalid JSON: {e}")))?;
+            match v {
+                Value::Array(items) => out.extend(items),
+                other => out.push(other),
+            }
+        }
+        return Ok(out);
+    }
+    let mut out = Vec::new();
+    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let v = Value::deserialize(doc)
+            .map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// Deserializes into a typed object to catch wrong types, naming the field.
+fn check_typed<T: DeserializeOwned + serde::Serialize>(v: &Value) -> Result<(), String> {
+    let typed: T = serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        if path == "." || path.is_empty() {
+            inner
+        } else {
+            format!("{path}: {inner}")
+        }
+    })?;
+    let back = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    let mut unknown = Vec::new();
+    unknown_fields(v, &back, String::new(), &mut unknown);
+    if let Some(f) = unknown.first() {
+        return Err(format!("unknown field {f:?}"));
+    }
+    Ok(())
+}
+
+/// Paths present in `given` but not in `known` (null values are ignored).
+fn unknown_fields(given: &Value, known: &Value, path: String, out: &mut Vec<String>) {
+    match (given, known) {
+        (Value::Object(g), Value::Object(k)) => {
+            for (key, gv) in g {
+                if gv.is_null() {
+                    continue;
+                }
+                let p = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match k.get(key) {
+                    Some(kv) => unknown_fields(gv, kv, p, out),
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(k)) => {
+            for (i, (gv, kv)) in g.iter().zip(k.iter()).enumerate() {
+                unknown_fields(gv, kv, format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject, InputError> {
+    let obj = v.as_object().ok_or_else(|| {
+        err(
+            doc,
+            item,
+            None,
+            "expected an object with apiVersion and kind",
+        )
+    })?;
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = v
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let label = if name.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind} {name}")
+    };
+    let label = Some(label).filter(|l| !l.is_empty());
+    if kind.is_empty() {
+        return Err(err(doc, item, None, "kind: Required value"));
+    }
+    if !KINDS.contains(&kind) {
+        return Err(err(
+            doc,
+            item,
+            label,
+            format!(
+                "kind: Unsupported value: {kind:?}: supported values: {}",
+                KINDS.join(", ")
+            ),
+        ));
+    }
+    let rt = ResourceType::by_kind(kind).expect("known kind");
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if api_version != rt.api_version() {
+        return Err(err(
+            doc,
+            item,
+            label,
+            format!(
+                "apiVersion: Invalid value: {api_version:?}: {kind} is served as {:?}",
+                rt.api_version()
+            ),
+        ));
+    }
+    let typed = match kind {
+        "PersistentVolume" => check_typed::<PersistentVolume>(&v),
+        "PersistentVolumeClaim" => check_typed::<PersistentVolumeClaim>(&v),
+        "StorageClass" => check_typed::<StorageClass>(&v),
+        "Pod" => check_typed::<Pod>(&v),
+        "Node" => check_typed::<Node>(&v),
+        _ => check_typed::<Namespace>(&v),
+    };
+    typed.map_err(|m| err(doc, item, label.clone(), m))?;
+    let mut defaulted = v.clone();
+    validation::default(rt, &mut defaulted);
+    let errs = validation::validate(rt, &defaulted);
+    if let Some(e) = errs.first() {
+        let all: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        let _ = e;
+        return Err(err(doc, item, label, all.join("; ")));
+    }
+    Ok(InputObject {
+        resource: rt,
+        value: v,
+        document: doc,
+    })
+}
+
+/// Parses and validates every object in `text`.
+pub fn load_documents(text: &str) -> Result<Vec<InputObject>, InputError> {
+    let mut out = Vec::new();
+    for (i, doc) in documents(text)?.into_iter().enumerate() {
+        let n = i + 1;
+        if doc.is_null() {
+            continue;
+        }
+        if doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k == "List" || k.ends_with("List"))
+        {
+            let items = doc
+                .get("items")
+                .and_then(Value::as_array)
+                .ok_or_else(|| err(n, None, Some("List".into()), "items: Required value"))?;
+            for (j, it) in items.iter().enumerate() {
+                out.push(check_object(n, Some(j), it.clone())?);
+            }
+            continue;
+        }
+        out.push(check_object(n, None, doc)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_document_yaml_and_lists_are_read() {
+        let text = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: a}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/a}}\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: ns}\n";
+        let objs = load_documents(text).unwrap();
+        assert_eq!(objs.len(), 2);
+        assert_eq!(objs[1].resource.kind, "Namespace");
+    }
+
+    #[test]
+    fn errors_name_document_object_and_field() {
+        let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-1}\nspec: {accessModes: [ReadWriteOnce], hostPath: {path: /tmp/a}}\n";
+        let e = load_documents(text).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "document 2 (PersistentVolume pv-1): spec.capacity: Required value"
+        );
+    }
+
+    #[test]
+    fn unsupported_kinds_wrong_types_and_unknown_fields_are_rejected() {
+        let e = load_documents("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("kind: Unsupported value: \"Deployment\""),
+            "{e}"
+        );
+        let e = load_documents("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c, namespace: d}\nspec: {accessModes: ReadWriteOnce}\n").unwrap_err();
+        assert!(e.to_string().contains("spec.accessModes"), "{e}");
+        let e = load_documents(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\nspec: {bogus: 1}\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("unknown field \"spec.bogus\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(load_documents("{{{{").is_err());
+        assert!(load_documents("a: [").is_err());
+        assert!(load_documents("- 1\n- 2\n").is_err());
+        assert!(load_documents("key: 1\nkey: 2\n").is_err());
+    }
+}

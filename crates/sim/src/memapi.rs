@@ -1,0 +1,146 @@
+//! `ClusterApi` over the in-memory store: typed objects in, JSON through the store, typed out.
+
+use async_trait::async_trait;
+use pv_core::{ApiError, ClusterApi};
+use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim};
+use pv_store::{Store, StoreError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The controller's API over an in-memory store.
+pub struct MemApi {
+    store: Arc<Store>,
+    /// Write requests made (Events excluded), successful or not.
+    pub write_attempts: AtomicU64,
+}
+
+impl MemApi {
+    /// An adapter over `store`.
+    pub fn new(store: Arc<Store>) -> Self {
+        MemApi {
+            store,
+            write_attempts: AtomicU64::new(0),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+}
+
+fn map_err(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound { .. } => ApiError::NotFound(e.to_string()),
+        StoreError::AlreadyExists { .. } => ApiError::AlreadyExists(e.to_string()),
+        StoreError::Conflict { .. } => ApiError::Conflict(e.to_string()),
+        StoreError::Invalid { .. } => ApiError::Invalid(e.to_string()),
+        other => ApiError::Other(other.to_string()),
+    }
+}
+
+fn to_value<T: Serialize>(obj: &T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(obj).map_err(|e| ApiError::Invalid(e.to_string()))
+}
+
+fn from_value<T: DeserializeOwned>(v: &serde_json::Value) -> Result<T, ApiError> {
+    T::deserialize(v).map_err(|e| ApiError::Other(format!("decoding stored object: {e}")))
+}
+
+impl MemApi {
+    fn count(&self) {
+        self.write_attempts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn update<T: Serialize + DeserializeOwned>(
+        &self,
+        resource: &str,
+        obj: &T,
+        status: bool,
+    ) -> Result<T, ApiError> {
+        self.count();
+        let v = self
+            .store
+            .update(resource, to_value(obj)?, status)
+            .map_err(map_err)?;
+        from_value(&v)
+    }
+}
+
+#[async_trait]
+impl ClusterApi for MemApi {
+    async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+        from_value(
+            &*self
+                .store
+                .get("persistentvolumes", "", name)
+                .map_err(map_err)?,
+        )
+    }
+    async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        self.count();
+        let v = self
+            .store
+            .create("persistentvolumes", to_value(volume)?)
+            .map_err(map_err)?;
+        from_value(&v)
+    }
+    async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        self.update("persistentvolumes", volume, false)
+    }
+    async fn update_volume_status(
+        &self,
+        volume: &PersistentVolume,
+    ) -> Result<PersistentVolume, ApiError> {
+        self.update("persistentvolumes", volume, true)
+    }
+    async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
+        self.count();
+        self.store
+            .delete("persistentvolumes", "", name, None, None)
+            .map(|_| ())
+            .map_err(map_err)
+    }
+    async fn get_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<PersistentVolumeClaim, ApiError> {
+        from_value(
+            &*self
+                .store
+                .get("persistentvolumeclaims", namespace, name)
+                .map_err(map_err)?,
+        )
+    }
+    async fn update_claim(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<PersistentVolumeClaim, ApiError> {
+        self.update("persistentvolumeclaims", claim, false)
+    }
+    async fn update_claim_status(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<PersistentVolumeClaim, ApiError> {
+        self.update("persistentvolumeclaims", claim, true)
+    }
+    async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
+        from_value(
+            &*self
+                .store
+                .create("events", to_value(event)?)
+                .map_err(map_err)?,
+        )
+    }
+    async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
+        from_value(
+            &*self
+                .store
+                .update("events", to_value(event)?, false)
+                .map_err(map_err)?,
+        )
+    }
+}

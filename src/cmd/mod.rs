@@ -1,0 +1,61 @@
+//! One module per subcommand, plus the error-to-exit-code mapping they share.
+
+pub mod simulate;
+
+use std::process::ExitCode;
+
+/// An error the user can fix (bad input, bad flag, unreachable server): exit code 1.
+#[derive(Debug)]
+pub struct UserError(pub String);
+
+impl std::fmt::Display for UserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UserError {}
+
+/// Shorthand for a user error.
+pub fn user(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UserError(msg.into()))
+}
+
+/// Prints an error as one `error: ...` line and picks the exit code.
+pub fn report(e: &anyhow::Error) -> ExitCode {
+    if e.downcast_ref::<UserError>().is_some() {
+        eprintln!("error: {e:#}");
+        ExitCode::from(1)
+    } else {
+        eprintln!("error: internal failure: {e:#}");
+        ExitCode::from(2)
+    }
+}
+
+/// Reads a file, or standard input for `-`.
+pub fn read_input(path: &str) -> anyhow::Result<String> {
+    use std::io::Read;
+    if path == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| user(format!("reading standard input: {e}")))?;
+        Ok(s)
+    } else {
+        std::fs::read_to_string(path).map_err(|e| user(format!("{path}: {e}")))
+    }
+}
+
+/// Sets up logging to stderr (`RUST_LOG` wins; default warnings only).
+pub fn init_logging(default: &str, json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        b.json().try_init()
+    } else {
+        b.try_init()
+    };
+}

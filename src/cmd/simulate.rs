@@ -1,0 +1,88 @@
+//! `pv-controller simulate`: load a cluster state, run the controller to quiescence on virtual
+//! time, print the converged objects and the events.
+
+use super::{read_input, user};
+use clap::Args;
+use pv_sim::{load_documents, output::output_list, Simulation, SimulationError, SimulationOptions};
+use pv_store::FaultSpec;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// JSON.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+/// Flags of `simulate`.
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// Input file (YAML or JSON; `-` for standard input).
+    #[arg(short, long)]
+    pub file: String,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "json")]
+    pub output: Format,
+    /// Root directory for host-path volumes (default: a temporary directory removed at exit).
+    #[arg(long)]
+    pub hostpath_root: Option<PathBuf>,
+    /// Resync rounds allowed before giving up.
+    #[arg(long, default_value_t = 100)]
+    pub max_rounds: usize,
+    /// Fail a fraction of write requests: `conflict=P,error=P,timeout=P,lost-response=P`.
+    #[arg(long)]
+    pub inject_faults: Option<String>,
+    /// Seed for fault injection.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Runs `simulate`.
+pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
+    super::init_logging("error", false);
+    let text = read_input(&a.file)?;
+    let objects = load_documents(&text).map_err(|e| user(format!("{}: {e}", a.file)))?;
+    let faults = match &a.inject_faults {
+        None => None,
+        Some(spec) => Some((
+            FaultSpec::parse(spec).map_err(|e| user(format!("--inject-faults: {e}")))?,
+            a.seed,
+        )),
+    };
+    let (root, _tmp) = match a.hostpath_root {
+        Some(r) => {
+            std::fs::create_dir_all(&r)
+                .map_err(|e| user(format!("--hostpath-root {}: {e}", r.display())))?;
+            (r, None)
+        }
+        None => {
+            let t = tempfile::tempdir()?;
+            (t.path().to_path_buf(), Some(t))
+        }
+    };
+    let options = SimulationOptions {
+        max_rounds: a.max_rounds,
+        faults,
+        ..Default::default()
+    };
+    let mut sim = Simulation::new(objects, pv_plugins::registry(Some(root)), options).map_err(
+        |e| match e {
+            SimulationError::Load { .. } => user(format!("{}: {e}", a.file)),
+            other => anyhow::Error::new(other),
+        },
+    )?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(sim.run()).map_err(|e| user(e.to_string()))?;
+    let list = output_list(sim.store());
+    let text = match a.output {
+        Format::Json => serde_json::to_string_pretty(&list)?,
+        Format::Yaml => pv_sim::output::to_yaml(&list),
+    };
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
