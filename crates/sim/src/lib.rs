@@ -9,6 +9,7 @@ pub mod driver;
 pub mod input;
 pub mod memapi;
 pub mod output;
+pub mod scenario;
 
 pub use driver::{Simulation, SimulationError, SimulationOptions};
 pub use input::{load_documents, InputError, InputObject};

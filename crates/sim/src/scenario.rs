@@ -1,0 +1,286 @@
+//! Scenario fixtures: objects in, expected objects, events and directories out.
+//!
+//! A fixture is one YAML file (see `tests/scenarios/README.md`). Expected objects are matched by
+//! kind, namespace and name, and must be a *subset* of the actual object (`null` means "absent").
+//! Events are matched the same way; unless `otherEvents: true`, no other event may be emitted.
+//! `${ROOT}` in the input stands for the host-path root of the run.
+
+use crate::input::load_documents;
+use crate::output::output_list;
+use crate::{Simulation, SimulationOptions};
+use pv_store::FaultSpec;
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::Path;
+
+/// One fixture.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Scenario {
+    /// What is simulated, as a sentence.
+    pub name: String,
+    /// Longer explanation (optional).
+    #[serde(default)]
+    pub description: String,
+    /// Files and directories to create under the host-path root before the run.
+    #[serde(default)]
+    pub setup: Setup,
+    /// Input objects.
+    pub input: Vec<Value>,
+    /// Expectations.
+    pub expect: Expect,
+    /// Skip the fault-injection rerun (for scenarios whose outcome depends on a plugin failure
+    /// count, say).
+    #[serde(default)]
+    pub no_faults: bool,
+}
+
+/// Host-path setup.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setup {
+    /// Directories (relative to the root) to create.
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    /// Files (relative to the root) to create with some content.
+    #[serde(default)]
+    pub files: Vec<String>,
+}
+
+/// Expected outcome.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Expect {
+    /// Objects that must exist, as subsets.
+    #[serde(default)]
+    pub objects: Vec<Value>,
+    /// Objects that must not exist: `{kind, name, namespace?}`.
+    #[serde(default)]
+    pub absent: Vec<Value>,
+    /// Events that must have been emitted, as subsets.
+    #[serde(default)]
+    pub events: Vec<Value>,
+    /// Allow events beyond those listed.
+    #[serde(default)]
+    pub other_events: bool,
+    /// Number of objects per kind, e.g. `{PersistentVolume: 2}`.
+    #[serde(default)]
+    pub counts: std::collections::BTreeMap<String, usize>,
+    /// Paths (relative to the root) that must exist.
+    #[serde(default)]
+    pub dirs_exist: Vec<String>,
+    /// Paths that must not exist.
+    #[serde(default)]
+    pub dirs_absent: Vec<String>,
+    /// Directories that must exist and be empty.
+    #[serde(default)]
+    pub dirs_empty: Vec<String>,
+    /// The simulation must fail to load with an error containing this text.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// True when `expected` is a subset of `actual` (`null` = absent).
+pub fn subset(expected: &Value, actual: Option<&Value>) -> bool {
+    match (expected, actual) {
+        (Value::Null, None) | (Value::Null, Some(Value::Null)) => true,
+        (Value::Null, Some(_)) => false,
+        (_, None) => false,
+        (Value::Object(e), Some(Value::Object(a))) => e.iter().all(|(k, v)| subset(v, a.get(k))),
+        (Value::Array(e), Some(Value::Array(a))) => {
+            e.len() == a.len() && e.iter().zip(a).all(|(x, y)| subset(x, Some(y)))
+        }
+        (e, Some(a)) => e == a,
+    }
+}
+
+fn ident(v: &Value) -> (String, String, String) {
+    let s = |p: &Value| p.as_str().unwrap_or("").to_string();
+    let name = if v["metadata"].is_object() {
+        s(&v["metadata"]["name"])
+    } else {
+        s(&v["name"])
+    };
+    let ns = if v["metadata"].is_object() {
+        s(&v["metadata"]["namespace"])
+    } else {
+        s(&v["namespace"])
+    };
+    (s(&v["kind"]), ns, name)
+}
+
+/// What a run produced.
+pub struct Outcome {
+    /// The output List's items (objects, then events).
+    pub items: Vec<Value>,
+}
+
+impl Outcome {
+    /// Objects without events.
+    pub fn objects(&self) -> impl Iterator<Item = &Value> {
+        self.items.iter().filter(|i| i["kind"] != "Event")
+    }
+    /// Events.
+    pub fn events(&self) -> impl Iterator<Item = &Value> {
+        self.items.iter().filter(|i| i["kind"] == "Event")
+    }
+}
+
+fn substitute(v: &Value, root: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace("${ROOT}", root)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, root)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), substitute(x, root)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Runs a scenario's input under `root`, with optional faults.
+pub fn run(s: &Scenario, root: &Path, faults: Option<(FaultSpec, u64)>) -> Result<Outcome, String> {
+    for d in &s.setup.dirs {
+        std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
+    }
+    for f in &s.setup.files {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(&p, "data").map_err(|e| e.to_string())?;
+    }
+    let root_s = std::fs::canonicalize(root)
+        .map_err(|e| e.to_string())?
+        .to_string_lossy()
+        .into_owned();
+    let input: Vec<Value> = s.input.iter().map(|v| substitute(v, &root_s)).collect();
+    let text = serde_json::to_string(&Value::Array(input)).unwrap();
+    let objects = load_documents(&text).map_err(|e| e.to_string())?;
+    let opts = SimulationOptions {
+        faults,
+        ..Default::default()
+    };
+    let mut sim = Simulation::new(
+        objects,
+        pv_plugins::registry(Some(root.to_path_buf())),
+        opts,
+    )
+    .map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(sim.run()).map_err(|e| e.to_string())?;
+    let list = output_list(sim.store());
+    Ok(Outcome {
+        items: list["items"].as_array().cloned().unwrap_or_default(),
+    })
+}
+
+/// Checks an outcome against the expectations; returns every mismatch.
+pub fn check(s: &Scenario, out: &Outcome, root: &Path) -> Vec<String> {
+    let root_s = std::fs::canonicalize(root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut errs = Vec::new();
+    for e in &s.expect.objects {
+        let e = substitute(e, &root_s);
+        let id = ident(&e);
+        match out.objects().find(|o| ident(o) == id) {
+            None => errs.push(format!("missing object {id:?}")),
+            Some(a) if !subset(&e, Some(a)) => errs.push(format!(
+                "object {id:?} differs\n  expected (subset): {}\n  actual: {}",
+                serde_json::to_string(&e).unwrap(),
+                serde_json::to_string(a).unwrap()
+            )),
+            Some(_) => {}
+        }
+    }
+    for a in &s.expect.absent {
+        let id = ident(a);
+        if out.objects().any(|o| ident(o) == id) {
+            errs.push(format!("object {id:?} should not exist"));
+        }
+    }
+    for (kind, n) in &s.expect.counts {
+        let got = out.objects().filter(|o| o["kind"] == kind.as_str()).count();
+        if got != *n {
+            errs.push(format!("expected {n} {kind} objects, found {got}"));
+        }
+    }
+    let events: Vec<&Value> = out.events().collect();
+    let mut used = vec![false; events.len()];
+    for e in &s.expect.events {
+        match events
+            .iter()
+            .enumerate()
+            .find(|(i, a)| !used[*i] && subset(e, Some(a)))
+        {
+            Some((i, _)) => used[i] = true,
+            None => errs.push(format!(
+                "missing event {}",
+                serde_json::to_string(e).unwrap()
+            )),
+        }
+    }
+    if !s.expect.other_events {
+        for (i, a) in events.iter().enumerate() {
+            if !used[i] {
+                errs.push(format!(
+                    "unexpected event {} {} on {} {}: {}",
+                    a["type"].as_str().unwrap_or(""),
+                    a["reason"].as_str().unwrap_or(""),
+                    a["involvedObject"]["kind"].as_str().unwrap_or(""),
+                    a["involvedObject"]["name"].as_str().unwrap_or(""),
+                    a["message"].as_str().unwrap_or("")
+                ));
+            }
+        }
+    }
+    for d in &s.expect.dirs_exist {
+        if !root.join(d).exists() {
+            errs.push(format!("{d} should exist under the host-path root"));
+        }
+    }
+    for d in &s.expect.dirs_absent {
+        if root.join(d).exists() {
+            errs.push(format!("{d} should not exist under the host-path root"));
+        }
+    }
+    for d in &s.expect.dirs_empty {
+        match std::fs::read_dir(root.join(d)).map(|it| it.count()) {
+            Ok(0) => {}
+            Ok(_) => errs.push(format!("{d} should be empty")),
+            Err(_) => errs.push(format!("{d} should exist (empty)")),
+        }
+    }
+    errs
+}
+
+/// The converged objects with volatile fields removed, for comparing runs with and without faults.
+pub fn normalized_objects(out: &Outcome) -> Vec<Value> {
+    fn strip(v: &mut Value) {
+        if let Some(m) = v.as_object_mut() {
+            for k in [
+                "resourceVersion",
+                "creationTimestamp",
+                "lastPhaseTransitionTime",
+                "generation",
+                "deletionTimestamp",
+            ] {
+                m.remove(k);
+            }
+            for (_, x) in m.iter_mut() {
+                strip(x);
+            }
+        } else if let Some(a) = v.as_array_mut() {
+            a.iter_mut().for_each(strip);
+        }
+    }
+    out.objects()
+        .map(|o| {
+            let mut o = o.clone();
+            strip(&mut o);
+            o
+        })
+        .collect()
+}
