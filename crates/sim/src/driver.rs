@@ -31,11 +31,7 @@ pub struct SimulationOptions {
 
 impl Default for SimulationOptions {
     fn default() -> Self {
-        SimulationOptions {
-            max_rounds: 100,
-            faults: None,
-            config: Config::default(),
-        }
+        SimulationOptions { max_rounds: 100, faults: None, config: Config::default() }
     }
 }
 
@@ -99,11 +95,7 @@ fn start_time(objects: &[InputObject]) -> DateTime<Utc> {
             }
         }
     }
-    latest.unwrap_or_else(|| {
-        DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc)
-    })
+    latest.unwrap_or_else(|| DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().with_timezone(&Utc))
 }
 
 impl Simulation {
@@ -113,43 +105,46 @@ impl Simulation {
         plugins: PluginRegistry,
         options: SimulationOptions,
     ) -> Result<Self, SimulationError> {
+        let (store, clock) = Self::load(objects)?;
+        Ok(Self::with_store(store, clock, plugins, options))
+    }
+
+    /// A store on a virtual clock holding `objects`, as `simulate` loads them.
+    pub fn load(objects: Vec<InputObject>) -> Result<(Arc<Store>, Arc<SimClock>), SimulationError> {
         let clock = SimClock::new(start_time(&objects));
         let c2 = clock.clone();
-        let store = Arc::new(
-            Store::builder()
-                .clock(move || c2.now())
-                .uids(UidMode::Deterministic)
-                .build(),
-        );
+        let store =
+            Arc::new(Store::builder().clock(move || c2.now()).uids(UidMode::Deterministic).history_limit(4096).build());
         for o in objects {
             let kind = o.resource.kind.to_string();
-            let name = o.value["metadata"]["name"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            store
-                .load(o.resource.plural, o.value)
-                .map_err(|source| SimulationError::Load {
-                    document: o.document,
-                    kind,
-                    name,
-                    source,
-                })?;
+            let name = o.value["metadata"]["name"].as_str().unwrap_or("").to_string();
+            store.load(o.resource.plural, o.value).map_err(|source| SimulationError::Load {
+                document: o.document,
+                kind,
+                name,
+                source,
+            })?;
         }
+        Ok((store, clock))
+    }
+
+    /// A fresh controller over an existing store: what a restarted controller process sees.
+    pub fn with_store(
+        store: Arc<Store>,
+        clock: Arc<SimClock>,
+        plugins: PluginRegistry,
+        options: SimulationOptions,
+    ) -> Self {
         let api = Arc::new(MemApi::new(store.clone()));
         let mut config = options.config.clone();
         config.operations = Mode::Deferred;
         let controller = Controller::new(api.clone(), plugins, clock.clone(), config);
-        Ok(Simulation {
-            store,
-            api,
-            clock,
-            controller,
-            watchers: Vec::new(),
-            options,
-            rounds: 0,
-            steps: 0,
-        })
+        Simulation { store, api, clock, controller, watchers: Vec::new(), options, rounds: 0, steps: 0 }
+    }
+
+    /// The controller's API adapter.
+    pub fn api(&self) -> &Arc<MemApi> {
+        &self.api
     }
 
     /// The store (the cluster state).
@@ -169,33 +164,18 @@ impl Simulation {
 
     /// Lists every watched kind into the controller and starts watching (as informers do).
     pub fn start(&mut self) {
-        for resource in [
-            "storageclasses",
-            "nodes",
-            "pods",
-            "persistentvolumes",
-            "persistentvolumeclaims",
-        ] {
-            let (items, rv) = self
-                .store
-                .list(resource, &Default::default())
-                .expect("known resource");
+        for resource in ["storageclasses", "nodes", "pods", "persistentvolumes", "persistentvolumeclaims"] {
+            let (items, rv) = self.store.list(resource, &Default::default()).expect("known resource");
             for obj in items {
                 self.deliver(resource, WatchEventType::Added, &obj);
             }
-            let w = self
-                .store
-                .watch(resource, None, Some(rv))
-                .expect("fresh history");
+            let w = self.store.watch(resource, None, Some(rv)).expect("fresh history");
             self.watchers.push((resource, w));
         }
     }
 
     fn deliver(&self, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
-        fn typed<T: DeserializeOwned>(
-            kind: WatchEventType,
-            v: &serde_json::Value,
-        ) -> Option<ObjectEvent<T>> {
+        fn typed<T: DeserializeOwned>(kind: WatchEventType, v: &serde_json::Value) -> Option<ObjectEvent<T>> {
             let t = T::deserialize(v).ok()?;
             Some(match kind {
                 WatchEventType::Deleted => ObjectEvent::Deleted(t),
@@ -230,6 +210,9 @@ impl Simulation {
 
     /// Runs one step. Returns false when nothing was runnable before `deadline_ms`.
     async fn step(&mut self, deadline_ms: u64) -> bool {
+        if self.api.crashed() {
+            return false;
+        }
         if self.pump() {
             return true;
         }
@@ -248,10 +231,7 @@ impl Simulation {
             self.steps += 1;
             return true;
         }
-        let next = [c.volume_queue.next_due(), c.claim_queue.next_due()]
-            .into_iter()
-            .flatten()
-            .min();
+        let next = [c.volume_queue.next_due(), c.claim_queue.next_due()].into_iter().flatten().min();
         if let Some(due) = next.filter(|d| *d <= deadline_ms) {
             self.clock.advance_to(due);
             c.volume_queue.promote_due();
@@ -276,6 +256,9 @@ impl Simulation {
         loop {
             let next_resync = self.clock.now_ms() / period * period + period;
             self.drain(next_resync).await;
+            if self.api.crashed() {
+                return Ok(());
+            }
             if self.rounds >= self.options.max_rounds {
                 return Err(SimulationError::NotQuiescent(self.rounds));
             }

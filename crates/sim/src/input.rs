@@ -11,14 +11,7 @@ use serde_json::Value;
 use std::fmt;
 
 /// Kinds `simulate` and `explain` accept.
-pub const KINDS: &[&str] = &[
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "StorageClass",
-    "Pod",
-    "Node",
-    "Namespace",
-];
+pub const KINDS: &[&str] = &["PersistentVolume", "PersistentVolumeClaim", "StorageClass", "Pod", "Node", "Namespace"];
 
 /// A bad input document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,18 +55,8 @@ pub struct InputObject {
     pub document: usize,
 }
 
-fn err(
-    document: usize,
-    item: Option<usize>,
-    object: Option<String>,
-    message: impl Into<String>,
-) -> InputError {
-    InputError {
-        document,
-        item,
-        object,
-        message: message.into(),
-    }
+fn err(document: usize, item: Option<usize>, object: Option<String>, message: impl Into<String>) -> InputError {
+    InputError { document, item, object, message: message.into() }
 }
 
 /// Splits the text into documents (YAML stream, or JSON values).
@@ -81,10 +64,7 @@ fn documents(text: &str) -> Result<Vec<Value>, InputError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         let mut out = Vec::new();
-        for (i, v) in serde_json::Deserializer::from_str(text)
-            .into_iter::<Value>()
-            .enumerate()
-        {
+        for (i, v) in serde_json::Deserializer::from_str(text).into_iter::<Value>().enumerate() {
             let v = v.map_err(|e| err(i + 1, None, None, format!("invalid JSON: {e}")))?;
             match v {
                 Value::Array(items) => out.extend(items),
@@ -95,8 +75,7 @@ fn documents(text: &str) -> Result<Vec<Value>, InputError> {
     }
     let mut out = Vec::new();
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(doc)
-            .map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
+        let v = Value::deserialize(doc).map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
         out.push(v);
     }
     Ok(out)
@@ -130,11 +109,7 @@ fn unknown_fields(given: &Value, known: &Value, path: String, out: &mut Vec<Stri
                 if gv.is_null() {
                     continue;
                 }
-                let p = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
+                let p = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 match k.get(key) {
                     Some(kv) => unknown_fields(gv, kv, p, out),
                     None => out.push(p),
@@ -151,25 +126,10 @@ fn unknown_fields(given: &Value, known: &Value, path: String, out: &mut Vec<Stri
 }
 
 fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject, InputError> {
-    let obj = v.as_object().ok_or_else(|| {
-        err(
-            doc,
-            item,
-            None,
-            "expected an object with apiVersion and kind",
-        )
-    })?;
+    let obj = v.as_object().ok_or_else(|| err(doc, item, None, "expected an object with apiVersion and kind"))?;
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    let name = v
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let label = if name.is_empty() {
-        kind.to_string()
-    } else {
-        format!("{kind} {name}")
-    };
+    let name = v.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    let label = if name.is_empty() { kind.to_string() } else { format!("{kind} {name}") };
     let label = Some(label).filter(|l| !l.is_empty());
     if kind.is_empty() {
         return Err(err(doc, item, None, "kind: Required value"));
@@ -179,10 +139,7 @@ fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject
             doc,
             item,
             label,
-            format!(
-                "kind: Unsupported value: {kind:?}: supported values: {}",
-                KINDS.join(", ")
-            ),
+            format!("kind: Unsupported value: {kind:?}: supported values: {}", KINDS.join(", ")),
         ));
     }
     let rt = ResourceType::by_kind(kind).expect("known kind");
@@ -192,10 +149,7 @@ fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject
             doc,
             item,
             label,
-            format!(
-                "apiVersion: Invalid value: {api_version:?}: {kind} is served as {:?}",
-                rt.api_version()
-            ),
+            format!("apiVersion: Invalid value: {api_version:?}: {kind} is served as {:?}", rt.api_version()),
         ));
     }
     let typed = match kind {
@@ -215,11 +169,7 @@ fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject
         let _ = e;
         return Err(err(doc, item, label, all.join("; ")));
     }
-    Ok(InputObject {
-        resource: rt,
-        value: v,
-        document: doc,
-    })
+    Ok(InputObject { resource: rt, value: v, document: doc })
 }
 
 /// Parses and validates every object in `text`.
@@ -230,11 +180,7 @@ pub fn load_documents(text: &str) -> Result<Vec<InputObject>, InputError> {
         if doc.is_null() {
             continue;
         }
-        if doc
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k == "List" || k.ends_with("List"))
-        {
+        if doc.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List")) {
             let items = doc
                 .get("items")
                 .and_then(Value::as_array)
@@ -265,31 +211,17 @@ mod tests {
     fn errors_name_document_object_and_field() {
         let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-1}\nspec: {accessModes: [ReadWriteOnce], hostPath: {path: /tmp/a}}\n";
         let e = load_documents(text).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "document 2 (PersistentVolume pv-1): spec.capacity: Required value"
-        );
+        assert_eq!(e.to_string(), "document 2 (PersistentVolume pv-1): spec.capacity: Required value");
     }
 
     #[test]
     fn unsupported_kinds_wrong_types_and_unknown_fields_are_rejected() {
-        let e = load_documents("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
-            .unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("kind: Unsupported value: \"Deployment\""),
-            "{e}"
-        );
+        let e = load_documents("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n").unwrap_err();
+        assert!(e.to_string().contains("kind: Unsupported value: \"Deployment\""), "{e}");
         let e = load_documents("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c, namespace: d}\nspec: {accessModes: ReadWriteOnce}\n").unwrap_err();
         assert!(e.to_string().contains("spec.accessModes"), "{e}");
-        let e = load_documents(
-            "apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\nspec: {bogus: 1}\n",
-        )
-        .unwrap_err();
-        assert!(
-            e.to_string().contains("unknown field \"spec.bogus\""),
-            "{e}"
-        );
+        let e = load_documents("apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\nspec: {bogus: 1}\n").unwrap_err();
+        assert!(e.to_string().contains("unknown field \"spec.bogus\""), "{e}");
     }
 
     #[test]

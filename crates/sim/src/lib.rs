@@ -7,6 +7,7 @@
 
 pub mod driver;
 pub mod input;
+pub mod invariants;
 pub mod memapi;
 pub mod output;
 pub mod scenario;

@@ -14,14 +14,31 @@ pub struct MemApi {
     store: Arc<Store>,
     /// Write requests made (Events excluded), successful or not.
     pub write_attempts: AtomicU64,
+    /// After this many write attempts every call fails: the controller process "dies" there.
+    crash_after: AtomicU64,
 }
 
 impl MemApi {
     /// An adapter over `store`.
     pub fn new(store: Arc<Store>) -> Self {
-        MemApi {
-            store,
-            write_attempts: AtomicU64::new(0),
+        MemApi { store, write_attempts: AtomicU64::new(0), crash_after: AtomicU64::new(u64::MAX) }
+    }
+
+    /// Stops serving after `n` more write attempts (crash-step tests).
+    pub fn crash_after(&self, n: u64) {
+        self.crash_after.store(self.write_attempts.load(Ordering::SeqCst) + n, Ordering::SeqCst);
+    }
+
+    /// True once the crash point is reached.
+    pub fn crashed(&self) -> bool {
+        self.write_attempts.load(Ordering::SeqCst) >= self.crash_after.load(Ordering::SeqCst)
+    }
+
+    fn alive(&self) -> Result<(), ApiError> {
+        if self.crashed() {
+            Err(ApiError::Other("controller stopped (crash-step test)".into()))
+        } else {
+            Ok(())
         }
     }
 
@@ -50,21 +67,15 @@ fn from_value<T: DeserializeOwned>(v: &serde_json::Value) -> Result<T, ApiError>
 }
 
 impl MemApi {
-    fn count(&self) {
-        self.write_attempts.fetch_add(1, Ordering::Relaxed);
+    fn count(&self) -> Result<(), ApiError> {
+        self.alive()?;
+        self.write_attempts.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 
-    fn update<T: Serialize + DeserializeOwned>(
-        &self,
-        resource: &str,
-        obj: &T,
-        status: bool,
-    ) -> Result<T, ApiError> {
-        self.count();
-        let v = self
-            .store
-            .update(resource, to_value(obj)?, status)
-            .map_err(map_err)?;
+    fn update<T: Serialize + DeserializeOwned>(&self, resource: &str, obj: &T, status: bool) -> Result<T, ApiError> {
+        self.count()?;
+        let v = self.store.update(resource, to_value(obj)?, status).map_err(map_err)?;
         from_value(&v)
     }
 }
@@ -72,75 +83,39 @@ impl MemApi {
 #[async_trait]
 impl ClusterApi for MemApi {
     async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
-        from_value(
-            &*self
-                .store
-                .get("persistentvolumes", "", name)
-                .map_err(map_err)?,
-        )
+        self.alive()?;
+        from_value(&*self.store.get("persistentvolumes", "", name).map_err(map_err)?)
     }
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-        self.count();
-        let v = self
-            .store
-            .create("persistentvolumes", to_value(volume)?)
-            .map_err(map_err)?;
+        self.count()?;
+        let v = self.store.create("persistentvolumes", to_value(volume)?).map_err(map_err)?;
         from_value(&v)
     }
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         self.update("persistentvolumes", volume, false)
     }
-    async fn update_volume_status(
-        &self,
-        volume: &PersistentVolume,
-    ) -> Result<PersistentVolume, ApiError> {
+    async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         self.update("persistentvolumes", volume, true)
     }
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
-        self.count();
-        self.store
-            .delete("persistentvolumes", "", name, None, None)
-            .map(|_| ())
-            .map_err(map_err)
+        self.count()?;
+        self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err)
     }
-    async fn get_claim(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<PersistentVolumeClaim, ApiError> {
-        from_value(
-            &*self
-                .store
-                .get("persistentvolumeclaims", namespace, name)
-                .map_err(map_err)?,
-        )
+    async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
+        from_value(&*self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)
     }
-    async fn update_claim(
-        &self,
-        claim: &PersistentVolumeClaim,
-    ) -> Result<PersistentVolumeClaim, ApiError> {
+    async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         self.update("persistentvolumeclaims", claim, false)
     }
-    async fn update_claim_status(
-        &self,
-        claim: &PersistentVolumeClaim,
-    ) -> Result<PersistentVolumeClaim, ApiError> {
+    async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         self.update("persistentvolumeclaims", claim, true)
     }
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
-        from_value(
-            &*self
-                .store
-                .create("events", to_value(event)?)
-                .map_err(map_err)?,
-        )
+        self.alive()?;
+        from_value(&*self.store.create("events", to_value(event)?).map_err(map_err)?)
     }
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
-        from_value(
-            &*self
-                .store
-                .update("events", to_value(event)?, false)
-                .map_err(map_err)?,
-        )
+        self.alive()?;
+        from_value(&*self.store.update("events", to_value(event)?, false).map_err(map_err)?)
     }
 }

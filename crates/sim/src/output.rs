@@ -4,14 +4,8 @@
 use pv_store::Store;
 use serde_json::{json, Value};
 
-const OUTPUT_RESOURCES: &[&str] = &[
-    "namespaces",
-    "nodes",
-    "persistentvolumeclaims",
-    "persistentvolumes",
-    "pods",
-    "storageclasses",
-];
+const OUTPUT_RESOURCES: &[&str] =
+    &["namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes", "pods", "storageclasses"];
 
 /// Builds the output List from the store.
 pub fn output_list(store: &Store) -> Value {
@@ -23,10 +17,7 @@ pub fn output_list(store: &Store) -> Value {
     let key = |o: &Value| {
         (
             o["kind"].as_str().unwrap_or("").to_string(),
-            o["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
+            o["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
             o["metadata"]["name"].as_str().unwrap_or("").to_string(),
         )
     };
@@ -34,14 +25,8 @@ pub fn output_list(store: &Store) -> Value {
     let (events, _) = store.list("events", &Default::default()).expect("events");
     let mut events: Vec<Value> = events.iter().map(|e| (**e).clone()).collect();
     events.sort_by_key(|e| {
-        let uid_order = e["metadata"]["creationTimestamp"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        (
-            uid_order,
-            e["metadata"]["name"].as_str().unwrap_or("").to_string(),
-        )
+        let uid_order = e["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string();
+        (uid_order, e["metadata"]["name"].as_str().unwrap_or("").to_string())
     });
     objects.extend(events);
     json!({"apiVersion": "v1", "kind": "List", "items": objects})
@@ -57,8 +42,7 @@ pub fn to_yaml(v: &Value) -> String {
 
 fn plain_key(k: &str) -> bool {
     !k.is_empty()
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+        && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
         && !matches!(
             k.to_ascii_lowercase().as_str(),
             "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "~"
@@ -78,11 +62,7 @@ fn emit(v: &Value, indent: usize, out: &mut String, in_list: bool) {
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (i, (k, val)) in m.iter().enumerate() {
-                let key = if plain_key(k) {
-                    k.clone()
-                } else {
-                    serde_json::to_string(k).expect("key")
-                };
+                let key = if plain_key(k) { k.clone() } else { serde_json::to_string(k).expect("key") };
                 if !(in_list && i == 0) {
                     out.push_str(&pad);
                 }

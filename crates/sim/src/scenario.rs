@@ -96,16 +96,8 @@ pub fn subset(expected: &Value, actual: Option<&Value>) -> bool {
 
 fn ident(v: &Value) -> (String, String, String) {
     let s = |p: &Value| p.as_str().unwrap_or("").to_string();
-    let name = if v["metadata"].is_object() {
-        s(&v["metadata"]["name"])
-    } else {
-        s(&v["name"])
-    };
-    let ns = if v["metadata"].is_object() {
-        s(&v["metadata"]["namespace"])
-    } else {
-        s(&v["namespace"])
-    };
+    let name = if v["metadata"].is_object() { s(&v["metadata"]["name"]) } else { s(&v["name"]) };
+    let ns = if v["metadata"].is_object() { s(&v["metadata"]["namespace"]) } else { s(&v["namespace"]) };
     (s(&v["kind"]), ns, name)
 }
 
@@ -130,13 +122,55 @@ fn substitute(v: &Value, root: &str) -> Value {
     match v {
         Value::String(s) => Value::String(s.replace("${ROOT}", root)),
         Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, root)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| (k.clone(), substitute(x, root)))
-                .collect(),
-        ),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), substitute(x, root))).collect()),
         other => other.clone(),
     }
+}
+
+/// Every fixture file under the repository's `tests/scenarios/` (`.yaml` only), sorted.
+pub fn fixture_files() -> Vec<std::path::PathBuf> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios");
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Reads one fixture.
+pub fn load_fixture(path: &Path) -> Result<Scenario, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    serde_norway::from_str(&text).map_err(|e| format!("bad fixture: {e}"))
+}
+
+/// Prepares the host-path root and parses the input of a scenario.
+pub fn prepare(s: &Scenario, root: &Path) -> Result<Vec<crate::InputObject>, String> {
+    for d in &s.setup.dirs {
+        std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
+    }
+    for f in &s.setup.files {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(&p, "data").map_err(|e| e.to_string())?;
+    }
+    let root_s = std::fs::canonicalize(root).map_err(|e| e.to_string())?.to_string_lossy().into_owned();
+    let input: Vec<Value> = s.input.iter().map(|v| substitute(v, &root_s)).collect();
+    let text = serde_json::to_string(&Value::Array(input)).unwrap();
+    load_documents(&text).map_err(|e| e.to_string())
+}
+
+/// Top-level names created by the fixture's setup (allowed to exist without a PV).
+pub fn setup_names(s: &Scenario) -> std::collections::BTreeSet<String> {
+    s.setup.dirs.iter().chain(s.setup.files.iter()).filter_map(|p| p.split('/').next().map(str::to_string)).collect()
+}
+
+/// The outcome of a finished simulation.
+pub fn outcome(sim: &Simulation) -> Outcome {
+    let list = output_list(sim.store());
+    Outcome { items: list["items"].as_array().cloned().unwrap_or_default() }
 }
 
 /// Runs a scenario's input under `root`, with optional faults.
@@ -149,38 +183,22 @@ pub fn run(s: &Scenario, root: &Path, faults: Option<(FaultSpec, u64)>) -> Resul
         std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
         std::fs::write(&p, "data").map_err(|e| e.to_string())?;
     }
-    let root_s = std::fs::canonicalize(root)
-        .map_err(|e| e.to_string())?
-        .to_string_lossy()
-        .into_owned();
+    let root_s = std::fs::canonicalize(root).map_err(|e| e.to_string())?.to_string_lossy().into_owned();
     let input: Vec<Value> = s.input.iter().map(|v| substitute(v, &root_s)).collect();
     let text = serde_json::to_string(&Value::Array(input)).unwrap();
     let objects = load_documents(&text).map_err(|e| e.to_string())?;
-    let opts = SimulationOptions {
-        faults,
-        ..Default::default()
-    };
-    let mut sim = Simulation::new(
-        objects,
-        pv_plugins::registry(Some(root.to_path_buf())),
-        opts,
-    )
-    .map_err(|e| e.to_string())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
+    let opts = SimulationOptions { faults, ..Default::default() };
+    let mut sim =
+        Simulation::new(objects, pv_plugins::registry(Some(root.to_path_buf())), opts).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(sim.run()).map_err(|e| e.to_string())?;
     let list = output_list(sim.store());
-    Ok(Outcome {
-        items: list["items"].as_array().cloned().unwrap_or_default(),
-    })
+    Ok(Outcome { items: list["items"].as_array().cloned().unwrap_or_default() })
 }
 
 /// Checks an outcome against the expectations; returns every mismatch.
 pub fn check(s: &Scenario, out: &Outcome, root: &Path) -> Vec<String> {
-    let root_s = std::fs::canonicalize(root)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let root_s = std::fs::canonicalize(root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let mut errs = Vec::new();
     for e in &s.expect.objects {
         let e = substitute(e, &root_s);
@@ -210,16 +228,9 @@ pub fn check(s: &Scenario, out: &Outcome, root: &Path) -> Vec<String> {
     let events: Vec<&Value> = out.events().collect();
     let mut used = vec![false; events.len()];
     for e in &s.expect.events {
-        match events
-            .iter()
-            .enumerate()
-            .find(|(i, a)| !used[*i] && subset(e, Some(a)))
-        {
+        match events.iter().enumerate().find(|(i, a)| !used[*i] && subset(e, Some(a))) {
             Some((i, _)) => used[i] = true,
-            None => errs.push(format!(
-                "missing event {}",
-                serde_json::to_string(e).unwrap()
-            )),
+            None => errs.push(format!("missing event {}", serde_json::to_string(e).unwrap())),
         }
     }
     if !s.expect.other_events {
@@ -260,13 +271,9 @@ pub fn check(s: &Scenario, out: &Outcome, root: &Path) -> Vec<String> {
 pub fn normalized_objects(out: &Outcome) -> Vec<Value> {
     fn strip(v: &mut Value) {
         if let Some(m) = v.as_object_mut() {
-            for k in [
-                "resourceVersion",
-                "creationTimestamp",
-                "lastPhaseTransitionTime",
-                "generation",
-                "deletionTimestamp",
-            ] {
+            for k in
+                ["resourceVersion", "creationTimestamp", "lastPhaseTransitionTime", "generation", "deletionTimestamp"]
+            {
                 m.remove(k);
             }
             for (_, x) in m.iter_mut() {

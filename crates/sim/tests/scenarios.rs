@@ -19,10 +19,7 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 fn seeds() -> Vec<u64> {
-    let n: u64 = std::env::var("PV_FAULT_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
+    let n: u64 = std::env::var("PV_FAULT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
     (1..=n).collect()
 }
 
@@ -51,17 +48,11 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
         let base = match (run(&s, root.path(), None), &s.expect.error) {
             (Err(e), Some(want)) if e.contains(want.as_str()) => continue,
             (Err(e), Some(want)) => {
-                failures.push(format!(
-                    "{fname} ({}): error {e:?} does not contain {want:?}",
-                    s.name
-                ));
+                failures.push(format!("{fname} ({}): error {e:?} does not contain {want:?}", s.name));
                 continue;
             }
             (Ok(_), Some(want)) => {
-                failures.push(format!(
-                    "{fname} ({}): expected an error containing {want:?}",
-                    s.name
-                ));
+                failures.push(format!("{fname} ({}): expected an error containing {want:?}", s.name));
                 continue;
             }
             (Err(e), None) => {
@@ -81,45 +72,36 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
             let froot = tempfile::tempdir().unwrap();
             let spec = FaultSpec::parse(FAULTS).unwrap();
             match run(&s, froot.path(), Some((spec, seed))) {
-                Err(e) => failures.push(format!(
-                    "{fname} ({}): with faults (seed {seed}) run failed: {e}",
-                    s.name
-                )),
+                Err(e) => failures.push(format!("{fname} ({}): with faults (seed {seed}) run failed: {e}", s.name)),
                 Ok(o) => {
                     // Host paths differ per run; compare with the root replaced.
-                    let a = serde_json::to_string(&normalized_objects(&o))
-                        .unwrap()
-                        .replace(
-                            &std::fs::canonicalize(froot.path())
-                                .unwrap()
-                                .to_string_lossy()
-                                .to_string(),
-                            "${ROOT}",
-                        );
-                    let b = serde_json::to_string(&want).unwrap().replace(
-                        &std::fs::canonicalize(root.path())
-                            .unwrap()
-                            .to_string_lossy()
-                            .to_string(),
+                    let a = serde_json::to_string(&normalized_objects(&o)).unwrap().replace(
+                        &std::fs::canonicalize(froot.path()).unwrap().to_string_lossy().to_string(),
                         "${ROOT}",
                     );
+                    let b = serde_json::to_string(&want)
+                        .unwrap()
+                        .replace(&std::fs::canonicalize(root.path()).unwrap().to_string_lossy().to_string(), "${ROOT}");
                     if a != b {
                         failures.push(format!("{fname} ({}): with faults (seed {seed}) the objects differ\n  without: {b}\n  with:    {a}", s.name));
                     }
                     let dirs = |p: &std::path::Path| -> Vec<String> {
                         let mut v: Vec<String> = std::fs::read_dir(p)
                             .map(|it| {
-                                it.filter_map(|e| {
-                                    e.ok().map(|e| e.file_name().to_string_lossy().into_owned())
-                                })
-                                .collect()
+                                it.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                                    .collect()
                             })
                             .unwrap_or_default();
                         v.sort();
                         v
                     };
                     if dirs(root.path()) != dirs(froot.path()) {
-                        failures.push(format!("{fname} ({}): with faults (seed {seed}) host-path directories differ: {:?} vs {:?}", s.name, dirs(root.path()), dirs(froot.path())));
+                        failures.push(format!(
+                            "{fname} ({}): with faults (seed {seed}) host-path directories differ: {:?} vs {:?}",
+                            s.name,
+                            dirs(root.path()),
+                            dirs(froot.path())
+                        ));
                     }
                 }
             }
@@ -127,10 +109,6 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
     }
     println!("{ran} scenarios run");
     if !failures.is_empty() {
-        panic!(
-            "{} scenario failure(s):\n\n{}",
-            failures.len(),
-            failures.join("\n\n")
-        );
+        panic!("{} scenario failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
     }
 }

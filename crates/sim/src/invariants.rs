@@ -1,0 +1,147 @@
+//! Invariants that must hold for any cluster state the controller converges to, and a plugin
+//! wrapper that catches a volume deleted or recycled while a claim still uses it.
+
+use async_trait::async_trait;
+use pv_core::{PluginError, ProvisionOptions, VolumePlugin};
+use pv_model::k8s::PersistentVolume;
+use pv_store::Store;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+/// Checks the converged state in `store` (and the host-path `root`, if any). Returns violations.
+///
+/// - no claim is bound by two Bound volumes, and no volume by two claims;
+/// - every Bound claim's volume exists, is Bound, and points back with the claim's UID;
+/// - every directory under the host-path root belongs to a PV (or to `allowed`), unless an event
+///   mentions it.
+pub fn check(store: &Store, root: Option<&Path>, allowed: &BTreeSet<String>) -> Vec<String> {
+    let mut errs = Vec::new();
+    let (pvs, _) = store.list("persistentvolumes", &Default::default()).unwrap();
+    let (pvcs, _) = store.list("persistentvolumeclaims", &Default::default()).unwrap();
+    let (events, _) = store.list("events", &Default::default()).unwrap();
+    let by_name: HashMap<&str, &Value> = pvs.iter().map(|p| (s(&p["metadata"]["name"]), &**p)).collect();
+    let mut bound_by_uid: HashMap<&str, Vec<&str>> = HashMap::new();
+    for p in &pvs {
+        let uid = s(&p["spec"]["claimRef"]["uid"]);
+        if !uid.is_empty() && s(&p["status"]["phase"]) == "Bound" {
+            bound_by_uid.entry(uid).or_default().push(s(&p["metadata"]["name"]));
+        }
+    }
+    for c in &pvcs {
+        let key = format!("{}/{}", s(&c["metadata"]["namespace"]), s(&c["metadata"]["name"]));
+        let uid = s(&c["metadata"]["uid"]);
+        if let Some(v) = bound_by_uid.get(uid) {
+            if v.len() > 1 {
+                errs.push(format!("claim {key} is bound by several volumes: {v:?}"));
+            }
+        }
+        if s(&c["status"]["phase"]) != "Bound" {
+            continue;
+        }
+        let vn = s(&c["spec"]["volumeName"]);
+        match by_name.get(vn) {
+            None => errs.push(format!("Bound claim {key} points to missing volume {vn:?}")),
+            Some(pv) => {
+                if s(&pv["spec"]["claimRef"]["uid"]) != uid {
+                    errs.push(format!(
+                        "Bound claim {key}: volume {vn} points to claim uid {:?}",
+                        s(&pv["spec"]["claimRef"]["uid"])
+                    ));
+                }
+                if s(&pv["status"]["phase"]) != "Bound" {
+                    errs.push(format!("Bound claim {key}: volume {vn} is {:?}", s(&pv["status"]["phase"])));
+                }
+            }
+        }
+    }
+    if let Some(root) = root {
+        let root = std::fs::canonicalize(root).unwrap_or(root.to_path_buf());
+        let referenced: BTreeSet<String> = pvs
+            .iter()
+            .filter_map(|p| p["spec"]["hostPath"]["path"].as_str())
+            .filter_map(|p| Path::new(p).strip_prefix(&root).ok().map(|r| r.to_string_lossy().into_owned()))
+            .collect();
+        let messages: Vec<&str> = events.iter().map(|e| s(&e["message"])).collect();
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if referenced.contains(&name) || allowed.contains(&name) {
+                continue;
+            }
+            if messages.iter().any(|m| m.contains(&name)) {
+                continue;
+            }
+            errs.push(format!("host-path directory {name} belongs to no volume and no event reports it"));
+        }
+    }
+    errs
+}
+
+/// Wraps a plugin; records a violation whenever it is asked to delete or recycle a volume that a
+/// claim in the store still uses (volumeName and UID both pointing at each other).
+pub struct GuardPlugin {
+    inner: Arc<dyn VolumePlugin>,
+    store: Arc<Store>,
+    /// Violations seen so far.
+    pub violations: Arc<Mutex<Vec<String>>>,
+}
+
+impl GuardPlugin {
+    /// Wraps `inner`, checking against `store`.
+    pub fn new(inner: Arc<dyn VolumePlugin>, store: Arc<Store>) -> Self {
+        GuardPlugin { inner, store, violations: Arc::default() }
+    }
+
+    fn check_unused(&self, op: &str, v: &PersistentVolume) {
+        let name = v.metadata.name.clone().unwrap_or_default();
+        let Some(r) = v.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else { return };
+        let ns = r.namespace.clone().unwrap_or_default();
+        let cname = r.name.clone().unwrap_or_default();
+        if let Ok(c) = self.store.get("persistentvolumeclaims", &ns, &cname) {
+            if s(&c["spec"]["volumeName"]) == name && Some(s(&c["metadata"]["uid"])) == r.uid.as_deref() {
+                self.violations
+                    .lock()
+                    .unwrap()
+                    .push(format!("{op} of volume {name} while claim {ns}/{cname} still uses it"));
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl VolumePlugin for GuardPlugin {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn can_provision(&self) -> bool {
+        self.inner.can_provision()
+    }
+    fn supports_mount_options(&self) -> bool {
+        self.inner.supports_mount_options()
+    }
+    fn can_support(&self, v: &PersistentVolume) -> bool {
+        self.inner.can_support(v)
+    }
+    fn can_delete(&self) -> bool {
+        self.inner.can_delete()
+    }
+    fn can_recycle(&self) -> bool {
+        self.inner.can_recycle()
+    }
+    async fn provision(&self, o: &ProvisionOptions) -> Result<PersistentVolume, PluginError> {
+        self.inner.provision(o).await
+    }
+    async fn delete(&self, v: &PersistentVolume) -> Result<(), PluginError> {
+        self.check_unused("deletion", v);
+        self.inner.delete(v).await
+    }
+    async fn recycle(&self, v: &PersistentVolume) -> Result<(), PluginError> {
+        self.check_unused("recycling", v);
+        self.inner.recycle(v).await
+    }
+}
