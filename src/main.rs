@@ -4,6 +4,9 @@
 
 mod cmd;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -17,8 +20,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Start the embedded Kubernetes-compatible API server (durable) with the controller attached.
+    Up(cmd::up::UpArgs),
     /// Reconcile a cluster state offline, on virtual time, and print the converged state.
     Simulate(cmd::simulate::SimulateArgs),
+    /// Run the controller against a Kubernetes API server (replaces KCM's persistentvolume-binder).
+    Run(cmd::run::RunArgs),
+    /// Say why a claim is Pending, Bound or Lost, from a file or a live cluster (read-only).
+    Explain(cmd::explain::ExplainArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,7 +40,10 @@ fn main() -> ExitCode {
         }
     };
     let result = std::panic::catch_unwind(|| match cli.command {
+        Command::Up(a) => cmd::up::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Explain(a) => cmd::explain::run(a),
     });
     match result {
         Ok(Ok(code)) => code,

@@ -1,6 +1,9 @@
 //! One module per subcommand, plus the error-to-exit-code mapping they share.
 
+pub mod explain;
+pub mod run;
 pub mod simulate;
+pub mod up;
 
 use std::process::ExitCode;
 
@@ -37,9 +40,7 @@ pub fn read_input(path: &str) -> anyhow::Result<String> {
     use std::io::Read;
     if path == "-" {
         let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| user(format!("reading standard input: {e}")))?;
+        std::io::stdin().read_to_string(&mut s).map_err(|e| user(format!("reading standard input: {e}")))?;
         Ok(s)
     } else {
         std::fs::read_to_string(path).map_err(|e| user(format!("{path}: {e}")))
@@ -50,12 +51,6 @@ pub fn read_input(path: &str) -> anyhow::Result<String> {
 pub fn init_logging(default: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let b = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if json {
-        b.json().try_init()
-    } else {
-        b.try_init()
-    };
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if json { b.json().try_init() } else { b.try_init() };
 }

@@ -8,15 +8,9 @@ use std::io::Write;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber_init();
     let mut args = std::env::args().skip(1);
-    let data_dir = args
-        .next()
-        .unwrap_or_else(|| "./.pv-controller".into())
-        .into();
-    let listen = args
-        .next()
-        .unwrap_or_else(|| "127.0.0.1:0".into())
-        .parse()?;
-    let h = Server::start(ServerConfig { data_dir, listen }).await?;
+    let data_dir: std::path::PathBuf = args.next().unwrap_or_else(|| "./.pv-controller".into()).into();
+    let listen = args.next().unwrap_or_else(|| "127.0.0.1:0".into()).parse()?;
+    let h = Server::start(ServerConfig::new(data_dir, listen)).await?;
     println!("kubeconfig: {}", h.kubeconfig_path().display());
     println!("server: {}", h.url());
     std::io::stdout().flush()?;

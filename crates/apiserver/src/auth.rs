@@ -13,10 +13,8 @@ use std::path::Path;
 
 /// True when the request carries the right token. Compared in constant time.
 pub fn authorized(h: &HeaderMap, token: &str) -> bool {
-    let Some(given) = h
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+    let Some(given) =
+        h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
     else {
         return false;
     };
@@ -61,10 +59,18 @@ pub fn load_or_create_token(path: &Path) -> std::io::Result<String> {
     }
 }
 
-/// The kubeconfig for `server` and `token`: cluster, user and context `pv-controller`.
-pub fn kubeconfig(server: &str, token: &str) -> String {
+/// The kubeconfig for `server` and `token` (and the CA that signed the serving certificate):
+/// cluster, user and context `pv-controller`, selected as current.
+pub fn kubeconfig(server: &str, token: &str, ca_pem: Option<&str>) -> String {
+    use base64::Engine;
+    let ca = ca_pem
+        .map(|p| {
+            let b = base64::engine::general_purpose::STANDARD.encode(p.as_bytes());
+            format!("    certificate-authority-data: {b}\n")
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: pv-controller\n  cluster:\n    server: {server}\n\
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: pv-controller\n  cluster:\n    server: {server}\n{ca}\
 users:\n- name: pv-controller\n  user:\n    token: {token}\n\
 contexts:\n- name: pv-controller\n  context:\n    cluster: pv-controller\n    user: pv-controller\n    namespace: default\n\
 current-context: pv-controller\npreferences: {{}}\n"
@@ -80,22 +86,17 @@ mod tests {
     fn only_the_exact_bearer_token_is_accepted() {
         let mut h = HeaderMap::new();
         assert!(!authorized(&h, "abc"));
-        h.insert(
-            header::AUTHORIZATION,
-            HeaderValue::from_static("Bearer abd"),
-        );
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abd"));
         assert!(!authorized(&h, "abc"));
-        h.insert(
-            header::AUTHORIZATION,
-            HeaderValue::from_static("Bearer abc"),
-        );
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
         assert!(authorized(&h, "abc"));
     }
 
     #[test]
     fn kubeconfig_parses_as_yaml_with_the_context_selected() {
         let k: serde_json::Value =
-            serde_norway::from_str(&kubeconfig("http://127.0.0.1:1", "t")).unwrap();
+            serde_norway::from_str(&kubeconfig("https://127.0.0.1:1", "t", Some("PEM"))).unwrap();
+        assert_eq!(k["clusters"][0]["cluster"]["certificate-authority-data"], "UEVN");
         assert_eq!(k["current-context"], "pv-controller");
         assert_eq!(k["users"][0]["user"]["token"], "t");
     }

@@ -48,32 +48,17 @@ pub fn api_groups() -> Value {
 
 /// `/apis/<group>`.
 pub fn api_group(group: &str) -> Option<Value> {
-    let v = resources::group_versions()
-        .into_iter()
-        .find(|(g, _)| *g == group && !g.is_empty())?
-        .1;
+    let v = resources::group_versions().into_iter().find(|(g, _)| *g == group && !g.is_empty())?.1;
     let gv = json!({"groupVersion": format!("{group}/{v}"), "version": v});
     Some(
         json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv.clone()], "preferredVersion": gv}),
     )
 }
 
-const VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
+const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 fn served_in(group: &str, version: &str) -> Vec<Served> {
-    resources::all()
-        .into_iter()
-        .filter(|s| s.group == group && s.version == version)
-        .collect()
+    resources::all().into_iter().filter(|s| s.group == group && s.version == version).collect()
 }
 
 /// `/api/v1` or `/apis/<group>/<version>`.
@@ -102,14 +87,8 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
             }));
         }
     }
-    let gv = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    Some(
-        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}),
-    )
+    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}))
 }
 
 /// `/openapi/v3`: where each group/version's document is.
@@ -117,10 +96,7 @@ pub fn openapi_v3_root() -> Value {
     let mut paths = Map::new();
     for (g, v) in resources::group_versions() {
         let p = gv_path(g, v);
-        paths.insert(
-            p.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=pv-controller-1")}),
-        );
+        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=pv-controller-1")}));
     }
     json!({"paths": paths})
 }
@@ -146,15 +122,12 @@ pub fn openapi_v3_doc(path: &str) -> Option<Value> {
         return None;
     }
     let mut paths = Map::new();
-    let field_validation = json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}});
+    let field_validation =
+        json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}});
     for s in served {
         let gvk = json!([{"group": s.group, "version": s.version, "kind": s.kind()}]);
         let base = if s.rt.namespaced {
-            format!(
-                "/{}/namespaces/{{namespace}}/{}/{{name}}",
-                gv_path(group, version),
-                s.plural()
-            )
+            format!("/{}/namespaces/{{namespace}}/{}/{{name}}", gv_path(group, version), s.plural())
         } else {
             format!("/{}/{}/{{name}}", gv_path(group, version), s.plural())
         };
@@ -195,12 +168,7 @@ mod tests {
     #[test]
     fn core_list_has_status_subresources_and_short_names() {
         let l = resource_list("", "v1").unwrap();
-        let names: Vec<&str> = l["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = l["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
         assert!(names.contains(&"persistentvolumes/status"));
         assert!(!names.contains(&"storageclasses"));
         assert_eq!(l["resources"][0]["shortNames"][0], "pv");
@@ -209,15 +177,7 @@ mod tests {
     #[test]
     fn groups_list_storage_coordination_and_events() {
         let g = api_groups();
-        let names: Vec<&str> = g["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            names,
-            ["storage.k8s.io", "coordination.k8s.io", "events.k8s.io"]
-        );
+        let names: Vec<&str> = g["groups"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["storage.k8s.io", "coordination.k8s.io", "events.k8s.io"]);
     }
 }

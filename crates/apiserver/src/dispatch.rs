@@ -24,7 +24,7 @@ fn ok(v: Value) -> Result<Response> {
     Ok(json((StatusCode::OK, v)))
 }
 
-fn header_str<'a>(h: &'a HeaderMap, name: header::HeaderName) -> &'a str {
+fn header_str(h: &HeaderMap, name: header::HeaderName) -> &str {
     h.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
@@ -61,25 +61,16 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         Route::Version => ok(discovery::version()),
         Route::Api => ok(discovery::api_versions(&st.server_address)),
         Route::Apis => ok(discovery::api_groups()),
-        Route::ApiGroup(g) => discovery::api_group(&g)
-            .ok_or(ApiError::NoRoute)
-            .and_then(ok),
-        Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
-            .ok_or(ApiError::NoRoute)
-            .and_then(ok),
+        Route::ApiGroup(g) => discovery::api_group(&g).ok_or(ApiError::NoRoute).and_then(ok),
+        Route::ResourceList(g, v) => discovery::resource_list(&g, &v).ok_or(ApiError::NoRoute).and_then(ok),
         Route::OpenApiV2 => Ok((
             StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
-            )],
+            [(header::CONTENT_TYPE, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")],
             discovery::openapi_v2_protobuf(),
         )
             .into_response()),
         Route::OpenApiV3Root => ok(discovery::openapi_v3_root()),
-        Route::OpenApiV3(p) => discovery::openapi_v3_doc(&p)
-            .ok_or(ApiError::NoRoute)
-            .and_then(ok),
+        Route::OpenApiV3(p) => discovery::openapi_v3_doc(&p).ok_or(ApiError::NoRoute).and_then(ok),
         Route::Resource(t) => {
             let format = Format::new(accept, &q);
             let is_watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");

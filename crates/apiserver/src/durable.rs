@@ -80,15 +80,9 @@ pub fn open(dir: &Path) -> Result<(Box<dyn Backend>, Snapshot), Error> {
 impl DurableBackend {
     /// Opens (or creates) `dir/objects.redb` and reads its snapshot.
     pub fn open(dir: &Path) -> Result<(Self, Snapshot), Error> {
-        std::fs::create_dir_all(dir).map_err(|source| Error::CreateDir {
-            path: dir.into(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|source| Error::CreateDir { path: dir.into(), source })?;
         let path = dir.join(DB_FILE);
-        let db = Database::create(&path).map_err(|source| Error::Open {
-            path: path.clone(),
-            source,
-        })?;
+        let db = Database::create(&path).map_err(|source| Error::Open { path: path.clone(), source })?;
         let backend = DurableBackend { db };
         let snapshot = backend.load()?;
         Ok((backend, snapshot))
@@ -103,21 +97,15 @@ impl DurableBackend {
         w.commit().map_err(|x| e(&x))?;
         let r = self.db.begin_read().map_err(|x| e(&x))?;
         let meta = r.open_table(META).map_err(|x| e(&x))?;
-        let rv = meta
-            .get(RV_KEY)
-            .map_err(|x| e(&x))?
-            .map(|g| g.value())
-            .unwrap_or(0);
+        let rv = meta.get(RV_KEY).map_err(|x| e(&x))?.map(|g| g.value()).unwrap_or(0);
         let objects_t = r.open_table(OBJECTS).map_err(|x| e(&x))?;
         let mut objects = Vec::with_capacity(objects_t.len().map_err(|x| e(&x))? as usize);
         for row in objects_t.iter().map_err(|x| e(&x))? {
             let (k, v) = row.map_err(|x| e(&x))?;
             let k = k.value();
             let resource = k.split('\0').next().unwrap_or_default().to_string();
-            let obj = serde_json::from_slice(v.value()).map_err(|source| Error::Decode {
-                key: k.replace('\0', "/"),
-                source,
-            })?;
+            let obj = serde_json::from_slice(v.value())
+                .map_err(|source| Error::Decode { key: k.replace('\0', "/"), source })?;
             objects.push((resource, obj));
         }
         Ok(Snapshot { rv, objects })
@@ -128,20 +116,11 @@ impl DurableBackend {
         {
             let mut t = w.open_table(OBJECTS)?;
             match m {
-                Mutation::Put {
-                    resource,
-                    namespace,
-                    name,
-                    object,
-                } => {
+                Mutation::Put { resource, namespace, name, object } => {
                     let bytes = serde_json::to_vec(object)?;
                     t.insert(key(resource, namespace, name).as_str(), bytes.as_slice())?;
                 }
-                Mutation::Delete {
-                    resource,
-                    namespace,
-                    name,
-                } => {
+                Mutation::Delete { resource, namespace, name } => {
                     t.remove(key(resource, namespace, name).as_str())?;
                 }
             }
@@ -155,8 +134,7 @@ impl DurableBackend {
 
 impl Backend for DurableBackend {
     fn commit(&self, rv: u64, mutation: &Mutation<'_>) -> Result<(), String> {
-        self.write(rv, mutation)
-            .map_err(|e| format!("persisting resourceVersion {rv}: {e}"))
+        self.write(rv, mutation).map_err(|e| format!("persisting resourceVersion {rv}: {e}"))
     }
 }
 
@@ -201,10 +179,7 @@ mod tests {
     #[test]
     #[ignore]
     fn startup_and_write_throughput_bench() {
-        let n: usize = std::env::var("PV_BENCH_N")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(100_000);
+        let n: usize = std::env::var("PV_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
         let dir = tempfile::tempdir_in(".").unwrap();
         {
             // Bulk-load in large transactions (the bench is about reading back).
@@ -218,16 +193,9 @@ mod tests {
                         let name = format!("pv-{i:07}");
                         let o = mem.create("persistentvolumes", pv(&name)).unwrap();
                         let bytes = serde_json::to_vec(&*o).unwrap();
-                        t.insert(
-                            key("persistentvolumes", "", &name).as_str(),
-                            bytes.as_slice(),
-                        )
-                        .unwrap();
+                        t.insert(key("persistentvolumes", "", &name).as_str(), bytes.as_slice()).unwrap();
                     }
-                    w.open_table(META)
-                        .unwrap()
-                        .insert(RV_KEY, n as u64)
-                        .unwrap();
+                    w.open_table(META).unwrap().insert(RV_KEY, n as u64).unwrap();
                 }
                 w.commit().unwrap();
             }
@@ -235,18 +203,11 @@ mod tests {
         let t0 = Instant::now();
         let s = store_at(dir.path());
         let startup = t0.elapsed();
-        assert_eq!(
-            s.list("persistentvolumes", &Default::default())
-                .unwrap()
-                .0
-                .len(),
-            n
-        );
+        assert_eq!(s.list("persistentvolumes", &Default::default()).unwrap().0.len(), n);
         let writes = 2000;
         let t1 = Instant::now();
         for i in 0..writes {
-            s.create("persistentvolumes", pv(&format!("new-{i}")))
-                .unwrap();
+            s.create("persistentvolumes", pv(&format!("new-{i}"))).unwrap();
         }
         let per_sec = writes as f64 / t1.elapsed().as_secs_f64();
         println!("startup at {n} objects: {startup:?}; durable creates: {per_sec:.0}/s");

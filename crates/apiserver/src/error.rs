@@ -39,9 +39,7 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 fn cause_message(e: &FieldError) -> String {
     // The cause message is the error text without its leading `field: `.
     let full = e.to_string();
-    full.strip_prefix(&format!("{}: ", e.path))
-        .unwrap_or(&full)
-        .to_string()
+    full.strip_prefix(&format!("{}: ", e.path)).unwrap_or(&full).to_string()
 }
 
 /// Splits `storageclasses.storage.k8s.io` into (`storageclasses`, `storage.k8s.io`).
@@ -68,9 +66,7 @@ impl ApiError {
             ApiError::Store(e) => (e.reason(), store_details(e)),
             ApiError::BadRequest(_) => ("BadRequest", Value::Null),
             ApiError::NoRoute => ("NotFound", Value::Null),
-            ApiError::NamespaceNotFound(n) => {
-                ("NotFound", json!({"name": n, "kind": "namespaces"}))
-            }
+            ApiError::NamespaceNotFound(n) => ("NotFound", json!({"name": n, "kind": "namespaces"})),
             ApiError::Unauthorized => ("Unauthorized", Value::Null),
             ApiError::MethodNotAllowed => ("MethodNotAllowed", Value::Null),
             ApiError::UnsupportedMediaType(_) => ("UnsupportedMediaType", Value::Null),
@@ -101,9 +97,7 @@ fn store_details(e: &StoreError) -> Value {
         StoreError::Invalid { kind, name, errors } => {
             let causes: Vec<Value> = errors
                 .iter()
-                .map(
-                    |f| json!({"reason": f.reason(), "message": cause_message(f), "field": f.path}),
-                )
+                .map(|f| json!({"reason": f.reason(), "message": cause_message(f), "field": f.path}))
                 .collect();
             let mut d = json!({"name": name, "kind": kind, "causes": causes});
             if let Some(g) = pv_store::ResourceType::by_kind(kind).map(|r| r.group) {
@@ -165,9 +159,6 @@ mod tests {
         let s = e.status();
         assert_eq!(s["details"]["group"], "storage.k8s.io");
         assert_eq!(s["details"]["kind"], "storageclasses");
-        assert_eq!(
-            s["message"],
-            "storageclasses.storage.k8s.io \"fast\" not found"
-        );
+        assert_eq!(s["message"], "storageclasses.storage.k8s.io \"fast\" not found");
     }
 }

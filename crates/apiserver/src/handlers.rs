@@ -37,8 +37,8 @@ pub struct Format {
 impl Format {
     /// From the Accept header and query.
     pub fn new(accept: &str, q: &Query) -> Self {
-        let table = tables::wants_table(accept)
-            .then(|| IncludeObject::parse(q.get("includeObject").map(String::as_str)));
+        let table =
+            tables::wants_table(accept).then(|| IncludeObject::parse(q.get("includeObject").map(String::as_str)));
         Format { table }
     }
 }
@@ -78,22 +78,22 @@ fn status_write(t: &Target) -> Result<bool> {
     }
 }
 
-/// Parses a request body (JSON, or YAML when the content type says so).
-pub fn parse_object(content_type: &str, body: &[u8]) -> Result<Value> {
+/// Parses a request body (JSON, YAML when the content type says so, protobuf for Namespaces).
+pub fn parse_object(t: &Target, content_type: &str, body: &[u8]) -> Result<Value> {
+    if content_type.contains("protobuf") {
+        return crate::protobuf::decode(t.served.kind(), body);
+    }
+    if content_type.contains("cbor") {
+        return Err(ApiError::UnsupportedMediaType(content_type.into()));
+    }
     let v: Value = if content_type.contains("yaml") {
-        serde_norway::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?
+        serde_norway::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?
     } else {
-        serde_json::from_slice(body).map_err(|e| {
-            ApiError::BadRequest(format!(
-                "the body of the request was in an unknown format: {e}"
-            ))
-        })?
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::BadRequest(format!("the body of the request was in an unknown format: {e}")))?
     };
     if !v.is_object() {
-        return Err(ApiError::BadRequest(
-            "the body of the request must be a JSON object".into(),
-        ));
+        return Err(ApiError::BadRequest("the body of the request must be a JSON object".into()));
     }
     Ok(v)
 }
@@ -129,9 +129,7 @@ fn pin_identity(t: &Target, obj: &mut Value) -> Result<()> {
     if let Some(name) = &t.name {
         match meta.get("name").and_then(Value::as_str) {
             Some(b) if !b.is_empty() && b != name => {
-                return Err(ApiError::BadRequest(
-                    "the name of the object does not match the name on the URL".into(),
-                ))
+                return Err(ApiError::BadRequest("the name of the object does not match the name on the URL".into()))
             }
             _ => meta["name"] = json!(name),
         }
@@ -155,10 +153,7 @@ pub fn get(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
     if let Some(inc) = f.table {
         let rv = select::field_value(&obj, "metadata.resourceVersion");
         let _ = q;
-        return Ok((
-            StatusCode::OK,
-            tables::table(t.served.kind(), &[&obj], &rv, inc, None),
-        ));
+        return Ok((StatusCode::OK, tables::table(t.served.kind(), &[&obj], &rv, inc, None)));
     }
     Ok((StatusCode::OK, out(t, &obj)))
 }
@@ -173,9 +168,7 @@ pub fn selectors(q: &Query) -> Result<Selectors> {
 
 /// The matching objects and the list's resourceVersion.
 pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Arc<Value>>, u64)> {
-    let opts = ListOptions {
-        namespace: t.namespace.clone(),
-    };
+    let opts = ListOptions { namespace: t.namespace.clone() };
     let (items, rv) = st.store.list(t.served.plural(), &opts)?;
     Ok((items.into_iter().filter(|o| sel.matches(o)).collect(), rv))
 }
@@ -194,9 +187,7 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
     if limit > 0 && items.len() > limit {
         remaining = items.len() - limit;
         items.truncate(limit);
-        cont = items
-            .last()
-            .map(|o| select::encode_continue(&select::object_key(o)));
+        cont = items.last().map(|o| select::encode_continue(&select::object_key(o)));
     }
     let rv = rv.to_string();
     if let Some(inc) = f.table {
@@ -221,9 +212,7 @@ const NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 fn generated_name(prefix: &str) -> String {
     let mut rng = rand::thread_rng();
-    let suffix: String = (0..5)
-        .map(|_| NAME_CHARS[rng.gen_range(0..NAME_CHARS.len())] as char)
-        .collect();
+    let suffix: String = (0..5).map(|_| NAME_CHARS[rng.gen_range(0..NAME_CHARS.len())] as char).collect();
     format!("{prefix}{suffix}")
 }
 
@@ -235,7 +224,7 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     if t.served.rt.namespaced && t.namespace.is_none() {
         return Err(ApiError::NoRoute);
     }
-    let mut obj = into_store(t, parse_object(ct, body)?);
+    let mut obj = into_store(t, parse_object(t, ct, body)?);
     pin_identity(t, &mut obj)?;
     check_namespace(st, t)?;
     let prefix = select::field_value(&obj, "metadata.generateName");
@@ -264,16 +253,14 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ApiError::Store(StoreError::Internal(
-        "could not generate a unique name".into(),
-    )))
+    Err(ApiError::Store(StoreError::Internal("could not generate a unique name".into())))
 }
 
 /// PUT.
 pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Reply> {
     name_of(t)?;
     let status = status_write(t)?;
-    let mut obj = into_store(t, parse_object(ct, body)?);
+    let mut obj = into_store(t, parse_object(t, ct, body)?);
     pin_identity(t, &mut obj)?;
     if dry_run(q) {
         st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?;
@@ -296,10 +283,7 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
                 // Server-side apply of an object that does not exist creates it.
                 let mut obj = p.clone();
                 pin_identity(t, &mut obj)?;
-                let coll = Target {
-                    name: None,
-                    ..t.clone()
-                };
+                let coll = Target { name: None, ..t.clone() };
                 let bytes = serde_json::to_vec(&obj).unwrap_or_default();
                 return create(st, &coll, q, "application/json", &bytes);
             }
@@ -308,9 +292,7 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
         let current_rv = select::field_value(&current, "metadata.resourceVersion");
         let patched = patch::apply(kind, &out(t, &current), &p)?;
         if !patched.is_object() {
-            return Err(ApiError::BadRequest(
-                "the patched object is not a JSON object".into(),
-            ));
+            return Err(ApiError::BadRequest("the patched object is not a JSON object".into()));
         }
         let mut obj = into_store(t, patched);
         pin_identity(t, &mut obj)?;
@@ -340,18 +322,10 @@ fn preconditions(body: &[u8], q: &Query) -> Result<(Option<String>, Option<Strin
     let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Null
     } else {
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("invalid DeleteOptions: {e}")))?
+        serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid DeleteOptions: {e}")))?
     };
-    let pre = |f: &str| {
-        opts.pointer(&format!("/preconditions/{f}"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    Ok((
-        pre("uid"),
-        pre("resourceVersion").or_else(|| q.get("resourceVersion").cloned()),
-    ))
+    let pre = |f: &str| opts.pointer(&format!("/preconditions/{f}")).and_then(Value::as_str).map(str::to_string);
+    Ok((pre("uid"), pre("resourceVersion").or_else(|| q.get("resourceVersion").cloned())))
 }
 
 /// DELETE of one object.
@@ -365,13 +339,7 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply
         let o = st.store.get(t.served.plural(), ns_of(t), name)?;
         return Ok((StatusCode::OK, out(t, &o)));
     }
-    let o = st.store.delete(
-        t.served.plural(),
-        ns_of(t),
-        name,
-        uid.as_deref(),
-        rv.as_deref(),
-    )?;
+    let o = st.store.delete(t.served.plural(), ns_of(t), name, uid.as_deref(), rv.as_deref())?;
     Ok((StatusCode::OK, out(t, &o)))
 }
 

@@ -7,8 +7,8 @@
 //! coordination.k8s.io/v1 and events.k8s.io/v1 resources with get, list (selectors, paging),
 //! watch (bookmarks, 410), create, update, patch (merge, JSON, strategic, apply), delete and
 //! the status subresource, server-side Tables for `kubectl get`, and kube-apiserver's `Status`
-//! errors. Requests need the bearer token written into the kubeconfig. Transport is plain HTTP
-//! on loopback by default.
+//! errors. Requests need the bearer token written into the kubeconfig, over HTTPS with a
+//! generated CA ([`tls`]); the server listens on loopback unless told otherwise.
 //!
 //! Modules, in the order a request meets them: [`dispatch`] (auth, routing, body),
 //! [`routes`] (paths), [`handlers`] and [`watch`] (verbs), [`patch`], [`select`], [`tables`],
@@ -23,11 +23,13 @@ pub mod error;
 pub mod events;
 pub mod handlers;
 pub mod patch;
+pub mod protobuf;
 pub mod resources;
 pub mod routes;
 pub mod select;
 pub mod server;
 pub mod tables;
+pub mod tls;
 pub mod watch;
 
 pub use error::ApiError;

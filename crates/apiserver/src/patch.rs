@@ -64,12 +64,11 @@ const PRIMITIVE_MERGE: &[&str] = &["finalizers"];
 /// Parses a body as JSON, or YAML for apply patches.
 pub fn parse_body(kind: PatchKind, body: &[u8]) -> Result<Value> {
     if kind == PatchKind::Apply {
-        let v: Value = serde_norway::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?;
+        let v: Value =
+            serde_norway::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?;
         return Ok(v);
     }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
+    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
 }
 
 /// Applies a patch to `target`, returning the patched object.
@@ -78,26 +77,23 @@ pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value> {
     match kind {
         PatchKind::Merge => {
             if !patch.is_object() {
-                return Err(ApiError::BadRequest(
-                    "merge patch must be a JSON object".into(),
-                ));
+                return Err(ApiError::BadRequest("merge patch must be a JSON object".into()));
             }
             json_patch::merge(&mut out, patch);
         }
         PatchKind::Json => {
             let p: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::BadRequest(format!("invalid JSON patch: {e}")))?;
-            json_patch::patch(&mut out, &p).map_err(|e| {
-                ApiError::BadRequest(format!("the JSON patch could not be applied: {e}"))
-            })?;
+            json_patch::patch(&mut out, &p)
+                .map_err(|e| ApiError::BadRequest(format!("the JSON patch could not be applied: {e}")))?;
         }
         PatchKind::Strategic | PatchKind::Apply => {
-            let p = patch.as_object().ok_or_else(|| {
-                ApiError::BadRequest("strategic merge patch must be a JSON object".into())
-            })?;
-            let base = out.as_object_mut().ok_or_else(|| {
-                ApiError::BadRequest("the object to patch is not a JSON object".into())
-            })?;
+            let p = patch
+                .as_object()
+                .ok_or_else(|| ApiError::BadRequest("strategic merge patch must be a JSON object".into()))?;
+            let base = out
+                .as_object_mut()
+                .ok_or_else(|| ApiError::BadRequest("the object to patch is not a JSON object".into()))?;
             merge_map(base, p)?;
         }
     }
@@ -105,10 +101,7 @@ pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value> {
 }
 
 fn merge_key(field: &str) -> Option<&'static str> {
-    MERGE_KEYS
-        .iter()
-        .find(|(f, _)| *f == field)
-        .map(|(_, k)| *k)
+    MERGE_KEYS.iter().find(|(f, _)| *f == field).map(|(_, k)| *k)
 }
 
 /// Strategic merge of `patch` into `base`.
@@ -241,27 +234,15 @@ mod tests {
         let t = json!({"spec": {"a": 1, "l": [1, 2]}, "metadata": {"labels": {"x": "1"}}});
         let p = json!({"spec": {"l": [3]}, "metadata": {"labels": {"x": null}}});
         let out = apply(PatchKind::Merge, &t, &p).unwrap();
-        assert_eq!(
-            out,
-            json!({"spec": {"a": 1, "l": [3]}, "metadata": {"labels": {}}})
-        );
+        assert_eq!(out, json!({"spec": {"a": 1, "l": [3]}, "metadata": {"labels": {}}}));
     }
 
     #[test]
     fn json_patch_applies_operations_and_reports_failures() {
         let t = json!({"spec": {"a": 1}});
-        let out = apply(
-            PatchKind::Json,
-            &t,
-            &json!([{"op": "replace", "path": "/spec/a", "value": 2}]),
-        )
-        .unwrap();
+        let out = apply(PatchKind::Json, &t, &json!([{"op": "replace", "path": "/spec/a", "value": 2}])).unwrap();
         assert_eq!(out["spec"]["a"], 2);
-        let err = apply(
-            PatchKind::Json,
-            &t,
-            &json!([{"op": "remove", "path": "/nope"}]),
-        );
+        let err = apply(PatchKind::Json, &t, &json!([{"op": "remove", "path": "/nope"}]));
         assert_eq!(err.unwrap_err().code(), 400);
     }
 
@@ -276,28 +257,17 @@ mod tests {
         });
         let out = apply(PatchKind::Strategic, &t, &p).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
-        assert_eq!(
-            out["spec"]["containers"],
-            json!([{"name": "c", "image": "y"}])
-        );
+        assert_eq!(out["spec"]["containers"], json!([{"name": "c", "image": "y"}]));
         assert_eq!(out["spec"]["accessModes"], json!(["ReadWriteMany"]));
-        let out = apply(
-            PatchKind::Strategic,
-            &out,
-            &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
-        )
-        .unwrap();
+        let out =
+            apply(PatchKind::Strategic, &out, &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}))
+                .unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["b"]));
     }
 
     #[test]
     fn unknown_patch_types_are_unsupported_media() {
-        assert_eq!(
-            PatchKind::from_content_type("text/plain")
-                .unwrap_err()
-                .code(),
-            415
-        );
+        assert_eq!(PatchKind::from_content_type("text/plain").unwrap_err().code(), 415);
         assert_eq!(
             PatchKind::from_content_type("application/merge-patch+json; charset=utf-8").unwrap(),
             PatchKind::Merge

@@ -43,31 +43,17 @@ impl Served {
 
 /// Every served resource, core first.
 pub fn all() -> Vec<Served> {
-    let mut v: Vec<Served> = RESOURCE_TYPES
-        .iter()
-        .map(|rt| Served {
-            rt,
-            group: rt.group,
-            version: rt.version,
-            events_v1: false,
-        })
-        .collect();
+    let mut v: Vec<Served> =
+        RESOURCE_TYPES.iter().map(|rt| Served { rt, group: rt.group, version: rt.version, events_v1: false }).collect();
     if let Some(ev) = ResourceType::by_plural("events") {
-        v.push(Served {
-            rt: ev,
-            group: EVENTS_GROUP,
-            version: "v1",
-            events_v1: true,
-        });
+        v.push(Served { rt: ev, group: EVENTS_GROUP, version: "v1", events_v1: true });
     }
     v
 }
 
 /// The resource `plural` at `group/version`.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<Served> {
-    all()
-        .into_iter()
-        .find(|s| s.group == group && s.version == version && s.plural() == plural)
+    all().into_iter().find(|s| s.group == group && s.version == version && s.plural() == plural)
 }
 
 /// Served `(group, version)` pairs, core first, without duplicates.

@@ -48,11 +48,7 @@ pub enum Route {
 
 /// Parses a request path; None when nothing lives there.
 pub fn parse(path: &str) -> Option<Route> {
-    let segs: Vec<&str> = path
-        .trim_matches('/')
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .collect();
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
         ["version"] => Some(Route::Version),
         ["healthz"] | ["livez"] | ["readyz"] => Some(Route::Health),
@@ -86,9 +82,7 @@ fn resource(group: &str, version: &str, rest: &[&str]) -> Option<Route> {
     };
     match rest {
         ["namespaces", ns] => target("namespaces", None, Some(ns), None),
-        ["namespaces", ns, sub @ ("status" | "finalize")] => {
-            target("namespaces", None, Some(ns), Some(sub))
-        }
+        ["namespaces", ns, sub @ ("status" | "finalize")] => target("namespaces", None, Some(ns), Some(sub)),
         ["namespaces", ns, res] => target(res, Some(ns), None, None),
         ["namespaces", ns, res, name] => target(res, Some(ns), Some(name), None),
         ["namespaces", ns, res, name, sub] => target(res, Some(ns), Some(name), Some(sub)),

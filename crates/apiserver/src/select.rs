@@ -48,22 +48,14 @@ fn set_values(rest: &str, sel: &str) -> Result<Vec<String>> {
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
         .ok_or_else(|| ApiError::BadRequest(format!("unable to parse requirement: {sel:?}")))?;
-    Ok(inner
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect())
+    Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
 }
 
 impl LabelSelector {
     /// Parses a selector string; empty selects everything.
     pub fn parse(s: &str) -> Result<Self> {
         let mut reqs = Vec::new();
-        for part in split_top(s)
-            .into_iter()
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
+        for part in split_top(s).into_iter().map(str::trim).filter(|p| !p.is_empty()) {
             let req = if let Some(k) = part.strip_prefix('!') {
                 LabelReq::NotExists(k.trim().into())
             } else if let Some((k, v)) = part.split_once("!=") {
@@ -77,9 +69,7 @@ impl LabelSelector {
             } else if let Some((k, rest)) = part.split_once(" in ") {
                 LabelReq::In(k.trim().into(), set_values(rest, s)?)
             } else if part.contains(' ') || part.contains('(') {
-                return Err(ApiError::BadRequest(format!(
-                    "unable to parse requirement: {part:?}"
-                )));
+                return Err(ApiError::BadRequest(format!("unable to parse requirement: {part:?}")));
             } else {
                 LabelReq::Exists(part.into())
             };
@@ -135,9 +125,7 @@ impl FieldSelector {
             } else if let Some((k, v)) = part.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(ApiError::BadRequest(format!(
-                    "invalid selector: '{s}'; can't understand '{part}'"
-                )));
+                return Err(ApiError::BadRequest(format!("invalid selector: '{s}'; can't understand '{part}'")));
             };
             reqs.push((k.trim().to_string(), eq, v.trim().to_string()));
         }
@@ -146,17 +134,12 @@ impl FieldSelector {
 
     /// True when every requirement holds.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0
-            .iter()
-            .all(|(k, eq, v)| (field_value(obj, k) == *v) == *eq)
+        self.0.iter().all(|(k, eq, v)| (field_value(obj, k) == *v) == *eq)
     }
 
     /// The value required for `metadata.name`, if the selector pins it.
     pub fn pinned_name(&self) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, eq, _)| k == "metadata.name" && *eq)
-            .map(|(_, _, v)| v.as_str())
+        self.0.iter().find(|(k, eq, _)| k == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())
     }
 }
 
@@ -178,11 +161,7 @@ impl Selectors {
 
 /// `namespace/name` of an object, the paging key.
 pub fn object_key(obj: &Value) -> String {
-    format!(
-        "{}/{}",
-        field_value(obj, "metadata.namespace"),
-        field_value(obj, "metadata.name")
-    )
+    format!("{}/{}", field_value(obj, "metadata.namespace"), field_value(obj, "metadata.name"))
 }
 
 /// Encodes a continue token after `key`.
@@ -217,11 +196,7 @@ mod tests {
             ("missing", false),
             ("", true),
         ] {
-            assert_eq!(
-                LabelSelector::parse(sel).unwrap().matches(&o),
-                want,
-                "{sel}"
-            );
+            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
         }
         assert!(LabelSelector::parse("a in x").is_err());
     }
@@ -231,9 +206,7 @@ mod tests {
         let o = json!({"metadata": {"name": "a"}, "involvedObject": {"kind": "Pod"}, "count": 3});
         let s = FieldSelector::parse("metadata.name=a,involvedObject.kind==Pod,count=3").unwrap();
         assert!(s.matches(&o));
-        assert!(!FieldSelector::parse("spec.volumeName!=")
-            .unwrap()
-            .matches(&o));
+        assert!(!FieldSelector::parse("spec.volumeName!=").unwrap().matches(&o));
         assert_eq!(s.pinned_name(), Some("a"));
         assert!(FieldSelector::parse("nonsense").is_err());
     }

@@ -1,7 +1,7 @@
 //! Starting and stopping the server: open the durable store, make sure the default namespaces
 //! exist, load or make the token, bind, write the kubeconfig, serve until shutdown.
 
-use crate::{auth, dispatch, durable, AppState};
+use crate::{auth, dispatch, durable, tls, AppState};
 use axum::Router;
 use pv_store::{Store, StoreError};
 use serde_json::json;
@@ -56,6 +56,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The TLS CA or serving certificate could not be made.
+    #[error(transparent)]
+    Tls(#[from] tls::Error),
     /// The kubeconfig could not be written.
     #[error("writing kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -70,10 +73,29 @@ pub enum Error {
 /// Where and how to serve.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Holds `store/`, `token` and `kubeconfig`.
+    /// Holds `store/`, `token`, `ca.crt`, `ca.key` and `kubeconfig`.
     pub data_dir: PathBuf,
     /// Address to listen on (port 0 picks a free port).
     pub listen: SocketAddr,
+    /// Serve HTTPS with a generated CA (the default). Plain HTTP is for tests: client-go
+    /// will not send the bearer token over it, so kubectl cannot authenticate.
+    pub tls: bool,
+}
+
+impl ServerConfig {
+    /// HTTPS on `listen`, state under `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>, listen: SocketAddr) -> Self {
+        ServerConfig { data_dir: data_dir.into(), listen, tls: true }
+    }
+}
+
+/// The address clients should dial: loopback when bound to "any".
+fn dial_addr(addr: SocketAddr) -> SocketAddr {
+    let mut a = addr;
+    if a.ip().is_unspecified() {
+        a.set_ip(if a.is_ipv6() { std::net::Ipv6Addr::LOCALHOST.into() } else { std::net::Ipv4Addr::LOCALHOST.into() });
+    }
+    a
 }
 
 /// The API server.
@@ -98,10 +120,7 @@ pub fn open_store(dir: &Path) -> Result<Store, Error> {
         if store.get("namespaces", "", ns).is_err() {
             store
                 .create("namespaces", json!({"metadata": {"name": ns}}))
-                .map_err(|source| Error::Namespace {
-                    name: ns.to_string(),
-                    source,
-                })?;
+                .map_err(|source| Error::Namespace { name: ns.to_string(), source })?;
         }
     }
     Ok(store)
@@ -111,34 +130,22 @@ impl Server {
     /// Starts serving; returns once the listener is bound and the kubeconfig written.
     pub async fn start(cfg: ServerConfig) -> Result<ServerHandle, Error> {
         let dir = &cfg.data_dir;
-        std::fs::create_dir_all(dir).map_err(|source| Error::DataDir {
-            path: dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|source| Error::DataDir { path: dir.clone(), source })?;
         let store = Arc::new(open_store(&dir.join("store"))?);
         let token_path = dir.join("token");
-        let token = auth::load_or_create_token(&token_path).map_err(|source| Error::Token {
-            path: token_path,
-            source,
-        })?;
+        let token =
+            auth::load_or_create_token(&token_path).map_err(|source| Error::Token { path: token_path, source })?;
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
-            .map_err(|source| Error::Bind {
-                addr: cfg.listen,
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
-        let url = format!("http://{addr}");
+            .map_err(|source| Error::Bind { addr: cfg.listen, source })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind { addr: cfg.listen, source })?;
+        let tls = if cfg.tls { Some(tls::load_or_create(dir, addr)?) } else { None };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", dial_addr(addr));
         let kubeconfig = dir.join("kubeconfig");
-        auth::write_private(&kubeconfig, &auth::kubeconfig(&url, &token)).map_err(|source| {
-            Error::Kubeconfig {
-                path: kubeconfig.clone(),
-                source,
-            }
-        })?;
+        let ca = tls.as_ref().map(|t| t.ca_pem.as_str());
+        auth::write_private(&kubeconfig, &auth::kubeconfig(&url, &token, ca))
+            .map_err(|source| Error::Kubeconfig { path: kubeconfig.clone(), source })?;
         let (stop, stop_rx) = watch::channel(false);
         let state = Arc::new(AppState {
             store: store.clone(),
@@ -148,23 +155,19 @@ impl Server {
         });
         let app = Router::new().fallback(dispatch::dispatch).with_state(state);
         let mut rx = stop_rx;
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.wait_for(|s| *s).await;
-                })
-                .await
-        });
+        let stopped = async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let task = match tls {
+            Some(t) => {
+                let l = tls::TlsListener::new(listener, t.acceptor)
+                    .map_err(|source| Error::Bind { addr: cfg.listen, source })?;
+                tokio::spawn(async move { axum::serve(l, app).with_graceful_shutdown(stopped).await })
+            }
+            None => tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await }),
+        };
         tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server listening");
-        Ok(ServerHandle {
-            store,
-            url,
-            addr,
-            kubeconfig,
-            token,
-            stop,
-            task,
-        })
+        Ok(ServerHandle { store, url, addr, kubeconfig, token, stop, task })
     }
 }
 
@@ -174,7 +177,7 @@ impl ServerHandle {
         self.store.clone()
     }
 
-    /// `http://ADDR:PORT`.
+    /// `https://ADDR:PORT` (`http://` without TLS).
     pub fn url(&self) -> &str {
         &self.url
     }

@@ -30,10 +30,7 @@ impl IncludeObject {
 
 /// True when the Accept header asks for a Table.
 pub fn wants_table(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table"))
+    accept.split(',').next().is_some_and(|first| first.contains("as=Table"))
 }
 
 /// Kubernetes' short human duration (`5s`, `3m20s`, `2d4h`).
@@ -183,16 +180,8 @@ fn columns(kind: &str) -> Vec<Col> {
             ("Age", "string", 0),
             ("Version", "string", 0),
         ],
-        "Namespace" => vec![
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Age", "string", 0),
-        ],
-        "Lease" => vec![
-            ("Name", "string", 0),
-            ("Holder", "string", 0),
-            ("Age", "string", 0),
-        ],
+        "Namespace" => vec![("Name", "string", 0), ("Status", "string", 0), ("Age", "string", 0)],
+        "Lease" => vec![("Name", "string", 0), ("Holder", "string", 0), ("Age", "string", 0)],
         _ => vec![("Name", "string", 0), ("Age", "string", 0)],
     }
 }
@@ -201,18 +190,9 @@ fn event_time(o: &Value, now: DateTime<Utc>, first: bool) -> String {
     let candidates: &[&str] = if first {
         &["firstTimestamp", "eventTime", "metadata.creationTimestamp"]
     } else {
-        &[
-            "series.lastObservedTime",
-            "lastTimestamp",
-            "eventTime",
-            "metadata.creationTimestamp",
-        ]
+        &["series.lastObservedTime", "lastTimestamp", "eventTime", "metadata.creationTimestamp"]
     };
-    candidates
-        .iter()
-        .find(|p| !field(o, p).is_empty())
-        .map(|p| age(o, p, now))
-        .unwrap_or_else(|| "<unknown>".into())
+    candidates.iter().find(|p| !field(o, p).is_empty()).map(|p| age(o, p, now)).unwrap_or_else(|| "<unknown>".into())
 }
 
 fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
@@ -224,11 +204,7 @@ fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
             let claim = if f("spec.claimRef.name").is_empty() {
                 String::new()
             } else {
-                format!(
-                    "{}/{}",
-                    f("spec.claimRef.namespace"),
-                    f("spec.claimRef.name")
-                )
+                format!("{}/{}", f("spec.claimRef.namespace"), f("spec.claimRef.name"))
             };
             vec![
                 name,
@@ -256,11 +232,7 @@ fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
             or(f("spec.volumeMode"), "<unset>"),
         ],
         "StorageClass" => {
-            let shown = if is_default_class(o) {
-                format!("{name} (default)")
-            } else {
-                name
-            };
+            let shown = if is_default_class(o) { format!("{name} (default)") } else { name };
             vec![
                 shown,
                 f("provisioner"),
@@ -271,11 +243,7 @@ fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
             ]
         }
         "Event" => {
-            let obj = format!(
-                "{}/{}",
-                f("involvedObject.kind").to_lowercase(),
-                f("involvedObject.name")
-            );
+            let obj = format!("{}/{}", f("involvedObject.kind").to_lowercase(), f("involvedObject.name"));
             let source = {
                 let c = or(f("source.component"), &f("reportingComponent"));
                 let h = f("source.host");
@@ -299,19 +267,10 @@ fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
             ]
         }
         "Pod" => {
-            let statuses = o
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array);
-            let total = o
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let ready = statuses.map_or(0, |s| {
-                s.iter().filter(|c| c["ready"] == Value::Bool(true)).count()
-            });
-            let restarts: i64 = statuses.map_or(0, |s| {
-                s.iter().filter_map(|c| c["restartCount"].as_i64()).sum()
-            });
+            let statuses = o.pointer("/status/containerStatuses").and_then(Value::as_array);
+            let total = o.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+            let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == Value::Bool(true)).count());
+            let restarts: i64 = statuses.map_or(0, |s| s.iter().filter_map(|c| c["restartCount"].as_i64()).sum());
             vec![
                 name,
                 format!("{ready}/{total}"),
@@ -327,21 +286,9 @@ fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
                 .pointer("/status/conditions")
                 .and_then(Value::as_array)
                 .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
-                .map(|c| {
-                    if c["status"] == "True" {
-                        "Ready"
-                    } else {
-                        "NotReady"
-                    }
-                })
+                .map(|c| if c["status"] == "True" { "Ready" } else { "NotReady" })
                 .unwrap_or("Unknown");
-            vec![
-                name,
-                ready.into(),
-                "<none>".into(),
-                age_s,
-                f("status.nodeInfo.kubeletVersion"),
-            ]
+            vec![name, ready.into(), "<none>".into(), age_s, f("status.nodeInfo.kubeletVersion")]
         }
         "Namespace" => vec![name, or(f("status.phase"), "Active"), age_s],
         "Lease" => vec![name, f("spec.holderIdentity"), age_s],
@@ -352,12 +299,9 @@ fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
 
 fn is_default_class(o: &Value) -> bool {
     let ann = o.pointer("/metadata/annotations");
-    [
-        "storageclass.kubernetes.io/is-default-class",
-        "storageclass.beta.kubernetes.io/is-default-class",
-    ]
-    .iter()
-    .any(|k| ann.and_then(|a| a.get(*k)).and_then(Value::as_str) == Some("true"))
+    ["storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"]
+        .iter()
+        .any(|k| ann.and_then(|a| a.get(*k)).and_then(Value::as_str) == Some("true"))
 }
 
 fn row_object(o: &Value, inc: IncludeObject) -> Option<Value> {
@@ -428,13 +372,7 @@ mod tests {
                      "persistentVolumeReclaimPolicy": "Retain", "claimRef": {"namespace": "ns", "name": "c"},
                      "storageClassName": "fast", "volumeMode": "Filesystem"},
             "status": {"phase": "Bound"}});
-        let t = table(
-            "PersistentVolume",
-            &[&pv],
-            "7",
-            IncludeObject::Metadata,
-            None,
-        );
+        let t = table("PersistentVolume", &[&pv], "7", IncludeObject::Metadata, None);
         let c = &t["rows"][0]["cells"];
         assert_eq!(c[2], "RWO,ROX");
         assert_eq!(c[5], "ns/c");

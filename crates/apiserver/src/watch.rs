@@ -66,8 +66,7 @@ impl Stream {
     fn event(&mut self, ty: &str, obj: &Value, rv: u64) {
         if self.sel.matches(obj) {
             let o = self.render(obj);
-            self.pending
-                .push_back(line(&json!({"type": ty, "object": o})));
+            self.pending.push_back(line(&json!({"type": ty, "object": o})));
         }
         self.last_rv = self.last_rv.max(rv);
     }
@@ -82,8 +81,7 @@ impl Stream {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj = json!({"kind": self.target.served.kind(), "apiVersion": self.target.served.api_version(), "metadata": meta});
-        self.pending
-            .push_back(line(&json!({"type": "BOOKMARK", "object": obj})));
+        self.pending.push_back(line(&json!({"type": "BOOKMARK", "object": obj})));
     }
 
     /// Reads the counter, then drains what the channel holds, then bookmarks the counter.
@@ -105,11 +103,7 @@ impl Stream {
             let rx = self.rx.as_mut()?;
             let far = Instant::now() + Duration::from_secs(86_400);
             let deadline = self.deadline.unwrap_or(far);
-            let bookmark_at = if self.bookmarks {
-                self.next_bookmark
-            } else {
-                far
-            };
+            let bookmark_at = if self.bookmarks { self.next_bookmark } else { far };
             tokio::select! {
                 ev = rx.recv() => match ev {
                     Some(ev) => self.store_event(ev),
@@ -137,10 +131,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         // The old `.../NAME?watch=true` form watches one object.
         sel.fields = select::FieldSelector::parse(&format!("metadata.name={name}"))?;
     }
-    let coll = Target {
-        name: None,
-        ..t.clone()
-    };
+    let coll = Target { name: None, ..t.clone() };
     let flag = |k: &str| q.get(k).is_some_and(|v| v == "true" || v == "1");
     let rv_param = q.get("resourceVersion").map(String::as_str).unwrap_or("");
     let initial = flag("sendInitialEvents") || rv_param.is_empty() || rv_param == "0";
@@ -174,9 +165,8 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         }
         s.rx = Some(st.store.watch(coll.served.plural(), ns, Some(rv))?);
     } else {
-        let since: u64 = rv_param
-            .parse()
-            .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {rv_param:?}")))?;
+        let since: u64 =
+            rv_param.parse().map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {rv_param:?}")))?;
         s.last_rv = since;
         match st.store.watch(coll.served.plural(), ns, Some(since)) {
             Ok(rx) => s.rx = Some(rx),
@@ -185,17 +175,8 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         }
     }
     let body = Body::from_stream(futures_util::stream::unfold(s, |mut s| async move {
-        s.next()
-            .await
-            .map(|b| (Ok::<_, std::convert::Infallible>(b), s))
+        s.next().await.map(|b| (Ok::<_, std::convert::Infallible>(b), s))
     }));
-    Ok((
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, "application/json"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        body,
-    )
+    Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache")], body)
         .into_response())
 }

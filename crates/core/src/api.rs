@@ -45,28 +45,15 @@ pub trait ClusterApi: Send + Sync {
     /// PUT a PV (main resource).
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError>;
     /// PUT a PV's status.
-    async fn update_volume_status(
-        &self,
-        volume: &PersistentVolume,
-    ) -> Result<PersistentVolume, ApiError>;
+    async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError>;
     /// DELETE a PV.
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError>;
     /// GET a PVC.
-    async fn get_claim(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<PersistentVolumeClaim, ApiError>;
+    async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError>;
     /// PUT a PVC (main resource).
-    async fn update_claim(
-        &self,
-        claim: &PersistentVolumeClaim,
-    ) -> Result<PersistentVolumeClaim, ApiError>;
+    async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError>;
     /// PUT a PVC's status.
-    async fn update_claim_status(
-        &self,
-        claim: &PersistentVolumeClaim,
-    ) -> Result<PersistentVolumeClaim, ApiError>;
+    async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError>;
     /// POST an Event.
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError>;
     /// PUT an Event (aggregation bumps its count).

@@ -8,9 +8,7 @@ use crate::controller::Controller;
 use crate::error::{Error, Result};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pv_phase};
-use pv_model::k8s::{
-    PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus, PersistentVolumeStatus,
-};
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus, PersistentVolumeStatus};
 use std::sync::Arc;
 
 impl Controller {
@@ -25,20 +23,10 @@ impl Controller {
             return Ok(volume.clone());
         }
         let mut clone = (**volume).clone();
-        let status = clone
-            .status
-            .get_or_insert_with(PersistentVolumeStatus::default);
+        let status = clone.status.get_or_insert_with(PersistentVolumeStatus::default);
         status.phase = Some(phase.to_string());
-        status.message = if message.is_empty() {
-            None
-        } else {
-            Some(message.to_string())
-        };
-        let saved = self
-            .api
-            .update_volume_status(&clone)
-            .await
-            .map_err(Error::api("saving volume phase"))?;
+        status.message = if message.is_empty() { None } else { Some(message.to_string()) };
+        let saved = self.api.update_volume_status(&clone).await.map_err(Error::api("saving volume phase"))?;
         tracing::info!(volume = %helpers::name(&volume.metadata), phase, "volume entered phase");
         Ok(self.store_volume(saved))
     }
@@ -70,9 +58,7 @@ impl Controller {
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let mut clone = (**claim).clone();
         let old = claim.status.clone().unwrap_or_default();
-        let status = clone
-            .status
-            .get_or_insert_with(PersistentVolumeClaimStatus::default);
+        let status = clone.status.get_or_insert_with(PersistentVolumeClaimStatus::default);
         let mut dirty = false;
         if old.phase.as_deref().unwrap_or("") != phase {
             status.phase = Some(phase.to_string());
@@ -104,19 +90,13 @@ impl Controller {
                         )));
                     };
                     if let Some(pre) = helpers::annotation(&v.metadata, ann::PRE_RESIZE_CAPACITY) {
-                        status.capacity = Some(
-                            [(
-                                "storage".to_string(),
-                                pv_model::k8s::K8sQuantity(pre.to_string()),
-                            )]
-                            .into(),
-                        );
+                        status.capacity =
+                            Some([("storage".to_string(), pv_model::k8s::K8sQuantity(pre.to_string()))].into());
                         dirty = true;
                     } else {
                         let ccap = old.capacity.as_ref().and_then(|c| c.get("storage"));
                         let same = ccap.is_some_and(|c| {
-                            pv_model::Quantity::parse(&c.0).ok()
-                                == pv_model::Quantity::parse(&vcap.0).ok()
+                            pv_model::Quantity::parse(&c.0).ok() == pv_model::Quantity::parse(&vcap.0).ok()
                         });
                         if !same {
                             status.capacity = spec.capacity.clone();
@@ -129,11 +109,7 @@ impl Controller {
         if !dirty {
             return Ok(claim.clone());
         }
-        let saved = self
-            .api
-            .update_claim_status(&clone)
-            .await
-            .map_err(Error::api("saving claim status"))?;
+        let saved = self.api.update_claim_status(&clone).await.map_err(Error::api("saving claim status"))?;
         if old.phase.as_deref().unwrap_or("") != phase {
             tracing::info!(pvc = %helpers::claim_key(claim), phase, "claim entered phase");
         }
@@ -175,8 +151,7 @@ impl Controller {
                 && r.uid.as_deref() == claim.metadata.uid.as_deref()
         });
         if !same {
-            clone.spec.get_or_insert_with(Default::default).claim_ref =
-                Some(helpers::claim_reference(claim));
+            clone.spec.get_or_insert_with(Default::default).claim_ref = Some(helpers::claim_reference(claim));
             dirty = true;
         }
         if should_mark && !helpers::has_annotation(&clone.metadata, ann::BOUND_BY_CONTROLLER) {
@@ -186,11 +161,7 @@ impl Controller {
         if !dirty {
             return Ok(volume.clone());
         }
-        let saved = self
-            .api
-            .update_volume(&clone)
-            .await
-            .map_err(Error::api("saving volume claimRef"))?;
+        let saved = self.api.update_volume(&clone).await.map_err(Error::api("saving volume claimRef"))?;
         tracing::info!(volume = %helpers::name(&volume.metadata), pvc = %helpers::claim_key(claim), "claim bound to volume");
         Ok(self.store_volume(saved))
     }
@@ -219,28 +190,17 @@ impl Controller {
         if !dirty {
             return Ok(claim.clone());
         }
-        let saved = self
-            .api
-            .update_claim(&clone)
-            .await
-            .map_err(Error::api("saving claim volumeName"))?;
+        let saved = self.api.update_claim(&clone).await.map_err(Error::api("saving claim volumeName"))?;
         tracing::info!(volume = %vname, pvc = %helpers::claim_key(claim), "volume bound to claim");
         Ok(self.store_claim(saved))
     }
 
     /// Binds volume and claim: four writes at most, PV first.
-    pub(crate) async fn bind(
-        &self,
-        volume: &Arc<PersistentVolume>,
-        claim: &Arc<PersistentVolumeClaim>,
-    ) -> Result<()> {
+    pub(crate) async fn bind(&self, volume: &Arc<PersistentVolume>, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
         let volume = self.bind_volume_to_claim(volume, claim).await?;
-        let volume = self
-            .update_volume_phase(&volume, pv_phase::BOUND, "")
-            .await?;
+        let volume = self.update_volume_phase(&volume, pv_phase::BOUND, "").await?;
         let claim = self.bind_claim_to_volume(claim, &volume).await?;
-        self.update_claim_status(&claim, helpers::pvc_phase::BOUND, Some(&volume))
-            .await?;
+        self.update_claim_status(&claim, helpers::pvc_phase::BOUND, Some(&volume)).await?;
         Ok(())
     }
 
@@ -256,14 +216,9 @@ impl Controller {
         } else if let Some(r) = clone.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
             r.uid = None;
         }
-        let saved = self
-            .api
-            .update_volume(&clone)
-            .await
-            .map_err(Error::api("rolling back volume binding"))?;
+        let saved = self.api.update_volume(&clone).await.map_err(Error::api("rolling back volume binding"))?;
         let saved = self.store_volume(saved);
-        self.update_volume_phase(&saved, pv_phase::AVAILABLE, "")
-            .await?;
+        self.update_volume_phase(&saved, pv_phase::AVAILABLE, "").await?;
         Ok(())
     }
 }

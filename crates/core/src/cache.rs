@@ -14,10 +14,7 @@ use std::sync::Arc;
 
 /// True when `new` is not older than `old` (unparsable versions are accepted).
 pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
-    match (
-        old.and_then(|o| o.parse::<u64>().ok()),
-        new.and_then(|n| n.parse::<u64>().ok()),
-    ) {
+    match (old.and_then(|o| o.parse::<u64>().ok()), new.and_then(|n| n.parse::<u64>().ok())) {
         (Some(o), Some(n)) => n >= o,
         _ => true,
     }
@@ -36,10 +33,7 @@ impl VolumeCache {
     pub fn store(&mut self, v: PersistentVolume) -> (Arc<PersistentVolume>, bool) {
         let name = helpers::name(&v.metadata).to_string();
         if let Some(old) = self.index.get(&name) {
-            if !is_newer_or_same(
-                old.metadata.resource_version.as_deref(),
-                v.metadata.resource_version.as_deref(),
-            ) {
+            if !is_newer_or_same(old.metadata.resource_version.as_deref(), v.metadata.resource_version.as_deref()) {
                 return (old.clone(), false);
             }
         }
@@ -78,20 +72,14 @@ impl ClaimCache {
     pub fn store(&mut self, c: PersistentVolumeClaim) -> (Arc<PersistentVolumeClaim>, bool) {
         let key = helpers::claim_key(&c);
         if let Some(old) = self.claims.get(&key) {
-            if !is_newer_or_same(
-                old.metadata.resource_version.as_deref(),
-                c.metadata.resource_version.as_deref(),
-            ) {
+            if !is_newer_or_same(old.metadata.resource_version.as_deref(), c.metadata.resource_version.as_deref()) {
                 return (old.clone(), false);
             }
         }
         self.unindex(&key);
         let c = Arc::new(c);
         if let Some(class) = unbound_class(&c) {
-            self.unbound_by_class
-                .entry(class)
-                .or_default()
-                .insert(key.clone());
+            self.unbound_by_class.entry(class).or_default().insert(key.clone());
         }
         self.claims.insert(key, c.clone());
         (c, true)
@@ -152,8 +140,7 @@ impl ClaimCache {
             .flatten()
             .filter(|k| {
                 self.claims.get(*k).is_some_and(|c| {
-                    modes.contains_all(helpers::claim_access_modes(c))
-                        && helpers::claim_request(c) <= cap
+                    modes.contains_all(helpers::claim_access_modes(c)) && helpers::claim_request(c) <= cap
                 })
             })
             .take(limit)

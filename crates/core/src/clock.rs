@@ -33,9 +33,7 @@ pub struct SystemClock {
 impl SystemClock {
     /// A wall clock.
     pub fn new() -> Arc<Self> {
-        Arc::new(SystemClock {
-            origin: std::time::Instant::now(),
-        })
+        Arc::new(SystemClock { origin: std::time::Instant::now() })
     }
 }
 
@@ -61,16 +59,12 @@ pub struct SimClock {
 impl SimClock {
     /// A virtual clock starting at `base`.
     pub fn new(base: DateTime<Utc>) -> Arc<Self> {
-        Arc::new(SimClock {
-            base,
-            offset_ms: AtomicU64::new(0),
-        })
+        Arc::new(SimClock { base, offset_ms: AtomicU64::new(0) })
     }
 
     /// Moves time forward.
     pub fn advance(&self, d: Duration) {
-        self.offset_ms
-            .fetch_add(d.as_millis() as u64, Ordering::SeqCst);
+        self.offset_ms.fetch_add(d.as_millis() as u64, Ordering::SeqCst);
     }
 
     /// Moves time forward to `ms` (never back).

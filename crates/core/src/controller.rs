@@ -83,12 +83,7 @@ pub struct Controller {
 
 impl Controller {
     /// A controller over `api`, with `plugins`, on `clock`.
-    pub fn new(
-        api: Arc<dyn ClusterApi>,
-        plugins: PluginRegistry,
-        clock: Arc<dyn Clock>,
-        config: Config,
-    ) -> Arc<Self> {
+    pub fn new(api: Arc<dyn ClusterApi>, plugins: PluginRegistry, clock: Arc<dyn Clock>, config: Config) -> Arc<Self> {
         Arc::new_cyclic(|me| Controller {
             me: me.clone(),
             recorder: Recorder::new(api.clone(), clock.clone()),
@@ -112,9 +107,7 @@ impl Controller {
 
     /// A strong reference to this controller (operations outlive the sync that starts them).
     pub(crate) fn self_arc(&self) -> Arc<Controller> {
-        self.me
-            .upgrade()
-            .expect("controller is alive while it runs")
+        self.me.upgrade().expect("controller is alive while it runs")
     }
 
     /// The clock.
@@ -166,16 +159,10 @@ impl Controller {
             }
             return;
         }
-        if helpers::volume_phase(v) != helpers::pv_phase::AVAILABLE
-            || v.metadata.deletion_timestamp.is_some()
-        {
+        if helpers::volume_phase(v) != helpers::pv_phase::AVAILABLE || v.metadata.deletion_timestamp.is_some() {
             return;
         }
-        let keys = self
-            .claims
-            .read()
-            .unwrap()
-            .unbound_claims_for(v, self.config.wake_limit);
+        let keys = self.claims.read().unwrap().unbound_claims_for(v, self.config.wake_limit);
         for k in keys {
             self.claim_queue.add(&k);
         }
@@ -246,10 +233,7 @@ impl Controller {
         }
         if !deleted {
             for c in helpers::pod_claim_names(&pod) {
-                by_claim
-                    .entry(format!("{ns}/{c}"))
-                    .or_default()
-                    .insert(key.clone());
+                by_claim.entry(format!("{ns}/{c}")).or_default().insert(key.clone());
             }
             pods.insert(key, Arc::new(pod));
         }
@@ -270,14 +254,8 @@ impl Controller {
 
     /// Enqueues every known volume and claim (the periodic resync).
     pub fn resync(&self) {
-        let names: Vec<String> = self
-            .volumes
-            .read()
-            .unwrap()
-            .index
-            .iter()
-            .map(|v| helpers::name(&v.metadata).to_string())
-            .collect();
+        let names: Vec<String> =
+            self.volumes.read().unwrap().index.iter().map(|v| helpers::name(&v.metadata).to_string()).collect();
         for n in names {
             self.volume_queue.add(&n);
         }
@@ -309,17 +287,15 @@ impl Controller {
         self.classes.read().unwrap().get(name).cloned()
     }
 
-    /// Counts for `/metrics`: (bound PVs, unbound PVs, bound PVCs, unbound PVCs), by class.
+    /// Counts for the `pv_collector_*` metrics, with upstream's rules: a PV or PVC counts as
+    /// bound when its *phase* is Bound; every PV also counts by plugin name and volume mode.
     pub fn collect_counts(&self) -> Counts {
         let mut c = Counts::default();
         for v in self.volumes.read().unwrap().index.iter() {
             let class = helpers::volume_class(v).to_string();
-            *c.total_pv
-                .entry((class.clone(), helpers::volume_phase(v).to_string()))
-                .or_default() += 1;
-            if helpers::claim_ref(v).is_some()
-                && helpers::volume_phase(v) == helpers::pv_phase::BOUND
-            {
+            let mode = helpers::volume_mode(v).to_string();
+            *c.total_pv.entry((self.volume_plugin_name(v), mode)).or_default() += 1;
+            if helpers::volume_phase(v) == helpers::pv_phase::BOUND {
                 *c.bound_pv.entry(class).or_default() += 1;
             } else {
                 *c.unbound_pv.entry(class).or_default() += 1;
@@ -327,15 +303,43 @@ impl Controller {
         }
         for cl in self.claims.read().unwrap().values() {
             let ns = cl.metadata.namespace.clone().unwrap_or_default();
-            let class = helpers::claim_class(cl).to_string();
+            let class = cl.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
             let vac = helpers::claim_vac(cl).to_string();
-            if helpers::claim_volume_name(cl).is_empty() {
-                *c.unbound_pvc.entry((ns, class, vac)).or_default() += 1;
-            } else {
+            if helpers::claim_phase(cl) == "Bound" {
                 *c.bound_pvc.entry((ns, class, vac)).or_default() += 1;
+            } else {
+                *c.unbound_pvc.entry((ns, class, vac)).or_default() += 1;
             }
         }
         c
+    }
+
+    /// The plugin name upstream reports for a PV in `pv_collector_total_pv_count`: a registered
+    /// plugin that supports it, else the in-tree plugin for its volume source
+    /// (`kubernetes.io/csi:<driver>` for CSI), else `N/A`.
+    pub fn volume_plugin_name(&self, v: &PersistentVolume) -> String {
+        if let Ok(p) = self.plugins.deletable_by_spec(v) {
+            return p.name().to_string();
+        }
+        let Some(s) = v.spec.as_ref() else {
+            return "N/A".into();
+        };
+        let name = if let Some(csi) = &s.csi {
+            return format!("kubernetes.io/csi:{}", csi.driver);
+        } else if s.host_path.is_some() {
+            "kubernetes.io/host-path"
+        } else if s.nfs.is_some() {
+            "kubernetes.io/nfs"
+        } else if s.local.is_some() {
+            "kubernetes.io/local-volume"
+        } else if s.iscsi.is_some() {
+            "kubernetes.io/iscsi"
+        } else if s.fc.is_some() {
+            "kubernetes.io/fc"
+        } else {
+            "N/A"
+        };
+        name.into()
     }
 
     // ---- stores after writes -----------------------------------------------------------------
@@ -414,6 +418,6 @@ pub struct Counts {
     pub bound_pvc: HashMap<(String, String, String), u64>,
     /// Unbound PVCs by (namespace, class, volume attributes class).
     pub unbound_pvc: HashMap<(String, String, String), u64>,
-    /// All PVs by (class, phase).
+    /// All PVs by (plugin name, volume mode).
     pub total_pv: HashMap<(String, String), u64>,
 }

@@ -9,9 +9,7 @@
 use crate::api::ClusterApi;
 use crate::clock::Clock;
 use pv_model::annotations::EVENT_COMPONENT;
-use pv_model::k8s::{
-    Event, ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Time,
-};
+use pv_model::k8s::{Event, ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Time};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,13 +77,7 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder writing through `api`.
     pub fn new(api: Arc<dyn ClusterApi>, clock: Arc<dyn Clock>) -> Self {
-        Recorder {
-            api,
-            clock,
-            records: Mutex::new(HashMap::new()),
-            seq: AtomicU64::new(0),
-            emitted: AtomicU64::new(0),
-        }
+        Recorder { api, clock, records: Mutex::new(HashMap::new()), seq: AtomicU64::new(0), emitted: AtomicU64::new(0) }
     }
 
     /// Records an event about `obj`. Failures to write are logged, never returned: events are
@@ -142,26 +134,13 @@ impl Recorder {
         };
         match written {
             Ok(stored) => {
-                self.records.lock().unwrap().insert(
-                    key,
-                    Record {
-                        event: stored,
-                        last_rv: obj.resource_version,
-                    },
-                );
+                self.records.lock().unwrap().insert(key, Record { event: stored, last_rv: obj.resource_version });
             }
             Err(e) => tracing::warn!(error = %e, reason, "could not write event"),
         }
     }
 
-    fn new_event(
-        &self,
-        obj: &Involved,
-        type_: &str,
-        reason: &str,
-        message: &str,
-        now: Time,
-    ) -> Event {
+    fn new_event(&self, obj: &Involved, type_: &str, reason: &str, message: &str, now: Time) -> Event {
         let n = self.seq.fetch_add(1, Ordering::Relaxed);
         let stamp = now.0.as_nanosecond() as u64 + n;
         Event {

@@ -41,3 +41,4 @@ pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent};
 pub use error::{Error, Result};
 pub use plugin::{PluginError, PluginRegistry, ProvisionOptions, VolumePlugin};
+pub use sync_claim::{Provisioning, UnboundClaimPlan, NO_CLASS_MESSAGE};

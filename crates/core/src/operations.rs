@@ -55,11 +55,7 @@ pub struct Operations {
 impl Operations {
     /// A scheduler.
     pub fn new(mode: Mode, clock: Arc<dyn Clock>) -> Arc<Self> {
-        Arc::new(Operations {
-            inner: Mutex::new(Inner::default()),
-            mode,
-            clock,
-        })
+        Arc::new(Operations { inner: Mutex::new(Inner::default()), mode, clock })
     }
 
     /// Starts `op` under `name` unless one is running or backing off.
@@ -100,9 +96,7 @@ impl Operations {
             Err(e) => {
                 let prev = inner.backoff.get(name).map(|b| b.1);
                 let delay = prev.map_or(INITIAL_BACKOFF_MS, |d| (d * 2).min(MAX_BACKOFF_MS));
-                inner
-                    .backoff
-                    .insert(name.to_string(), (self.clock.now_ms() + delay, delay));
+                inner.backoff.insert(name.to_string(), (self.clock.now_ms() + delay, delay));
                 tracing::debug!(operation = %name, error = %e, delay_ms = delay, "operation failed");
             }
         }
@@ -167,11 +161,7 @@ mod tests {
         assert_eq!(ops.schedule("op".into(), fail()), Scheduled::Started);
         ops.run_next().await;
         clock.advance(Duration::from_millis(999));
-        assert_eq!(
-            ops.schedule("op".into(), ok()),
-            Scheduled::BackingOff,
-            "second failure waits 1s"
-        );
+        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::BackingOff, "second failure waits 1s");
         clock.advance(Duration::from_millis(1));
         assert_eq!(ops.schedule("op".into(), ok()), Scheduled::Started);
     }

@@ -21,10 +21,7 @@ pub struct PluginError {
 impl PluginError {
     /// A plain failure.
     pub fn new(message: impl Into<String>) -> Self {
-        PluginError {
-            message: message.into(),
-            in_use: false,
-        }
+        PluginError { message: message.into(), in_use: false }
     }
 }
 
@@ -106,10 +103,7 @@ impl PluginRegistry {
     }
 
     /// The deleting plugin for this PV's source.
-    pub fn deletable_by_spec(
-        &self,
-        volume: &PersistentVolume,
-    ) -> Result<Arc<dyn VolumePlugin>, String> {
+    pub fn deletable_by_spec(&self, volume: &PersistentVolume) -> Result<Arc<dyn VolumePlugin>, String> {
         self.plugins
             .iter()
             .find(|p| p.can_support(volume) && p.can_delete())
@@ -118,10 +112,7 @@ impl PluginRegistry {
     }
 
     /// The recycling plugin for this PV's source.
-    pub fn recyclable_by_spec(
-        &self,
-        volume: &PersistentVolume,
-    ) -> Result<Arc<dyn VolumePlugin>, String> {
+    pub fn recyclable_by_spec(&self, volume: &PersistentVolume) -> Result<Arc<dyn VolumePlugin>, String> {
         self.plugins
             .iter()
             .find(|p| p.can_support(volume) && p.can_recycle())

@@ -4,6 +4,7 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::plugin::{ProvisionOptions, VolumePlugin};
+use crate::sync_claim::Provisioning;
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::{PersistentVolumeClaim, StorageClass};
@@ -17,9 +18,8 @@ impl Controller {
         claim: &PersistentVolumeClaim,
     ) -> Result<(Option<Arc<dyn VolumePlugin>>, Arc<StorageClass>), String> {
         let class_name = helpers::claim_class(claim);
-        let class = self
-            .class(class_name)
-            .ok_or_else(|| format!("storageclass.storage.k8s.io {class_name:?} not found"))?;
+        let class =
+            self.class(class_name).ok_or_else(|| format!("storageclass.storage.k8s.io {class_name:?} not found"))?;
         if csi::migrated_driver(&class.provisioner).is_some() {
             return Ok((None, class));
         }
@@ -27,6 +27,21 @@ impl Controller {
             Ok(p) => Ok((Some(p), class)),
             Err(_) if !class.provisioner.starts_with(ann::IN_TREE_PREFIX) => Ok((None, class)),
             Err(e) => Err(e),
+        }
+    }
+
+    /// How a claim with a class would be provisioned, without doing it: the same
+    /// [`Self::find_provisionable_plugin`] decision [`Self::provision_claim`] acts on.
+    pub(crate) fn provisioning_for(&self, claim: &PersistentVolumeClaim) -> Provisioning {
+        if !self.config.enable_dynamic_provisioning {
+            return Provisioning::Disabled;
+        }
+        match self.find_provisionable_plugin(claim) {
+            Ok((Some(p), _)) => Provisioning::Internal { plugin: p.name().to_string() },
+            Ok((None, class)) => Provisioning::External {
+                provisioner: csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string(),
+            },
+            Err(message) => Provisioning::Failed(message),
         }
     }
 
@@ -39,17 +54,11 @@ impl Controller {
             Ok(x) => x,
             Err(e) => {
                 // Retried on every sync of the claim.
-                self.recorder
-                    .event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, e)
-                    .await;
+                self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, e).await;
                 return Ok(());
             }
         };
-        let name = format!(
-            "provision-{}[{}]",
-            helpers::claim_key(&claim),
-            helpers::uid(&claim.metadata)
-        );
+        let name = format!("provision-{}[{}]", helpers::claim_key(&claim), helpers::uid(&claim.metadata));
         let this = self.self_arc();
         self.operations.schedule(
             name,
@@ -73,55 +82,27 @@ impl Controller {
             return Ok(claim);
         }
         let mut clone = (*claim).clone();
-        helpers::set_annotation(
-            &mut clone.metadata,
-            ann::BETA_STORAGE_PROVISIONER,
-            provisioner,
-        );
+        helpers::set_annotation(&mut clone.metadata, ann::BETA_STORAGE_PROVISIONER, provisioner);
         helpers::set_annotation(&mut clone.metadata, ann::STORAGE_PROVISIONER, provisioner);
         if let Some(a) = clone.metadata.annotations.as_mut() {
             csi::update_migration_annotation(a, Some(provisioner));
         }
-        let saved = self
-            .api
-            .update_claim(&clone)
-            .await
-            .map_err(Error::api("saving claim provisioner"))?;
+        let saved = self.api.update_claim(&clone).await.map_err(Error::api("saving claim provisioner"))?;
         Ok(self.store_claim(saved))
     }
 
-    async fn provision_external(
-        &self,
-        claim: Arc<PersistentVolumeClaim>,
-        class: Arc<StorageClass>,
-    ) -> Result<()> {
-        let provisioner = csi::migrated_driver(&class.provisioner)
-            .unwrap_or(&class.provisioner)
-            .to_string();
+    async fn provision_external(&self, claim: Arc<PersistentVolumeClaim>, class: Arc<StorageClass>) -> Result<()> {
+        let provisioner = csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string();
         let claim = self.set_claim_provisioner(claim, &provisioner).await?;
         let msg = format!(
             "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
         );
-        self.recorder
-            .event(
-                &*claim,
-                reasons::NORMAL,
-                reasons::EXTERNAL_PROVISIONING,
-                msg,
-            )
-            .await;
+        self.recorder.event(&*claim, reasons::NORMAL, reasons::EXTERNAL_PROVISIONING, msg).await;
         Ok(())
     }
 
     async fn fail_provisioning(&self, claim: &PersistentVolumeClaim, msg: String) -> Error {
-        self.recorder
-            .event(
-                claim,
-                reasons::WARNING,
-                reasons::PROVISIONING_FAILED,
-                msg.clone(),
-            )
-            .await;
+        self.recorder.event(claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg.clone()).await;
         Error::Plugin(msg)
     }
 
@@ -132,15 +113,8 @@ impl Controller {
         class: Arc<StorageClass>,
     ) -> Result<()> {
         let started = std::time::Instant::now();
-        let r = self
-            .provision_internal_inner(claim, plugin.clone(), class)
-            .await;
-        self.metrics.observe(
-            plugin.name(),
-            "volume_provision",
-            started.elapsed().as_secs_f64(),
-            r.is_err(),
-        );
+        let r = self.provision_internal_inner(claim, plugin.clone(), class).await;
+        self.metrics.observe(plugin.name(), "volume_provision", started.elapsed().as_secs_f64(), r.is_err());
         r
     }
 
@@ -153,12 +127,12 @@ impl Controller {
         let plugin_name = plugin.name().to_string();
         let spec = claim.spec.clone().unwrap_or_default();
         if spec.data_source.is_some() || spec.data_source_ref.is_some() {
-            let msg = format!("plugin {plugin_name:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource");
+            let msg = format!(
+                "plugin {plugin_name:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource"
+            );
             return Err(self.fail_provisioning(&claim, msg).await);
         }
-        let claim = self
-            .set_claim_provisioner(claim, &class.provisioner)
-            .await?;
+        let claim = self.set_claim_provisioner(claim, &class.provisioner).await?;
 
         // A previous attempt may have finished: the PV name is deterministic.
         let pv_name = format!("pvc-{}", helpers::uid(&claim.metadata));
@@ -191,10 +165,7 @@ impl Controller {
             pv_name: pv_name.clone(),
             claim: claim.clone(),
             class: class.clone(),
-            reclaim_policy: class
-                .reclaim_policy
-                .clone()
-                .unwrap_or_else(|| policy::DELETE.into()),
+            reclaim_policy: class.reclaim_policy.clone().unwrap_or_else(|| policy::DELETE.into()),
             mount_options,
             parameters: class.parameters.clone().unwrap_or_default(),
             selected_node,
@@ -203,10 +174,8 @@ impl Controller {
             Ok(v) => v,
             Err(e) => {
                 self.reschedule_provisioning(&claim).await;
-                let msg = format!(
-                    "Failed to provision volume with StorageClass {:?}: {e}",
-                    helpers::name(&class.metadata)
-                );
+                let msg =
+                    format!("Failed to provision volume with StorageClass {:?}: {e}", helpers::name(&class.metadata));
                 return Err(self.fail_provisioning(&claim, msg).await);
             }
         };
@@ -219,8 +188,7 @@ impl Controller {
         if !class_name.is_empty() {
             spec.storage_class_name = Some(class_name.to_string());
         }
-        let delete_policy =
-            spec.persistent_volume_reclaim_policy.as_deref() == Some(policy::DELETE);
+        let delete_policy = spec.persistent_volume_reclaim_policy.as_deref() == Some(policy::DELETE);
         volume.status.get_or_insert_with(Default::default).phase = Some(pv_phase::BOUND.into());
         helpers::set_annotation(&mut volume.metadata, ann::BOUND_BY_CONTROLLER, "yes");
         helpers::set_annotation(&mut volume.metadata, ann::PROVISIONED_BY, &plugin_name);
@@ -232,9 +200,7 @@ impl Controller {
         let mut last_err = None;
         for attempt in 0..self.config.create_provisioned_pv_retry_count.max(1) {
             if attempt > 0 {
-                self.clock
-                    .sleep(self.config.create_provisioned_pv_interval)
-                    .await;
+                self.clock.sleep(self.config.create_provisioned_pv_interval).await;
             }
             match self.api.create_volume(&volume).await {
                 Ok(saved) => {
@@ -254,18 +220,12 @@ impl Controller {
         }
         if let Some(err) = last_err {
             // The asset exists but its PV could not be saved: delete the asset, never orphan it.
-            let msg = format!(
-                "Error creating provisioned PV object for claim {key}: {err}. Deleting the volume."
-            );
-            self.recorder
-                .event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg)
-                .await;
+            let msg = format!("Error creating provisioned PV object for claim {key}: {err}. Deleting the volume.");
+            self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg).await;
             let mut delete_err = None;
             for attempt in 0..self.config.create_provisioned_pv_retry_count.max(1) {
                 if attempt > 0 {
-                    self.clock
-                        .sleep(self.config.create_provisioned_pv_interval)
-                        .await;
+                    self.clock.sleep(self.config.create_provisioned_pv_interval).await;
                 }
                 match plugin.delete(&volume).await {
                     Ok(()) => {
@@ -277,26 +237,12 @@ impl Controller {
             }
             if let Some(e) = delete_err {
                 let msg = format!("Error cleaning provisioned volume for claim {key}: {e}. Please delete manually.");
-                self.recorder
-                    .event(
-                        &*claim,
-                        reasons::WARNING,
-                        reasons::PROVISIONING_CLEANUP_FAILED,
-                        msg,
-                    )
-                    .await;
+                self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_CLEANUP_FAILED, msg).await;
             }
             return Err(Error::api("saving provisioned volume")(err));
         }
         let msg = format!("Successfully provisioned volume {pv_name} using {plugin_name}");
-        self.recorder
-            .event(
-                &*claim,
-                reasons::NORMAL,
-                reasons::PROVISIONING_SUCCEEDED,
-                msg,
-            )
-            .await;
+        self.recorder.event(&*claim, reasons::NORMAL, reasons::PROVISIONING_SUCCEEDED, msg).await;
         Ok(())
     }
 

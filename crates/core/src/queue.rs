@@ -95,9 +95,7 @@ impl WorkQueue {
         q.dirty.remove(&key);
         q.processing.insert(key.clone());
         if let Some(t) = q.added_at.remove(&key) {
-            self.stats
-                .wait_ms_sum
-                .fetch_add(self.clock.now_ms().saturating_sub(t), Ordering::Relaxed);
+            self.stats.wait_ms_sum.fetch_add(self.clock.now_ms().saturating_sub(t), Ordering::Relaxed);
         }
         self.stats.gets.fetch_add(1, Ordering::Relaxed);
         Some(key)
@@ -161,9 +159,7 @@ impl WorkQueue {
             *n
         };
         self.stats.retries.fetch_add(1, Ordering::Relaxed);
-        let delay = BASE_DELAY_MS
-            .saturating_mul(1u64 << (n - 1).min(40))
-            .min(MAX_DELAY_MS);
+        let delay = BASE_DELAY_MS.saturating_mul(1u64 << (n - 1).min(40)).min(MAX_DELAY_MS);
         self.add_after(key, Duration::from_millis(delay));
     }
 
@@ -196,13 +192,7 @@ impl WorkQueue {
 
     /// When the next delayed key is due (clock milliseconds).
     pub fn next_due(&self) -> Option<u64> {
-        self.inner
-            .lock()
-            .unwrap()
-            .delayed
-            .keys()
-            .next()
-            .map(|(t, _)| *t)
+        self.inner.lock().unwrap().delayed.keys().next().map(|(t, _)| *t)
     }
 
     /// Keys waiting to be processed (`workqueue_depth`).

@@ -19,10 +19,7 @@ pub(crate) enum Deleted {
 
 impl Controller {
     /// Starts reclaiming a released volume according to its policy.
-    pub(crate) async fn reclaim_volume(
-        self: &Controller,
-        volume: Arc<PersistentVolume>,
-    ) -> Result<()> {
+    pub(crate) async fn reclaim_volume(self: &Controller, volume: Arc<PersistentVolume>) -> Result<()> {
         if helpers::annotation(&volume.metadata, ann::MIGRATED_TO).is_some_and(|d| !d.is_empty()) {
             // Migrated to CSI: the CSI driver's provisioner reclaims it.
             return Ok(());
@@ -108,25 +105,12 @@ impl Controller {
             let mut pods: Vec<String> = self
                 .pods_using(&helpers::claim_ref_key(&r))
                 .iter()
-                .map(|p| {
-                    format!(
-                        "{}/{}",
-                        p.metadata.namespace.as_deref().unwrap_or(""),
-                        helpers::name(&p.metadata)
-                    )
-                })
+                .map(|p| format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), helpers::name(&p.metadata)))
                 .collect();
             pods.sort();
             if !pods.is_empty() {
                 let msg = format!("Volume is used by pods: {}", pods.join(","));
-                self.recorder
-                    .event(
-                        &*volume,
-                        reasons::WARNING,
-                        reasons::VOLUME_FAILED_RECYCLE,
-                        msg,
-                    )
-                    .await;
+                self.recorder.event(&*volume, reasons::NORMAL, reasons::VOLUME_FAILED_RECYCLE, msg).await;
                 return;
             }
         }
@@ -147,12 +131,7 @@ impl Controller {
         };
         let started = std::time::Instant::now();
         let result = plugin.recycle(&volume).await;
-        self.metrics.observe(
-            plugin.name(),
-            "volume_recycle",
-            started.elapsed().as_secs_f64(),
-            result.is_err(),
-        );
+        self.metrics.observe(plugin.name(), "volume_recycle", started.elapsed().as_secs_f64(), result.is_err());
         if let Err(e) = result {
             let msg = format!("Recycle failed: {e}");
             let _ = self
@@ -167,14 +146,7 @@ impl Controller {
             return;
         }
         tracing::info!(volume = %name, "volume recycled");
-        self.recorder
-            .event(
-                &*volume,
-                reasons::NORMAL,
-                reasons::VOLUME_RECYCLED,
-                "Volume recycled",
-            )
-            .await;
+        self.recorder.event(&*volume, reasons::NORMAL, reasons::VOLUME_RECYCLED, "Volume recycled").await;
         if let Err(e) = self.unbind_volume(&volume).await {
             // The next sync recycles again; recycling an empty volume is harmless.
             tracing::debug!(volume = %name, error = %e, "failed to make recycled volume Available");
@@ -194,14 +166,7 @@ impl Controller {
             Err(e) => {
                 let msg = e.message.clone();
                 if e.in_use {
-                    self.recorder
-                        .event(
-                            &*fresh,
-                            reasons::NORMAL,
-                            reasons::VOLUME_DELETE,
-                            msg.clone(),
-                        )
-                        .await;
+                    self.recorder.event(&*fresh, reasons::NORMAL, reasons::VOLUME_DELETE, msg.clone()).await;
                 } else {
                     self.update_volume_phase_with_event(
                         &fresh,
@@ -230,10 +195,7 @@ impl Controller {
         }
     }
 
-    async fn remove_deletion_finalizer(
-        &self,
-        volume: Arc<PersistentVolume>,
-    ) -> Result<Arc<PersistentVolume>> {
+    async fn remove_deletion_finalizer(&self, volume: Arc<PersistentVolume>) -> Result<Arc<PersistentVolume>> {
         if !helpers::has_finalizer(&volume.metadata, ann::PV_CONTROLLER_FINALIZER) {
             return Ok(volume);
         }
@@ -252,10 +214,7 @@ impl Controller {
     }
 
     /// Finds the deleter for a volume and deletes its asset.
-    pub(crate) async fn do_delete_volume(
-        &self,
-        volume: &PersistentVolume,
-    ) -> Result<Deleted, crate::PluginError> {
+    pub(crate) async fn do_delete_volume(&self, volume: &PersistentVolume) -> Result<Deleted, crate::PluginError> {
         let plugin = match self.find_deletable_plugin(volume) {
             Ok(Some(p)) => p,
             Ok(None) => {
@@ -266,24 +225,14 @@ impl Controller {
         };
         let started = std::time::Instant::now();
         let r = plugin.delete(volume).await;
-        self.metrics.observe(
-            plugin.name(),
-            "volume_delete",
-            started.elapsed().as_secs_f64(),
-            r.is_err(),
-        );
+        self.metrics.observe(plugin.name(), "volume_delete", started.elapsed().as_secs_f64(), r.is_err());
         r?;
         tracing::info!(volume = %helpers::name(&volume.metadata), "volume deleted");
         Ok(Deleted::Yes)
     }
 
-    fn find_deletable_plugin(
-        &self,
-        volume: &PersistentVolume,
-    ) -> Result<Option<Arc<dyn VolumePlugin>>, String> {
-        if let Some(p) =
-            helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).filter(|p| !p.is_empty())
-        {
+    fn find_deletable_plugin(&self, volume: &PersistentVolume) -> Result<Option<Arc<dyn VolumePlugin>>, String> {
+        if let Some(p) = helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).filter(|p| !p.is_empty()) {
             return match self.plugins.deletable_by_name(p) {
                 Ok(plugin) => Ok(Some(plugin)),
                 Err(_) if !p.starts_with(ann::IN_TREE_PREFIX) => Ok(None),
@@ -296,14 +245,8 @@ impl Controller {
         if volume.spec.as_ref().is_some_and(|s| s.csi.is_some()) {
             return Ok(None);
         }
-        self.plugins
-            .deletable_by_spec(volume)
-            .map(Some)
-            .map_err(|e| {
-                format!(
-                    "error getting deleter volume plugin for volume {:?}: {e}",
-                    helpers::name(&volume.metadata)
-                )
-            })
+        self.plugins.deletable_by_spec(volume).map(Some).map_err(|e| {
+            format!("error getting deleter volume plugin for volume {:?}: {e}", helpers::name(&volume.metadata))
+        })
     }
 }

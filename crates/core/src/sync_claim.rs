@@ -8,9 +8,63 @@ use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::{csi, matching, reasons};
 use std::sync::Arc;
 
+/// What the controller does next for an unbound claim: the decision half of its sync, computed
+/// from the caches by [`Controller::plan_unbound_claim`] and then executed. Kept as a value so the
+/// decision has one home that both the sync and `explain` use.
+#[derive(Clone, Debug)]
+pub enum UnboundClaimPlan {
+    /// Bind the claim to this volume: the best match, or the volume the claim names.
+    Bind(Arc<PersistentVolume>),
+    /// No volume matches and the claim names no class: give it the default class (then re-sync).
+    AssignDefaultClass(String),
+    /// The class binds on first consumer and no node is selected yet: wait for the scheduler.
+    WaitForFirstConsumer {
+        /// Pods using the claim that are not scheduled yet.
+        pods: Vec<String>,
+    },
+    /// No volume matches and the claim has a class: provision one.
+    Provision(Provisioning),
+    /// No volume matches and the claim's class is `""`: nothing to do (FailedBinding).
+    NoClass,
+    /// The claim names a volume that does not exist (yet).
+    VolumeNotFound(String),
+    /// The claim names an unclaimed volume that does not fit it (VolumeMismatch).
+    VolumeMismatch {
+        /// The named volume.
+        volume: Arc<PersistentVolume>,
+        /// The rule it fails, with upstream's message as detail.
+        verdict: matching::Verdict,
+    },
+    /// The claim names a volume whose claimRef points to another claim.
+    ClaimedByOther {
+        /// The named volume.
+        volume: Arc<PersistentVolume>,
+        /// `namespace/name` its claimRef points to.
+        other: String,
+    },
+}
+
+/// How a claim would be provisioned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Provisioning {
+    /// Dynamic provisioning is switched off in the controller's settings.
+    Disabled,
+    /// By an in-process plugin with this name.
+    Internal {
+        /// Plugin name (`kubernetes.io/host-path`).
+        plugin: String,
+    },
+    /// Handed off by annotation to this external provisioner (a CSI driver for migrated plugins).
+    External {
+        /// Provisioner name.
+        provisioner: String,
+    },
+    /// Cannot be provisioned: class missing, or a `kubernetes.io/` name with no plugin.
+    Failed(String),
+}
+
 /// Upstream's message when a claim with no class finds no volume.
-pub const NO_CLASS_MESSAGE: &str =
-    "no persistent volumes available for this claim and no storage class is set";
+pub const NO_CLASS_MESSAGE: &str = "no persistent volumes available for this claim and no storage class is set";
 
 impl Controller {
     async fn update_claim_migration_annotations(
@@ -26,11 +80,7 @@ impl Controller {
         }
         let mut clone = (*claim).clone();
         clone.metadata.annotations = Some(anns);
-        let saved = self
-            .api
-            .update_claim(&clone)
-            .await
-            .map_err(Error::api("saving claim migration annotations"))?;
+        let saved = self.api.update_claim(&clone).await.map_err(Error::api("saving claim migration annotations"))?;
         Ok(self.store_claim(saved))
     }
 
@@ -47,10 +97,7 @@ impl Controller {
     /// True when the claim's class binds on first consumer. A missing class is not delayed.
     pub fn is_delay_binding(&self, claim: &PersistentVolumeClaim) -> bool {
         let class = helpers::claim_class(claim);
-        !class.is_empty()
-            && self
-                .class(class)
-                .is_some_and(|c| helpers::is_delay_binding_class(&c))
+        !class.is_empty() && self.class(class).is_some_and(|c| helpers::is_delay_binding_class(&c))
     }
 
     /// The volume the controller would bind this claim to now.
@@ -59,93 +106,110 @@ impl Controller {
         let key = helpers::claim_key(claim);
         let reserved = self.reservations.lock().unwrap().clone();
         let is_reserved = |v: &str| reserved.get(v).is_some_and(|c| *c != key);
-        self.volumes
-            .read()
-            .unwrap()
-            .index
-            .find_best_match(claim, delay, &is_reserved)
+        self.volumes.read().unwrap().index.find_best_match(claim, delay, &is_reserved)
+    }
+
+    /// What a sync of this unbound claim (no `bind-completed` annotation) would do now, decided
+    /// from the caches alone, without writing anything. [`Controller`]'s claim sync executes
+    /// exactly this plan; `pv-controller explain` reports it.
+    pub fn plan_unbound_claim(&self, claim: &PersistentVolumeClaim) -> UnboundClaimPlan {
+        let requested = helpers::claim_volume_name(claim);
+        if !requested.is_empty() {
+            return self.plan_requested_volume(claim, requested);
+        }
+        // The user does not care which volume.
+        if let Some(volume) = self.find_best_match(claim) {
+            return UnboundClaimPlan::Bind(volume);
+        }
+        // No match: maybe give it the default class first (retroactive assignment).
+        if !helpers::claim_has_class(claim) {
+            let classes = self.classes.read().unwrap();
+            if let Some(c) = helpers::default_class(classes.values().map(|c| &**c)) {
+                return UnboundClaimPlan::AssignDefaultClass(helpers::name(&c.metadata).into());
+            }
+        }
+        if self.is_delay_binding(claim) && !helpers::has_annotation(&claim.metadata, ann::SELECTED_NODE) {
+            UnboundClaimPlan::WaitForFirstConsumer { pods: self.unscheduled_pods_using(claim) }
+        } else if !helpers::claim_class(claim).is_empty() {
+            UnboundClaimPlan::Provision(self.provisioning_for(claim))
+        } else {
+            UnboundClaimPlan::NoClass
+        }
+    }
+
+    /// The plan for a claim that names its volume in `spec.volumeName`.
+    fn plan_requested_volume(&self, claim: &PersistentVolumeClaim, requested: &str) -> UnboundClaimPlan {
+        let Some(volume) = self.volume(requested) else {
+            return UnboundClaimPlan::VolumeNotFound(requested.to_string());
+        };
+        match helpers::claim_ref(&volume) {
+            // Unclaimed: bind if it fits.
+            None => match matching::check_requested_volume(&volume, claim) {
+                Some(verdict) => UnboundClaimPlan::VolumeMismatch { volume, verdict },
+                None => UnboundClaimPlan::Bind(volume),
+            },
+            // Claimed by this claim: finish the binding (adds the UID).
+            Some(_) if helpers::is_volume_bound_to_claim(&volume, claim) => UnboundClaimPlan::Bind(volume),
+            Some(r) => UnboundClaimPlan::ClaimedByOther { other: helpers::claim_ref_key(r), volume },
+        }
     }
 
     async fn sync_unbound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
         let key = helpers::claim_key(&claim);
-        let requested = helpers::claim_volume_name(&claim).to_string();
-        if requested.is_empty() {
-            // The user does not care which volume.
-            let delay = self.is_delay_binding(&claim);
-            let Some(volume) = self.find_best_match(&claim) else {
-                // No match: maybe give it the default class first (retroactive assignment).
-                if self.assign_default_class(&claim).await? {
-                    return Ok(());
+        match self.plan_unbound_claim(&claim) {
+            UnboundClaimPlan::Bind(volume) if helpers::claim_volume_name(&claim).is_empty() => {
+                // Reserve the volume so concurrent workers do not pick it for another claim.
+                let vname = helpers::name(&volume.metadata).to_string();
+                {
+                    let mut r = self.reservations.lock().unwrap();
+                    if r.get(&vname).is_some_and(|c| *c != key) {
+                        return Err(Error::Invalid(format!("volume {vname:?} is being bound to another claim")));
+                    }
+                    r.insert(vname.clone(), key.clone());
                 }
-                if delay && !helpers::has_annotation(&claim.metadata, ann::SELECTED_NODE) {
-                    self.emit_waiting_for_consumer(&claim).await;
-                } else if !helpers::claim_class(&claim).is_empty() {
-                    // Provisioning runs as an operation; it updates the claim itself.
-                    return self.provision_claim(claim).await;
-                } else {
-                    let msg = format!("{NO_CLASS_MESSAGE}{}", self.rejection_breakdown(&claim));
-                    self.recorder
-                        .event(&*claim, reasons::NORMAL, reasons::FAILED_BINDING, msg)
-                        .await;
-                }
-                self.update_claim_status(&claim, pvc_phase::PENDING, None)
-                    .await?;
-                return Ok(());
-            };
-            // Reserve the volume so concurrent workers do not pick it for another claim.
-            let vname = helpers::name(&volume.metadata).to_string();
-            {
-                let mut r = self.reservations.lock().unwrap();
-                if r.get(&vname).is_some_and(|c| *c != key) {
+                let result = self.bind(&volume, &claim).await;
+                self.reservations.lock().unwrap().remove(&vname);
+                result
+            }
+            UnboundClaimPlan::Bind(volume) => self.bind(&volume, &claim).await,
+            UnboundClaimPlan::AssignDefaultClass(class) => self.assign_default_class(&claim, class).await,
+            // Provisioning runs as an operation; it updates the claim itself.
+            UnboundClaimPlan::Provision(_) => self.provision_claim(claim).await,
+            UnboundClaimPlan::WaitForFirstConsumer { pods } => {
+                self.emit_waiting_for_consumer(&claim, &pods).await;
+                self.stay_pending(&claim).await
+            }
+            UnboundClaimPlan::NoClass => {
+                let msg = format!("{NO_CLASS_MESSAGE}{}", self.rejection_breakdown(&claim));
+                self.recorder.event(&*claim, reasons::NORMAL, reasons::FAILED_BINDING, msg).await;
+                self.stay_pending(&claim).await
+            }
+            // The requested volume does not exist (yet): stay Pending.
+            UnboundClaimPlan::VolumeNotFound(_) => self.stay_pending(&claim).await,
+            UnboundClaimPlan::VolumeMismatch { volume, verdict } => {
+                // Upstream: "Cannot bind to requested volume %q: %s".
+                let msg = format!(
+                    "Cannot bind to requested volume {:?}: {}",
+                    helpers::name(&volume.metadata),
+                    verdict.detail
+                );
+                self.recorder.event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, msg).await;
+                self.stay_pending(&claim).await
+            }
+            UnboundClaimPlan::ClaimedByOther { volume, other } => {
+                let requested = helpers::name(&volume.metadata);
+                // Upstream emits this in both branches below.
+                let msg = format!("volume {requested:?} already bound to a different claim.");
+                self.recorder.event(&*claim, reasons::WARNING, reasons::FAILED_BINDING, msg).await;
+                if helpers::has_annotation(&claim.metadata, ann::BOUND_BY_CONTROLLER) {
+                    // Only possible if someone removed bind-completed from a claim we bound.
                     return Err(Error::Invalid(format!(
-                        "volume {vname:?} is being bound to another claim"
+                        "invalid binding of claim {key:?} to volume {requested:?}: volume already claimed by {other:?}"
                     )));
                 }
-                r.insert(vname.clone(), key.clone());
+                self.stay_pending(&claim).await
             }
-            let result = self.bind(&volume, &claim).await;
-            self.reservations.lock().unwrap().remove(&vname);
-            return result;
         }
-
-        // The user asked for a specific volume.
-        let Some(volume) = self.volume(&requested) else {
-            // It does not exist (yet): stay Pending.
-            self.update_claim_status(&claim, pvc_phase::PENDING, None)
-                .await?;
-            return Ok(());
-        };
-        if helpers::claim_ref(&volume).is_none() {
-            // Unclaimed: bind if it fits.
-            if let Some(why) = matching::check_requested_volume(&volume, &claim) {
-                self.recorder
-                    .event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, why)
-                    .await;
-                self.update_claim_status(&claim, pvc_phase::PENDING, None)
-                    .await?;
-                return Ok(());
-            }
-            return self.bind(&volume, &claim).await;
-        }
-        if helpers::is_volume_bound_to_claim(&volume, &claim) {
-            // Claimed by this claim: finish the binding (adds the UID).
-            return self.bind(&volume, &claim).await;
-        }
-        // Claimed by someone else.
-        if !helpers::has_annotation(&claim.metadata, ann::BOUND_BY_CONTROLLER) {
-            let msg = format!("volume {:?} already bound to a different claim.", requested);
-            self.recorder
-                .event(&*claim, reasons::WARNING, reasons::FAILED_BINDING, msg)
-                .await;
-            self.update_claim_status(&claim, pvc_phase::PENDING, None)
-                .await?;
-            return Ok(());
-        }
-        // Only possible if someone removed bind-completed from a claim we bound.
-        let other = helpers::claim_ref(&volume)
-            .map(helpers::claim_ref_key)
-            .unwrap_or_default();
-        Err(Error::Invalid(format!("invalid binding of claim {key:?} to volume {requested:?}: volume already claimed by {other:?}")))
     }
 
     async fn sync_bound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
@@ -196,24 +260,14 @@ impl Controller {
         }
     }
 
-    /// Gives a claim with no class the cluster's default class. True when it did.
-    async fn assign_default_class(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<bool> {
-        if helpers::claim_has_class(claim) {
-            return Ok(false);
-        }
-        let default = {
-            let classes = self.classes.read().unwrap();
-            helpers::default_class(classes.values().map(|c| &**c))
-                .map(|c| helpers::name(&c.metadata).to_string())
-        };
-        let Some(class) = default else {
-            return Ok(false);
-        };
+    async fn stay_pending(&self, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
+        self.update_claim_status(claim, pvc_phase::PENDING, None).await.map(|_| ())
+    }
+
+    /// Gives a claim with no class the cluster's default class `class` (the plan chose it).
+    async fn assign_default_class(&self, claim: &Arc<PersistentVolumeClaim>, class: String) -> Result<()> {
         let mut clone = (**claim).clone();
-        clone
-            .spec
-            .get_or_insert_with(Default::default)
-            .storage_class_name = Some(class.clone());
+        clone.spec.get_or_insert_with(Default::default).storage_class_name = Some(class.clone());
         match self.api.update_claim(&clone).await {
             Ok(saved) => {
                 self.metrics.retroactive(true);
@@ -221,7 +275,7 @@ impl Controller {
                 self.store_claim(saved);
                 // The update triggers a new sync, which binds or provisions with the class.
                 self.claim_queue.add(&helpers::claim_key(claim));
-                Ok(true)
+                Ok(())
             }
             Err(e) => {
                 self.metrics.retroactive(false);
@@ -230,25 +284,16 @@ impl Controller {
         }
     }
 
-    async fn emit_waiting_for_consumer(&self, claim: &Arc<PersistentVolumeClaim>) {
-        let pods = self.unscheduled_pods_using(claim);
+    async fn emit_waiting_for_consumer(&self, claim: &Arc<PersistentVolumeClaim>, pods: &[String]) {
         let (reason, msg) = match pods.len() {
             0 => (
                 reasons::WAIT_FOR_FIRST_CONSUMER,
                 "waiting for first consumer to be created before binding".to_string(),
             ),
-            1 => (
-                reasons::WAIT_FOR_POD_SCHEDULED,
-                format!("waiting for pod {} to be scheduled", pods[0]),
-            ),
-            _ => (
-                reasons::WAIT_FOR_POD_SCHEDULED,
-                format!("waiting for pods {} to be scheduled", pods.join(",")),
-            ),
+            1 => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pod {} to be scheduled", pods[0])),
+            _ => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pods {} to be scheduled", pods.join(","))),
         };
-        self.recorder
-            .event(&**claim, reasons::NORMAL, reason, msg)
-            .await;
+        self.recorder.event(&**claim, reasons::NORMAL, reason, msg).await;
     }
 
     /// Names of running (not terminated) pods that use the claim and are not scheduled yet.
@@ -262,49 +307,28 @@ impl Controller {
 
     /// Running (not terminated) pods that use the claim with this key, by name.
     pub(crate) fn pods_using(&self, claim_key: &str) -> Vec<Arc<pv_model::k8s::Pod>> {
-        let keys: Vec<String> = self
-            .pods_by_claim
-            .read()
-            .unwrap()
-            .get(claim_key)
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect();
+        let keys: Vec<String> =
+            self.pods_by_claim.read().unwrap().get(claim_key).into_iter().flatten().cloned().collect();
         let pods = self.pods.read().unwrap();
-        keys.iter()
-            .filter_map(|k| pods.get(k))
-            .filter(|p| !helpers::is_pod_terminated(p))
-            .cloned()
-            .collect()
+        keys.iter().filter_map(|k| pods.get(k)).filter(|p| !helpers::is_pod_terminated(p)).cloned().collect()
     }
 
     /// " (12 volumes: 7 too small, 3 access modes, 2 class)" — why every volume was rejected; empty
     /// when there are no volumes. Appended to upstream's FailedBinding message.
     pub fn rejection_breakdown(&self, claim: &PersistentVolumeClaim) -> String {
         let delay = self.is_delay_binding(claim);
-        let mut counts: std::collections::BTreeMap<matching::VerdictKind, usize> =
-            Default::default();
+        let mut counts: std::collections::BTreeMap<matching::VerdictKind, usize> = Default::default();
         let mut total = 0;
         for v in self.volumes.read().unwrap().index.iter() {
             total += 1;
-            *counts
-                .entry(matching::evaluate(claim, v, delay).kind)
-                .or_default() += 1;
+            *counts.entry(matching::evaluate(claim, v, delay).kind).or_default() += 1;
         }
         if total == 0 {
             return String::new();
         }
-        let mut parts: Vec<(usize, &str)> = counts
-            .iter()
-            .map(|(k, n)| (*n, k.breakdown_label()))
-            .collect();
+        let mut parts: Vec<(usize, &str)> = counts.iter().map(|(k, n)| (*n, k.breakdown_label())).collect();
         parts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
         let list: Vec<String> = parts.iter().map(|(n, l)| format!("{n} {l}")).collect();
-        format!(
-            " ({total} volume{}: {})",
-            if total == 1 { "" } else { "s" },
-            list.join(", ")
-        )
+        format!(" ({total} volume{}: {})", if total == 1 { "" } else { "s" }, list.join(", "))
     }
 }

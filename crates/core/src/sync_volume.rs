@@ -15,8 +15,7 @@ impl Controller {
         volume: Arc<PersistentVolume>,
     ) -> Result<Arc<PersistentVolume>> {
         let mut clone = (*volume).clone();
-        let provisioner =
-            helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).map(str::to_string);
+        let provisioner = helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).map(str::to_string);
         let mut anns = clone.metadata.annotations.clone().unwrap_or_default();
         let ann_changed = csi::update_migration_annotation(&mut anns, provisioner.as_deref());
         if ann_changed {
@@ -26,31 +25,19 @@ impl Controller {
         if !ann_changed && !fin_changed {
             return Ok(volume);
         }
-        let saved = self
-            .api
-            .update_volume(&clone)
-            .await
-            .map_err(Error::api("saving volume migration annotations"))?;
+        let saved = self.api.update_volume(&clone).await.map_err(Error::api("saving volume migration annotations"))?;
         Ok(self.store_volume(saved))
     }
 
     /// Looks a claim up by key: cache, then the API server.
-    async fn find_claim(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<Arc<PersistentVolumeClaim>>> {
+    async fn find_claim(&self, namespace: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>> {
         if let Some(c) = self.claim(&format!("{namespace}/{name}")) {
             return Ok(Some(c));
         }
         self.get_claim_from_api(namespace, name).await
     }
 
-    async fn get_claim_from_api(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> Result<Option<Arc<PersistentVolumeClaim>>> {
+    async fn get_claim_from_api(&self, namespace: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>> {
         match self.api.get_claim(namespace, name).await {
             Ok(c) => Ok(Some(self.store_claim(c))),
             Err(e) if e.is_not_found() => Ok(None),
@@ -65,14 +52,12 @@ impl Controller {
 
         let Some(claim_ref) = helpers::claim_ref(&volume).cloned() else {
             // Unused volume.
-            self.update_volume_phase(&volume, pv_phase::AVAILABLE, "")
-                .await?;
+            self.update_volume_phase(&volume, pv_phase::AVAILABLE, "").await?;
             return Ok(());
         };
         if claim_ref.uid.as_deref().unwrap_or("").is_empty() {
             // Pre-bound by a user to a claim that has not bound yet; the claim sync binds it.
-            self.update_volume_phase(&volume, pv_phase::AVAILABLE, "")
-                .await?;
+            self.update_volume_phase(&volume, pv_phase::AVAILABLE, "").await?;
             return Ok(());
         }
         let ns = claim_ref.namespace.clone().unwrap_or_default();
@@ -87,15 +72,9 @@ impl Controller {
         } else {
             self.claim(&format!("{ns}/{cname}"))
         };
-        if claim
-            .as_ref()
-            .is_some_and(|c| helpers::uid(&c.metadata) != ref_uid)
-        {
+        if claim.as_ref().is_some_and(|c| helpers::uid(&c.metadata) != ref_uid) {
             // Another claim with the same name. The cache may be behind: ask the API server.
-            claim = self
-                .get_claim_from_api(&ns, &cname)
-                .await?
-                .filter(|c| helpers::uid(&c.metadata) == ref_uid);
+            claim = self.get_claim_from_api(&ns, &cname).await?.filter(|c| helpers::uid(&c.metadata) == ref_uid);
         }
 
         let Some(claim) = claim else {
@@ -104,9 +83,7 @@ impl Controller {
             let mut volume = volume;
             if phase != pv_phase::RELEASED && phase != pv_phase::FAILED {
                 tracing::info!(volume = %name, policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
-                volume = self
-                    .update_volume_phase(&volume, pv_phase::RELEASED, "")
-                    .await?;
+                volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
             }
             return self.reclaim_volume(volume).await;
         };
@@ -116,13 +93,9 @@ impl Controller {
             if helpers::volume_mode_mismatch(&claim, &volume) {
                 // The claim sync will never pick this volume; say why on both.
                 let vmsg = format!("Cannot bind PersistentVolume to requested PersistentVolumeClaim {:?} due to incompatible volumeMode.", cname);
-                self.recorder
-                    .event(&*volume, reasons::WARNING, reasons::VOLUME_MISMATCH, vmsg)
-                    .await;
+                self.recorder.event(&*volume, reasons::WARNING, reasons::VOLUME_MISMATCH, vmsg).await;
                 let cmsg = format!("Cannot bind PersistentVolume {name:?} to requested PersistentVolumeClaim due to incompatible volumeMode.");
-                self.recorder
-                    .event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, cmsg)
-                    .await;
+                self.recorder.event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, cmsg).await;
                 return Ok(());
             }
             // Half-bound (by us, or pre-bound by a user): the claim sync finishes it. Queue it now
@@ -132,8 +105,7 @@ impl Controller {
         }
         if claim_volume == name {
             // Bound properly.
-            self.update_volume_phase(&volume, pv_phase::BOUND, "")
-                .await?;
+            self.update_volume_phase(&volume, pv_phase::BOUND, "").await?;
             return Ok(());
         }
         // The claim is bound to another volume.
@@ -143,9 +115,7 @@ impl Controller {
             // Provisioned for this claim, but it got another volume: not needed, delete it.
             let mut volume = volume;
             if phase != pv_phase::RELEASED && phase != pv_phase::FAILED {
-                volume = self
-                    .update_volume_phase(&volume, pv_phase::RELEASED, "")
-                    .await?;
+                volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
             }
             return self.reclaim_volume(volume).await;
         }
@@ -157,9 +127,7 @@ impl Controller {
 /// Adds or removes the controller's deletion-protection finalizer on a provisioned volume as its
 /// reclaim policy says. Returns true when the finalizers changed.
 fn modify_deletion_finalizers(volume: &mut PersistentVolume) -> bool {
-    let Some(provisioner) =
-        helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).map(str::to_string)
-    else {
+    let Some(provisioner) = helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).map(str::to_string) else {
         return false;
     };
     let mut fins = volume.metadata.finalizers.clone().unwrap_or_default();

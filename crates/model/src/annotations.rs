@@ -32,8 +32,7 @@ pub const CREATED_BY: &str = "kubernetes.io/createdby";
 /// after the storage asset is deleted (HonorPVReclaimPolicy).
 pub const PV_CONTROLLER_FINALIZER: &str = "kubernetes.io/pv-controller";
 /// Finalizer external provisioners put on volumes; removed when an in-tree plugin owns it again.
-pub const EXTERNAL_PROVISIONER_FINALIZER: &str =
-    "external-provisioner.volume.kubernetes.io/finalizer";
+pub const EXTERNAL_PROVISIONER_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
 
 /// Prefix of in-tree plugin names: a provisioner is external only when its name lacks it.
 pub const IN_TREE_PREFIX: &str = "kubernetes.io/";

@@ -17,10 +17,7 @@ pub const MIGRATED_PLUGINS: &[(&str, &str)] = &[
 
 /// The CSI driver an in-tree plugin migrated to, if it did.
 pub fn migrated_driver(plugin: &str) -> Option<&'static str> {
-    MIGRATED_PLUGINS
-        .iter()
-        .find(|(p, _)| *p == plugin)
-        .map(|(_, d)| *d)
+    MIGRATED_PLUGINS.iter().find(|(p, _)| *p == plugin).map(|(_, d)| *d)
 }
 
 /// Updates the `migrated-to` annotation in `annotations` for an object provisioned by

@@ -2,9 +2,7 @@
 //! access modes, and who points at whom.
 
 use crate::annotations as ann;
-use crate::k8s::{
-    ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass,
-};
+use crate::k8s::{ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use crate::quantity::Quantity;
 use std::collections::BTreeMap;
 
@@ -44,20 +42,12 @@ pub mod policy {
 
 /// `namespace/name` of a claim: the key of the claim queue and cache.
 pub fn claim_key(claim: &PersistentVolumeClaim) -> String {
-    format!(
-        "{}/{}",
-        claim.metadata.namespace.as_deref().unwrap_or(""),
-        name(&claim.metadata)
-    )
+    format!("{}/{}", claim.metadata.namespace.as_deref().unwrap_or(""), name(&claim.metadata))
 }
 
 /// `namespace/name` a claimRef points to.
 pub fn claim_ref_key(r: &ObjectReference) -> String {
-    format!(
-        "{}/{}",
-        r.namespace.as_deref().unwrap_or(""),
-        r.name.as_deref().unwrap_or("")
-    )
+    format!("{}/{}", r.namespace.as_deref().unwrap_or(""), r.name.as_deref().unwrap_or(""))
 }
 
 /// Name of an object (empty when unset).
@@ -72,24 +62,17 @@ pub fn uid(meta: &ObjectMeta) -> &str {
 
 /// True when the object carries the annotation (any value).
 pub fn has_annotation(meta: &ObjectMeta, key: &str) -> bool {
-    meta.annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(key))
+    meta.annotations.as_ref().is_some_and(|a| a.contains_key(key))
 }
 
 /// Value of an annotation.
 pub fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
-    meta.annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
+    meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
 }
 
 /// Sets an annotation, creating the map if needed.
 pub fn set_annotation(meta: &mut ObjectMeta, key: &str, value: &str) {
-    meta.annotations
-        .get_or_insert_with(BTreeMap::new)
-        .insert(key.to_string(), value.to_string());
+    meta.annotations.get_or_insert_with(BTreeMap::new).insert(key.to_string(), value.to_string());
 }
 
 /// Removes an annotation; an emptied map becomes `None` (as upstream leaves it).
@@ -106,9 +89,7 @@ pub fn remove_annotation(meta: &mut ObjectMeta, key: &str) -> bool {
 
 /// True when the object carries the finalizer.
 pub fn has_finalizer(meta: &ObjectMeta, f: &str) -> bool {
-    meta.finalizers
-        .as_ref()
-        .is_some_and(|v| v.iter().any(|x| x == f))
+    meta.finalizers.as_ref().is_some_and(|v| v.iter().any(|x| x == f))
 }
 
 /// The class a claim asks for: the beta annotation wins, then `spec.storageClassName`, else "".
@@ -116,20 +97,13 @@ pub fn claim_class(claim: &PersistentVolumeClaim) -> &str {
     if let Some(c) = annotation(&claim.metadata, ann::BETA_STORAGE_CLASS) {
         return c;
     }
-    claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.storage_class_name.as_deref())
-        .unwrap_or("")
+    claim.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or("")
 }
 
 /// True when the claim names a class at all (`""` counts: it asks for "no class").
 pub fn claim_has_class(claim: &PersistentVolumeClaim) -> bool {
     has_annotation(&claim.metadata, ann::BETA_STORAGE_CLASS)
-        || claim
-            .spec
-            .as_ref()
-            .is_some_and(|s| s.storage_class_name.is_some())
+        || claim.spec.as_ref().is_some_and(|s| s.storage_class_name.is_some())
 }
 
 /// The class a volume belongs to: the beta annotation wins, then `spec.storageClassName`.
@@ -137,38 +111,22 @@ pub fn volume_class(volume: &PersistentVolume) -> &str {
     if let Some(c) = annotation(&volume.metadata, ann::BETA_STORAGE_CLASS) {
         return c;
     }
-    volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.storage_class_name.as_deref())
-        .unwrap_or("")
+    volume.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or("")
 }
 
 /// `spec.volumeName` of a claim ("" when unset).
 pub fn claim_volume_name(claim: &PersistentVolumeClaim) -> &str {
-    claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_name.as_deref())
-        .unwrap_or("")
+    claim.spec.as_ref().and_then(|s| s.volume_name.as_deref()).unwrap_or("")
 }
 
 /// `status.phase` of a claim ("" when unset).
 pub fn claim_phase(claim: &PersistentVolumeClaim) -> &str {
-    claim
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("")
+    claim.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
 /// `status.phase` of a volume ("" when unset).
 pub fn volume_phase(volume: &PersistentVolume) -> &str {
-    volume
-        .status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("")
+    volume.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
 
 /// `spec.claimRef` of a volume.
@@ -178,11 +136,7 @@ pub fn claim_ref(volume: &PersistentVolume) -> Option<&ObjectReference> {
 
 /// Reclaim policy of a volume ("" when unset; the API server defaults it to Retain).
 pub fn reclaim_policy(volume: &PersistentVolume) -> &str {
-    volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
-        .unwrap_or("")
+    volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()).unwrap_or("")
 }
 
 /// Capacity of a volume (`spec.capacity.storage`), zero when missing or unparsable.
@@ -210,20 +164,12 @@ pub fn claim_request(claim: &PersistentVolumeClaim) -> Quantity {
 
 /// Volume mode of a claim (`Filesystem` when unset).
 pub fn claim_volume_mode(claim: &PersistentVolumeClaim) -> &str {
-    claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_mode.as_deref())
-        .unwrap_or("Filesystem")
+    claim.spec.as_ref().and_then(|s| s.volume_mode.as_deref()).unwrap_or("Filesystem")
 }
 
 /// Volume mode of a volume (`Filesystem` when unset).
 pub fn volume_mode(volume: &PersistentVolume) -> &str {
-    volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_mode.as_deref())
-        .unwrap_or("Filesystem")
+    volume.spec.as_ref().and_then(|s| s.volume_mode.as_deref()).unwrap_or("Filesystem")
 }
 
 /// True when claim and volume disagree on volume mode (unset means Filesystem on both sides).
@@ -233,20 +179,12 @@ pub fn volume_mode_mismatch(claim: &PersistentVolumeClaim, volume: &PersistentVo
 
 /// `volumeAttributesClassName` of a claim ("" when unset).
 pub fn claim_vac(claim: &PersistentVolumeClaim) -> &str {
-    claim
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_attributes_class_name.as_deref())
-        .unwrap_or("")
+    claim.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("")
 }
 
 /// `volumeAttributesClassName` of a volume ("" when unset).
 pub fn volume_vac(volume: &PersistentVolume) -> &str {
-    volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_attributes_class_name.as_deref())
-        .unwrap_or("")
+    volume.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("")
 }
 
 /// True when the volume's claimRef names this claim (and, if it has a UID, this claim's UID).
@@ -323,12 +261,7 @@ impl AccessModes {
     /// Short form as kubectl prints it (`RWO,ROX`).
     pub fn short(&self) -> String {
         let mut v = Vec::new();
-        for (bit, s) in [
-            (Self::RWO, "RWO"),
-            (Self::ROX, "ROX"),
-            (Self::RWX, "RWX"),
-            (Self::RWOP, "RWOP"),
-        ] {
+        for (bit, s) in [(Self::RWO, "RWO"), (Self::ROX, "ROX"), (Self::RWX, "RWX"), (Self::RWOP, "RWOP")] {
             if self.0 & bit != 0 {
                 v.push(s);
             }
@@ -339,26 +272,12 @@ impl AccessModes {
 
 /// Access modes a claim requests.
 pub fn claim_access_modes(claim: &PersistentVolumeClaim) -> AccessModes {
-    AccessModes::from_names(
-        claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.access_modes.as_ref())
-            .into_iter()
-            .flatten(),
-    )
+    AccessModes::from_names(claim.spec.as_ref().and_then(|s| s.access_modes.as_ref()).into_iter().flatten())
 }
 
 /// Access modes a volume offers.
 pub fn volume_access_modes(volume: &PersistentVolume) -> AccessModes {
-    AccessModes::from_names(
-        volume
-            .spec
-            .as_ref()
-            .and_then(|s| s.access_modes.as_ref())
-            .into_iter()
-            .flatten(),
-    )
+    AccessModes::from_names(volume.spec.as_ref().and_then(|s| s.access_modes.as_ref()).into_iter().flatten())
 }
 
 /// True when the class is marked default (either annotation, value "true").
@@ -368,18 +287,12 @@ pub fn is_default_class(class: &StorageClass) -> bool {
 }
 
 /// The default class among `classes`: newest creationTimestamp first, then name ascending.
-pub fn default_class<'a>(
-    classes: impl IntoIterator<Item = &'a StorageClass>,
-) -> Option<&'a StorageClass> {
-    classes
-        .into_iter()
-        .filter(|c| is_default_class(c))
-        .min_by(|a, b| {
-            let ta = a.metadata.creation_timestamp.as_ref().map(|t| t.0);
-            let tb = b.metadata.creation_timestamp.as_ref().map(|t| t.0);
-            tb.cmp(&ta)
-                .then_with(|| name(&a.metadata).cmp(name(&b.metadata)))
-        })
+pub fn default_class<'a>(classes: impl IntoIterator<Item = &'a StorageClass>) -> Option<&'a StorageClass> {
+    classes.into_iter().filter(|c| is_default_class(c)).min_by(|a, b| {
+        let ta = a.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        let tb = b.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        tb.cmp(&ta).then_with(|| name(&a.metadata).cmp(name(&b.metadata)))
+    })
 }
 
 /// True when the class binds on first consumer (`volumeBindingMode: WaitForFirstConsumer`).
@@ -389,10 +302,7 @@ pub fn is_delay_binding_class(class: &StorageClass) -> bool {
 
 /// True when a pod has finished (its volumes are no longer in use).
 pub fn is_pod_terminated(pod: &Pod) -> bool {
-    matches!(
-        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded") | Some("Failed")
-    )
+    matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded") | Some("Failed"))
 }
 
 /// Names of the claims a pod uses: direct references and generic ephemeral volumes
@@ -400,13 +310,7 @@ pub fn is_pod_terminated(pod: &Pod) -> bool {
 pub fn pod_claim_names(pod: &Pod) -> Vec<String> {
     let mut out = Vec::new();
     let pod_name = name(&pod.metadata);
-    for v in pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.volumes.as_ref())
-        .into_iter()
-        .flatten()
-    {
+    for v in pod.spec.as_ref().and_then(|s| s.volumes.as_ref()).into_iter().flatten() {
         if let Some(pvc) = &v.persistent_volume_claim {
             out.push(pvc.claim_name.clone());
         }
@@ -419,10 +323,7 @@ pub fn pod_claim_names(pod: &Pod) -> Vec<String> {
 
 /// True when the pod has been assigned a node.
 pub fn pod_is_scheduled(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty())
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
 }
 
 #[cfg(test)]
@@ -432,8 +333,7 @@ mod tests {
     #[test]
     fn access_mode_sets_compare_by_containment() {
         let rwo = AccessModes::from_names(&["ReadWriteOnce".to_string()]);
-        let both =
-            AccessModes::from_names(&["ReadWriteOnce".to_string(), "ReadOnlyMany".to_string()]);
+        let both = AccessModes::from_names(&["ReadWriteOnce".to_string(), "ReadOnlyMany".to_string()]);
         assert!(both.contains_all(rwo));
         assert!(!rwo.contains_all(both));
         assert_eq!(both.short(), "RWO,ROX");

@@ -75,15 +75,8 @@ impl VolumeIndex {
     }
 
     /// Names of volumes whose claimRef points to `claim_key` (`namespace/name`).
-    pub fn volumes_claiming(
-        &self,
-        claim_key: &str,
-    ) -> impl Iterator<Item = &Arc<PersistentVolume>> {
-        self.by_claim
-            .get(claim_key)
-            .into_iter()
-            .flatten()
-            .filter_map(|n| self.get(n))
+    pub fn volumes_claiming(&self, claim_key: &str) -> impl Iterator<Item = &Arc<PersistentVolume>> {
+        self.by_claim.get(claim_key).into_iter().flatten().filter_map(|n| self.get(n))
     }
 
     /// Adds or replaces a volume.
@@ -98,21 +91,12 @@ impl VolumeIndex {
             claim_key: helpers::claim_ref(&volume).map(helpers::claim_ref_key),
             volume,
         };
-        *self
-            .mode_sets
-            .entry((entry.modes.len(), entry.modes.0))
-            .or_default() += 1;
+        *self.mode_sets.entry((entry.modes.len(), entry.modes.0)).or_default() += 1;
         if entry.free {
-            self.free
-                .entry((entry.modes.0, entry.class.clone()))
-                .or_default()
-                .insert((entry.capacity, name.clone()));
+            self.free.entry((entry.modes.0, entry.class.clone())).or_default().insert((entry.capacity, name.clone()));
         }
         if let Some(k) = &entry.claim_key {
-            self.by_claim
-                .entry(k.clone())
-                .or_default()
-                .insert(name.clone());
+            self.by_claim.entry(k.clone()).or_default().insert(name.clone());
         }
         self.entries.insert(name, entry);
     }
@@ -174,9 +158,7 @@ impl VolumeIndex {
             // A volume pre-bound to this claim wins within its mode set.
             for name in self.by_claim.get(&key).into_iter().flatten() {
                 let e = &self.entries[name];
-                if e.modes.0 == bits
-                    && evaluate_in_mode_set(claim, &e.volume, delay_binding).prebound
-                {
+                if e.modes.0 == bits && evaluate_in_mode_set(claim, &e.volume, delay_binding).prebound {
                     return Some(e.volume.clone());
                 }
             }
@@ -211,18 +193,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
     use proptest::prelude::*;
 
-    const MODES: [&str; 4] = [
-        "ReadWriteOnce",
-        "ReadOnlyMany",
-        "ReadWriteMany",
-        "ReadWriteOncePod",
-    ];
+    const MODES: [&str; 4] = ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"];
 
     fn modes(bits: u8) -> Vec<String> {
-        (0..4)
-            .filter(|i| bits & (1 << i) != 0)
-            .map(|i| MODES[i].to_string())
-            .collect()
+        (0..4).filter(|i| bits & (1 << i) != 0).map(|i| MODES[i].to_string()).collect()
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -245,11 +219,7 @@ mod tests {
             spec: Some(PersistentVolumeSpec {
                 capacity: Some([("storage".to_string(), Q(format!("{gi}Gi")))].into()),
                 access_modes: Some(modes(bits)),
-                storage_class_name: if class.is_empty() {
-                    None
-                } else {
-                    Some(class.into())
-                },
+                storage_class_name: if class.is_empty() { None } else { Some(class.into()) },
                 volume_mode: Some(if block { "Block" } else { "Filesystem" }.into()),
                 claim_ref: claim.map(|(n, u)| ObjectReference {
                     namespace: Some("ns".into()),
@@ -259,20 +229,11 @@ mod tests {
                 }),
                 ..Default::default()
             }),
-            status: Some(PersistentVolumeStatus {
-                phase: Some(phase.into()),
-                ..Default::default()
-            }),
+            status: Some(PersistentVolumeStatus { phase: Some(phase.into()), ..Default::default() }),
         }
     }
 
-    fn pvc(
-        name: &str,
-        gi: i64,
-        bits: u8,
-        class: Option<&str>,
-        selector: Option<&str>,
-    ) -> PersistentVolumeClaim {
+    fn pvc(name: &str, gi: i64, bits: u8, class: Option<&str>, selector: Option<&str>) -> PersistentVolumeClaim {
         PersistentVolumeClaim {
             metadata: ObjectMeta {
                 name: Some(name.into()),
@@ -306,8 +267,7 @@ mod tests {
     }
 
     fn best(i: &VolumeIndex, c: &PersistentVolumeClaim) -> Option<String> {
-        i.find_best_match(c, false, &|_| false)
-            .map(|v| v.metadata.name.clone().unwrap())
+        i.find_best_match(c, false, &|_| false).map(|v| v.metadata.name.clone().unwrap())
     }
 
     #[test]
@@ -317,10 +277,7 @@ mod tests {
             pv("small", 1, 1, "", "Available", None, None, false),
             pv("mid", 5, 1, "", "Available", None, None, false),
         ]);
-        assert_eq!(
-            best(&i, &pvc("c", 2, 1, Some(""), None)).as_deref(),
-            Some("mid")
-        );
+        assert_eq!(best(&i, &pvc("c", 2, 1, Some(""), None)).as_deref(), Some("mid"));
     }
 
     #[test]
@@ -329,46 +286,22 @@ mod tests {
             pv("rwo-big", 10, 1, "", "Available", None, None, false),
             pv("rwo-rox-small", 2, 3, "", "Available", None, None, false),
         ]);
-        assert_eq!(
-            best(&i, &pvc("c", 1, 1, Some(""), None)).as_deref(),
-            Some("rwo-big")
-        );
+        assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)).as_deref(), Some("rwo-big"));
     }
 
     #[test]
     fn prebound_volume_beats_smaller_ones_and_ignores_phase_and_class() {
         let i = index(&[
             pv("small", 1, 1, "", "Available", None, None, false),
-            pv(
-                "reserved",
-                9,
-                1,
-                "gold",
-                "Pending",
-                Some(("c", "")),
-                None,
-                false,
-            ),
+            pv("reserved", 9, 1, "gold", "Pending", Some(("c", "")), None, false),
         ]);
-        assert_eq!(
-            best(&i, &pvc("c", 1, 1, Some(""), None)).as_deref(),
-            Some("reserved")
-        );
+        assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)).as_deref(), Some("reserved"));
     }
 
     #[test]
     fn claimed_released_and_other_class_volumes_are_never_chosen() {
         let i = index(&[
-            pv(
-                "other",
-                5,
-                1,
-                "",
-                "Bound",
-                Some(("x", "uid-x")),
-                None,
-                false,
-            ),
+            pv("other", 5, 1, "", "Bound", Some(("x", "uid-x")), None, false),
             pv("released", 5, 1, "", "Released", None, None, false),
             pv("gold", 5, 1, "gold", "Available", None, None, false),
         ]);
@@ -378,9 +311,7 @@ mod tests {
     #[test]
     fn delayed_binding_leaves_free_volumes_alone() {
         let i = index(&[pv("free", 5, 1, "", "Available", None, None, false)]);
-        assert!(i
-            .find_best_match(&pvc("c", 1, 1, Some(""), None), true, &|_| false)
-            .is_none());
+        assert!(i.find_best_match(&pvc("c", 1, 1, Some(""), None), true, &|_| false).is_none());
     }
 
     #[test]
@@ -408,26 +339,12 @@ mod tests {
             1u8..16,
             prop_oneof!["", "gold"],
             prop_oneof!["Available", "Available", "Bound", "Released", "Pending"],
-            prop_oneof![
-                Just(None),
-                Just(Some(("c", ""))),
-                Just(Some(("c", "uid-c"))),
-                Just(Some(("d", "uid-d")))
-            ],
+            prop_oneof![Just(None), Just(Some(("c", ""))), Just(Some(("c", "uid-c"))), Just(Some(("d", "uid-d")))],
             prop_oneof![Just(None), Just(Some("a")), Just(Some("b"))],
             proptest::bool::weighted(0.1),
         )
             .prop_map(|(n, gi, bits, class, phase, claim, label, block)| {
-                pv(
-                    &format!("pv-{n}"),
-                    gi,
-                    bits,
-                    &class,
-                    &phase,
-                    claim,
-                    label,
-                    block,
-                )
+                pv(&format!("pv-{n}"), gi, bits, &class, &phase, claim, label, block)
             })
     }
 

@@ -22,9 +22,8 @@ pub use quantity::Quantity;
 /// Kubernetes API types used throughout, re-exported so every crate agrees on one version.
 pub mod k8s {
     pub use k8s_openapi::api::core::v1::{
-        Event, Namespace, Node, ObjectReference, PersistentVolume, PersistentVolumeClaim,
-        PersistentVolumeClaimSpec, PersistentVolumeClaimStatus, PersistentVolumeSpec,
-        PersistentVolumeStatus, Pod,
+        Event, Namespace, Node, ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+        PersistentVolumeClaimStatus, PersistentVolumeSpec, PersistentVolumeStatus, Pod,
     };
     pub use k8s_openapi::api::storage::v1::StorageClass;
     pub use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;

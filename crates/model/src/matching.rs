@@ -85,11 +85,7 @@ pub struct Verdict {
 
 impl Verdict {
     fn fail(kind: VerdictKind, detail: String) -> Self {
-        Verdict {
-            kind,
-            prebound: false,
-            detail,
-        }
+        Verdict { kind, prebound: false, detail }
     }
 
     /// True for a match.
@@ -103,79 +99,49 @@ impl Verdict {
 /// `delay_binding` is true when the claim's class waits for the first consumer: free volumes are
 /// then left to the scheduler, but a volume pre-bound to this claim still matches.
 /// Access modes are checked first: upstream's index never lists a volume lacking a requested mode.
-pub fn evaluate(
-    claim: &PersistentVolumeClaim,
-    volume: &PersistentVolume,
-    delay_binding: bool,
-) -> Verdict {
+pub fn evaluate(claim: &PersistentVolumeClaim, volume: &PersistentVolume, delay_binding: bool) -> Verdict {
     let wanted = helpers::claim_access_modes(claim);
     let offered = helpers::volume_access_modes(volume);
     if !offered.contains_all(wanted) {
         return Verdict::fail(
             VerdictKind::AccessModes,
-            format!(
-                "offers {} but {} requested",
-                or_none(offered),
-                AccessModes(wanted.0 & !offered.0).short()
-            ),
+            format!("offers {} but {} requested", or_none(offered), AccessModes(wanted.0 & !offered.0).short()),
         );
     }
     evaluate_in_mode_set(claim, volume, delay_binding)
 }
 
 /// [`evaluate`] without the access-mode rule (the index has already applied it).
-pub fn evaluate_in_mode_set(
-    claim: &PersistentVolumeClaim,
-    volume: &PersistentVolume,
-    delay_binding: bool,
-) -> Verdict {
+pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVolume, delay_binding: bool) -> Verdict {
     let bound_to_this = helpers::is_volume_bound_to_claim(volume, claim);
     if let Some(r) = helpers::claim_ref(volume) {
         if !bound_to_this {
-            return Verdict::fail(
-                VerdictKind::ClaimedByOther,
-                format!("claimed by {}", helpers::claim_ref_key(r)),
-            );
+            return Verdict::fail(VerdictKind::ClaimedByOther, format!("claimed by {}", helpers::claim_ref_key(r)));
         }
     }
     let requested = helpers::claim_request(claim);
     let capacity = helpers::volume_capacity(volume);
     if capacity < requested {
-        return Verdict::fail(
-            VerdictKind::Capacity,
-            format!("{capacity} < requested {requested}"),
-        );
+        return Verdict::fail(VerdictKind::Capacity, format!("{capacity} < requested {requested}"));
     }
     if helpers::volume_mode_mismatch(claim, volume) {
         return Verdict::fail(
             VerdictKind::VolumeMode,
-            format!(
-                "volume mode {} ≠ requested {}",
-                helpers::volume_mode(volume),
-                helpers::claim_volume_mode(claim)
-            ),
+            format!("volume mode {} ≠ requested {}", helpers::volume_mode(volume), helpers::claim_volume_mode(claim)),
         );
     }
     let (cvac, vvac) = (helpers::claim_vac(claim), helpers::volume_vac(volume));
     if cvac != vvac {
         return Verdict::fail(
             VerdictKind::VolumeAttributesClass,
-            format!(
-                "volume attributes class {} ≠ requested {}",
-                quoted(vvac),
-                quoted(cvac)
-            ),
+            format!("volume attributes class {} ≠ requested {}", quoted(vvac), quoted(cvac)),
         );
     }
     if volume.metadata.deletion_timestamp.is_some() {
         return Verdict::fail(VerdictKind::BeingDeleted, "volume is being deleted".into());
     }
     if bound_to_this {
-        return Verdict {
-            kind: VerdictKind::Match,
-            prebound: true,
-            detail: "pre-bound to this claim".into(),
-        };
+        return Verdict { kind: VerdictKind::Match, prebound: true, detail: "pre-bound to this claim".into() };
     }
     if delay_binding {
         return Verdict::fail(
@@ -185,10 +151,7 @@ pub fn evaluate_in_mode_set(
     }
     let phase = helpers::volume_phase(volume);
     if phase != helpers::pv_phase::AVAILABLE {
-        return Verdict::fail(
-            VerdictKind::Phase,
-            format!("phase {} is not Available", or_dash(phase)),
-        );
+        return Verdict::fail(VerdictKind::Phase, format!("phase {} is not Available", or_dash(phase)));
     }
     if let Some(sel) = claim.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         match selector::matches(sel, volume.metadata.labels.as_ref()) {
@@ -199,51 +162,43 @@ pub fn evaluate_in_mode_set(
                     format!("labels do not match selector {}", selector::describe(sel)),
                 )
             }
-            Err(e) => {
-                return Verdict::fail(VerdictKind::Selector, format!("invalid selector: {e}"))
-            }
+            Err(e) => return Verdict::fail(VerdictKind::Selector, format!("invalid selector: {e}")),
         }
     }
     let (cc, vc) = (helpers::claim_class(claim), helpers::volume_class(volume));
     if cc != vc {
-        return Verdict::fail(
-            VerdictKind::StorageClass,
-            format!("class {} ≠ requested {}", quoted(vc), quoted(cc)),
-        );
+        return Verdict::fail(VerdictKind::StorageClass, format!("class {} ≠ requested {}", quoted(vc), quoted(cc)));
     }
-    Verdict {
-        kind: VerdictKind::Match,
-        prebound: false,
-        detail: String::new(),
-    }
+    Verdict { kind: VerdictKind::Match, prebound: false, detail: String::new() }
 }
 
-/// Why a volume a claim names in `spec.volumeName` cannot be bound to it, with upstream's messages
-/// (used for the VolumeMismatch event). `None` when it may be bound.
-pub fn check_requested_volume(
-    volume: &PersistentVolume,
-    claim: &PersistentVolumeClaim,
-) -> Option<String> {
+/// Why a volume a claim names in `spec.volumeName` cannot be bound to it: the failed rule, with
+/// upstream's message as the detail (the VolumeMismatch event's text). `None` when it may be bound.
+///
+/// Upstream checks a requested volume with its own, shorter list (no phase, selector or
+/// delayed-binding rule) and in its own order, so this is not [`evaluate`].
+pub fn check_requested_volume(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> Option<Verdict> {
+    let fail = |kind, detail: &str| Some(Verdict::fail(kind, detail.to_string()));
     if volume.metadata.deletion_timestamp.is_some() {
-        return Some(format!(
-            "the volume is marked for deletion {:?}",
-            helpers::name(&volume.metadata)
+        return Some(Verdict::fail(
+            VerdictKind::BeingDeleted,
+            format!("the volume is marked for deletion {:?}", helpers::name(&volume.metadata)),
         ));
     }
     if helpers::volume_capacity(volume).value() < helpers::claim_request(claim).value() {
-        return Some("requested PV is too small".into());
+        return fail(VerdictKind::Capacity, "requested PV is too small");
     }
     if helpers::volume_class(volume) != helpers::claim_class(claim) {
-        return Some("storageClassName does not match".into());
+        return fail(VerdictKind::StorageClass, "storageClassName does not match");
     }
     if helpers::claim_vac(claim) != helpers::volume_vac(volume) {
-        return Some("volumeAttributesClassName does not match".into());
+        return fail(VerdictKind::VolumeAttributesClass, "volumeAttributesClassName does not match");
     }
     if helpers::volume_mode_mismatch(claim, volume) {
-        return Some("incompatible volumeMode".into());
+        return fail(VerdictKind::VolumeMode, "incompatible volumeMode");
     }
     if !helpers::volume_access_modes(volume).contains_all(helpers::claim_access_modes(claim)) {
-        return Some("incompatible accessMode".into());
+        return fail(VerdictKind::AccessModes, "incompatible accessMode");
     }
     None
 }
@@ -257,8 +212,7 @@ pub fn best_match_by_scan<'a>(
     delay_binding: bool,
 ) -> Option<&'a PersistentVolume> {
     let wanted = helpers::claim_access_modes(claim);
-    let mut sets: std::collections::BTreeMap<(u32, u8), Vec<&PersistentVolume>> =
-        Default::default();
+    let mut sets: std::collections::BTreeMap<(u32, u8), Vec<&PersistentVolume>> = Default::default();
     for v in volumes {
         let m = helpers::volume_access_modes(v);
         if m.contains_all(wanted) {

@@ -41,9 +41,7 @@ impl Quantity {
 
     /// A quantity of whole units (bytes for storage).
     pub fn from_units(units: i64) -> Self {
-        Quantity {
-            nanos: units as i128 * NANO,
-        }
+        Quantity { nanos: units as i128 * NANO }
     }
 
     /// Parses a Kubernetes quantity string.
@@ -95,10 +93,7 @@ impl Quantity {
             other if other.starts_with(['e', 'E']) => {
                 let e = &other[1..];
                 let digits = e.trim_start_matches(['+', '-']);
-                if digits.is_empty()
-                    || !digits.bytes().all(|b| b.is_ascii_digit())
-                    || e.len() - digits.len() > 1
-                {
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || e.len() - digits.len() > 1 {
                     return Err(QuantityError::Syntax);
                 }
                 let v: i32 = e.parse().map_err(|_| QuantityError::Overflow)?;
@@ -152,9 +147,7 @@ impl Quantity {
         if value > LIMIT {
             return Err(QuantityError::Overflow);
         }
-        Ok(Quantity {
-            nanos: if negative { -value } else { value },
-        })
+        Ok(Quantity { nanos: if negative { -value } else { value } })
     }
 
     /// Value rounded up to whole units, as Kubernetes' `Quantity.Value()`.
@@ -187,27 +180,13 @@ impl fmt::Display for Quantity {
         if units == 0 {
             return write!(f, "0");
         }
-        for (suffix, shift) in [
-            ("Ei", 60),
-            ("Pi", 50),
-            ("Ti", 40),
-            ("Gi", 30),
-            ("Mi", 20),
-            ("Ki", 10),
-        ] {
+        for (suffix, shift) in [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
             let m = 1i128 << shift;
             if units % m == 0 {
                 return write!(f, "{}{}", units / m, suffix);
             }
         }
-        for (suffix, p) in [
-            ("E", 18),
-            ("P", 15),
-            ("T", 12),
-            ("G", 9),
-            ("M", 6),
-            ("k", 3),
-        ] {
+        for (suffix, p) in [("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3)] {
             let m = 10i128.pow(p);
             if units % m == 0 {
                 return write!(f, "{}{}", units / m, suffix);
@@ -267,10 +246,7 @@ mod tests {
 
     #[test]
     fn invalid_quantities_are_rejected_with_a_reason() {
-        assert_eq!(
-            Quantity::parse("1Zi"),
-            Err(QuantityError::Suffix("Zi".into()))
-        );
+        assert_eq!(Quantity::parse("1Zi"), Err(QuantityError::Suffix("Zi".into())));
         assert_eq!(Quantity::parse("1e999"), Err(QuantityError::Overflow));
         assert_eq!(Quantity::parse(""), Err(QuantityError::Empty));
         assert_eq!(Quantity::parse("Gi"), Err(QuantityError::Syntax));

@@ -19,12 +19,8 @@ pub fn validate(sel: &LabelSelector) -> Result<(), SelectorError> {
     for e in sel.match_expressions.iter().flatten() {
         let n = e.values.as_ref().map_or(0, Vec::len);
         match e.operator.as_str() {
-            "In" | "NotIn" if n == 0 => {
-                return Err(SelectorError::Values("non-empty", e.operator.clone()))
-            }
-            "Exists" | "DoesNotExist" if n > 0 => {
-                return Err(SelectorError::Values("empty", e.operator.clone()))
-            }
+            "In" | "NotIn" if n == 0 => return Err(SelectorError::Values("non-empty", e.operator.clone())),
+            "Exists" | "DoesNotExist" if n > 0 => return Err(SelectorError::Values("empty", e.operator.clone())),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
             other => return Err(SelectorError::Operator(other.to_string())),
         }
@@ -33,10 +29,7 @@ pub fn validate(sel: &LabelSelector) -> Result<(), SelectorError> {
 }
 
 /// True when `labels` satisfy every term of the selector. An empty selector matches everything.
-pub fn matches(
-    sel: &LabelSelector,
-    labels: Option<&BTreeMap<String, String>>,
-) -> Result<bool, SelectorError> {
+pub fn matches(sel: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> Result<bool, SelectorError> {
     validate(sel)?;
     let get = |k: &str| labels.and_then(|l| l.get(k));
     for (k, v) in sel.match_labels.iter().flatten() {
@@ -63,22 +56,13 @@ pub fn matches(
 
 /// A short human form: `app=db,tier in (a,b)`.
 pub fn describe(sel: &LabelSelector) -> String {
-    let mut parts: Vec<String> = sel
-        .match_labels
-        .iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
+    let mut parts: Vec<String> = sel.match_labels.iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
     for e in sel.match_expressions.iter().flatten() {
         let vals = e.values.as_deref().unwrap_or(&[]).join(",");
         parts.push(match e.operator.as_str() {
             "Exists" => e.key.clone(),
             "DoesNotExist" => format!("!{}", e.key),
-            op => format!(
-                "{} {} ({vals})",
-                e.key,
-                op.to_lowercase().replace("notin", "notin")
-            ),
+            op => format!("{} {} ({vals})", e.key, op.to_lowercase().replace("notin", "notin")),
         });
     }
     parts.join(",")
@@ -90,10 +74,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -117,16 +98,8 @@ mod tests {
         let sel = LabelSelector {
             match_labels: None,
             match_expressions: Some(vec![
-                LabelSelectorRequirement {
-                    key: "a".into(),
-                    operator: "NotIn".into(),
-                    values: Some(vec!["x".into()]),
-                },
-                LabelSelectorRequirement {
-                    key: "b".into(),
-                    operator: "DoesNotExist".into(),
-                    values: None,
-                },
+                LabelSelectorRequirement { key: "a".into(), operator: "NotIn".into(), values: Some(vec!["x".into()]) },
+                LabelSelectorRequirement { key: "b".into(), operator: "DoesNotExist".into(), values: None },
             ]),
         };
         assert!(matches(&sel, None).unwrap());

@@ -82,31 +82,17 @@ impl VolumePlugin for HostPathPlugin {
 
     async fn provision(&self, o: &ProvisionOptions) -> Result<PersistentVolume, PluginError> {
         if o.pv_name.is_empty() || o.pv_name.contains('/') || o.pv_name.starts_with('.') {
-            return Err(PluginError::new(format!(
-                "invalid volume name {:?}",
-                o.pv_name
-            )));
+            return Err(PluginError::new(format!("invalid volume name {:?}", o.pv_name)));
         }
         let dir = self.root.join(&o.pv_name);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| PluginError::new(format!("creating {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|e| PluginError::new(format!("creating {}: {e}", dir.display())))?;
         let spec = o.claim.spec.clone().unwrap_or_default();
-        let modes = spec
-            .access_modes
-            .clone()
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
+        let modes = spec.access_modes.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
         let request = helpers::claim_request(&o.claim);
         Ok(PersistentVolume {
             metadata: ObjectMeta {
                 name: Some(o.pv_name.clone()),
-                annotations: Some(
-                    [(
-                        CREATED_BY.to_string(),
-                        "hostpath-dynamic-provisioner".to_string(),
-                    )]
-                    .into(),
-                ),
+                annotations: Some([(CREATED_BY.to_string(), "hostpath-dynamic-provisioner".to_string())].into()),
                 ..Default::default()
             },
             spec: Some(PersistentVolumeSpec {
@@ -133,11 +119,9 @@ impl VolumePlugin for HostPathPlugin {
     }
 
     async fn recycle(&self, volume: &PersistentVolume) -> Result<(), PluginError> {
-        let dir = self
-            .checked_path(volume)
-            .map_err(|e| PluginError::new(e.message.replace("deleter", "recycler")))?;
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| PluginError::new(format!("reading {}: {e}", dir.display())))?;
+        let dir = self.checked_path(volume).map_err(|e| PluginError::new(e.message.replace("deleter", "recycler")))?;
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| PluginError::new(format!("reading {}: {e}", dir.display())))?;
         for entry in entries {
             let entry = entry.map_err(|e| PluginError::new(e.to_string()))?;
             let p = entry.path();
@@ -160,10 +144,7 @@ mod tests {
     fn pv_at(path: &str) -> PersistentVolume {
         PersistentVolume {
             spec: Some(PersistentVolumeSpec {
-                host_path: Some(HostPathVolumeSource {
-                    path: path.into(),
-                    type_: None,
-                }),
+                host_path: Some(HostPathVolumeSource { path: path.into(), type_: None }),
                 ..Default::default()
             }),
             ..Default::default()
@@ -179,18 +160,12 @@ mod tests {
         p.delete(&pv_at(dir.to_str().unwrap())).await.unwrap();
         assert!(!dir.exists());
         let outside = tempfile::tempdir().unwrap();
-        let err = p
-            .delete(&pv_at(outside.path().to_str().unwrap()))
-            .await
-            .unwrap_err();
+        let err = p.delete(&pv_at(outside.path().to_str().unwrap())).await.unwrap_err();
         assert!(err.message.contains("only supports paths under"), "{err}");
         assert!(outside.path().exists());
         let traversal = format!("{}/../../etc", p.root().display());
         assert!(p.delete(&pv_at(&traversal)).await.is_err());
-        assert!(
-            p.delete(&pv_at(p.root().to_str().unwrap())).await.is_err(),
-            "the root itself is not a volume"
-        );
+        assert!(p.delete(&pv_at(p.root().to_str().unwrap())).await.is_err(), "the root itself is not a volume");
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ pub mod invariants;
 pub mod memapi;
 pub mod output;
 pub mod scenario;
+pub mod workload;
 
 pub use driver::{Simulation, SimulationError, SimulationOptions};
 pub use input::{load_documents, InputError, InputObject};

@@ -31,46 +31,23 @@ pub struct FieldError {
 impl FieldError {
     /// A missing field.
     pub fn required(path: impl Into<String>, detail: impl Into<String>) -> Self {
-        FieldError {
-            path: path.into(),
-            kind: FieldErrorKind::Required,
-            detail: detail.into(),
-        }
+        FieldError { path: path.into(), kind: FieldErrorKind::Required, detail: detail.into() }
     }
     /// An invalid value.
-    pub fn invalid(
-        path: impl Into<String>,
-        value: impl Into<String>,
-        detail: impl Into<String>,
-    ) -> Self {
-        FieldError {
-            path: path.into(),
-            kind: FieldErrorKind::Invalid(value.into()),
-            detail: detail.into(),
-        }
+    pub fn invalid(path: impl Into<String>, value: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError { path: path.into(), kind: FieldErrorKind::Invalid(value.into()), detail: detail.into() }
     }
     /// A value outside the supported set.
-    pub fn not_supported(
-        path: impl Into<String>,
-        value: impl Into<String>,
-        supported: &[&str],
-    ) -> Self {
+    pub fn not_supported(path: impl Into<String>, value: impl Into<String>, supported: &[&str]) -> Self {
         FieldError {
             path: path.into(),
-            kind: FieldErrorKind::NotSupported(
-                value.into(),
-                supported.iter().map(|s| s.to_string()).collect(),
-            ),
+            kind: FieldErrorKind::NotSupported(value.into(), supported.iter().map(|s| s.to_string()).collect()),
             detail: String::new(),
         }
     }
     /// A forbidden field or change.
     pub fn forbidden(path: impl Into<String>, detail: impl Into<String>) -> Self {
-        FieldError {
-            path: path.into(),
-            kind: FieldErrorKind::Forbidden,
-            detail: detail.into(),
-        }
+        FieldError { path: path.into(), kind: FieldErrorKind::Forbidden, detail: detail.into() }
     }
     /// kube-apiserver's `reason` string for a Status cause.
     pub fn reason(&self) -> &'static str {
@@ -92,11 +69,7 @@ impl fmt::Display for FieldError {
             FieldErrorKind::Invalid(v) => write!(f, "Invalid value: {v:?}")?,
             FieldErrorKind::NotSupported(v, s) => {
                 let quoted: Vec<String> = s.iter().map(|x| format!("{x:?}")).collect();
-                write!(
-                    f,
-                    "Unsupported value: {v:?}: supported values: {}",
-                    quoted.join(", ")
-                )?
+                write!(f, "Unsupported value: {v:?}: supported values: {}", quoted.join(", "))?
             }
             FieldErrorKind::Forbidden => write!(f, "Forbidden")?,
             FieldErrorKind::TooLong(n) => write!(f, "Too long: may not be more than {n} bytes")?,

@@ -38,17 +38,10 @@ impl FaultSpec {
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut spec = FaultSpec::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (k, v) = part
-                .split_once('=')
-                .ok_or_else(|| format!("fault {part:?} is not NAME=PROBABILITY"))?;
-            let p: f64 = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("fault {k:?}: {v:?} is not a number"))?;
+            let (k, v) = part.split_once('=').ok_or_else(|| format!("fault {part:?} is not NAME=PROBABILITY"))?;
+            let p: f64 = v.trim().parse().map_err(|_| format!("fault {k:?}: {v:?} is not a number"))?;
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!(
-                    "fault {k:?}: probability {p} is not between 0 and 1"
-                ));
+                return Err(format!("fault {k:?}: probability {p} is not between 0 and 1"));
             }
             match k.trim() {
                 "conflict" => spec.conflict = p,
@@ -63,10 +56,7 @@ impl FaultSpec {
             }
         }
         if spec.total() > 1.0 {
-            return Err(format!(
-                "fault probabilities add up to {} (more than 1)",
-                spec.total()
-            ));
+            return Err(format!("fault probabilities add up to {} (more than 1)", spec.total()));
         }
         Ok(spec)
     }
@@ -88,11 +78,7 @@ pub struct FaultInjector {
 impl FaultInjector {
     /// A new injector.
     pub fn new(spec: FaultSpec, seed: u64) -> Self {
-        FaultInjector {
-            spec,
-            rng: SmallRng::seed_from_u64(seed),
-            injected: [0; 4],
-        }
+        FaultInjector { spec, rng: SmallRng::seed_from_u64(seed), injected: [0; 4] }
     }
 
     /// Draws the fate of one write request.
@@ -142,9 +128,7 @@ mod tests {
         let s = FaultSpec::parse("conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05").unwrap();
         assert_eq!(s.conflict, 0.2);
         assert_eq!(s.lost_response, 0.05);
-        assert!(FaultSpec::parse("explode=0.1")
-            .unwrap_err()
-            .contains("unknown fault"));
+        assert!(FaultSpec::parse("explode=0.1").unwrap_err().contains("unknown fault"));
         assert!(FaultSpec::parse("conflict=2").is_err());
         assert!(FaultSpec::parse("conflict=0.7,error=0.7").is_err());
     }

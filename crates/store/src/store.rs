@@ -147,17 +147,12 @@ fn meta(obj: &Value) -> Option<&Map<String, Value>> {
 }
 
 fn meta_str<'a>(obj: &'a Value, f: &str) -> &'a str {
-    meta(obj)
-        .and_then(|m| m.get(f))
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    meta(obj).and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("")
 }
 
 fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     let o = obj.as_object_mut().expect("validated object");
-    let m = o
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let m = o.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
     if !m.is_object() {
         *m = Value::Object(Map::new());
     }
@@ -168,11 +163,7 @@ fn finalizers(obj: &Value) -> Vec<String> {
     meta(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
         .unwrap_or_default()
 }
 
@@ -188,10 +179,8 @@ impl Store {
     }
 
     fn rt(resource: &str) -> Result<&'static ResourceType> {
-        ResourceType::by_plural(resource).ok_or_else(|| StoreError::NotFound {
-            resource: resource.into(),
-            name: String::new(),
-        })
+        ResourceType::by_plural(resource)
+            .ok_or_else(|| StoreError::NotFound { resource: resource.into(), name: String::new() })
     }
 
     /// Installs (or clears) fault injection for writes to every resource but Events.
@@ -201,12 +190,7 @@ impl Store {
 
     /// Faults injected so far: conflict, error, timeout, lost-response.
     pub fn faults_injected(&self) -> [u64; 4] {
-        self.faults
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|f| f.injected)
-            .unwrap_or_default()
+        self.faults.lock().unwrap().as_ref().map(|f| f.injected).unwrap_or_default()
     }
 
     /// Successful writes so far (creates, updates, deletes; Events excluded).
@@ -223,11 +207,7 @@ impl Store {
         if rt.kind == "Event" {
             return None;
         }
-        self.faults
-            .lock()
-            .unwrap()
-            .as_mut()
-            .and_then(FaultInjector::draw)
+        self.faults.lock().unwrap().as_mut().and_then(FaultInjector::draw)
     }
 
     fn make_uid(&self, inner: &mut Inner, rt: &ResourceType, ns: &str, name: &str) -> String {
@@ -252,10 +232,7 @@ impl Store {
             .get(rt.plural)
             .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
             .cloned()
-            .ok_or_else(|| StoreError::NotFound {
-                resource: rt.qualified(),
-                name: name.into(),
-            })
+            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })
     }
 
     /// Lists objects and the resourceVersion the list is consistent with.
@@ -278,40 +255,22 @@ impl Store {
 
     /// Starts a watch. With `since`, replays every later change still in history (410 Gone when
     /// `since` is older than the history); without it, only future changes.
-    pub fn watch(
-        &self,
-        resource: &str,
-        namespace: Option<&str>,
-        since: Option<u64>,
-    ) -> Result<Watcher> {
+    pub fn watch(&self, resource: &str, namespace: Option<&str>, since: Option<u64>) -> Result<Watcher> {
         let rt = Self::rt(resource)?;
         let mut inner = self.inner.lock().unwrap();
         let (tx, rx) = mpsc::unbounded_channel();
-        let ns = namespace
-            .filter(|n| !n.is_empty() && rt.namespaced)
-            .map(str::to_string);
+        let ns = namespace.filter(|n| !n.is_empty() && rt.namespaced).map(str::to_string);
         if let Some(since) = since {
             if since < inner.compacted {
-                return Err(StoreError::Gone {
-                    requested: since,
-                    oldest: inner.compacted,
-                });
+                return Err(StoreError::Gone { requested: since, oldest: inner.compacted });
             }
-            for ev in inner
-                .history
-                .iter()
-                .filter(|e| e.rv > since && e.resource == rt.plural)
-            {
+            for ev in inner.history.iter().filter(|e| e.rv > since && e.resource == rt.plural) {
                 if ns.as_ref().is_none_or(|n| *n == ev.namespace) {
                     let _ = tx.send(ev.clone());
                 }
             }
         }
-        inner.watchers.push(WatchSlot {
-            resource: rt.plural,
-            namespace: ns,
-            tx,
-        });
+        inner.watchers.push(WatchSlot { resource: rt.plural, namespace: ns, tx });
         Ok(rx)
     }
 
@@ -319,11 +278,7 @@ impl Store {
         if errs.is_empty() {
             Ok(())
         } else {
-            Err(StoreError::Invalid {
-                kind: rt.kind.into(),
-                name: name.into(),
-                errors: errs,
-            })
+            Err(StoreError::Invalid { kind: rt.kind.into(), name: name.into(), errors: errs })
         }
     }
 
@@ -340,17 +295,8 @@ impl Store {
     ) -> Result<()> {
         if let Some(b) = &self.backend {
             let m = match kind {
-                WatchEventType::Deleted => Mutation::Delete {
-                    resource: rt.plural,
-                    namespace: ns,
-                    name,
-                },
-                _ => Mutation::Put {
-                    resource: rt.plural,
-                    namespace: ns,
-                    name,
-                    object: &obj,
-                },
+                WatchEventType::Deleted => Mutation::Delete { resource: rt.plural, namespace: ns, name },
+                _ => Mutation::Put { resource: rt.plural, namespace: ns, name, object: &obj },
             };
             b.commit(rv, &m).map_err(StoreError::Internal)?;
         }
@@ -368,16 +314,9 @@ impl Store {
                 map.insert(key, obj.clone());
             }
         }
-        let ev = WatchEvent {
-            kind,
-            resource: rt.plural,
-            namespace: ns.to_string(),
-            object: obj,
-            rv,
-        };
+        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj, rv };
         inner.watchers.retain(|w| {
-            if w.resource != ev.resource || w.namespace.as_ref().is_some_and(|n| *n != ev.namespace)
-            {
+            if w.resource != ev.resource || w.namespace.as_ref().is_some_and(|n| *n != ev.namespace) {
                 return !w.tx.is_closed();
             }
             w.tx.send(ev.clone()).is_ok()
@@ -404,11 +343,7 @@ impl Store {
         let ns = meta_str(obj, "namespace").to_string();
         let name = meta_str(obj, "name").to_string();
         let has_uid = !meta_str(obj, "uid").is_empty();
-        let uid = if has_uid {
-            None
-        } else {
-            Some(self.make_uid(inner, rt, &ns, &name))
-        };
+        let uid = if has_uid { None } else { Some(self.make_uid(inner, rt, &ns, &name)) };
         let m = meta_mut(obj);
         if !rt.namespaced {
             m.remove("namespace");
@@ -416,13 +351,9 @@ impl Store {
         if let Some(uid) = uid {
             m.insert("uid".into(), Value::String(uid));
         }
-        m.entry("creationTimestamp")
-            .or_insert_with(|| Value::String(now));
+        m.entry("creationTimestamp").or_insert_with(|| Value::String(now));
         if m.get("creationTimestamp").is_some_and(Value::is_null) {
-            m.insert(
-                "creationTimestamp".into(),
-                Value::String(format_time((self.now)())),
-            );
+            m.insert("creationTimestamp".into(), Value::String(format_time((self.now)())));
         }
         m.insert("generation".into(), Value::from(1));
     }
@@ -432,9 +363,7 @@ impl Store {
     pub fn create(&self, resource: &str, mut obj: Value) -> Result<Arc<Value>> {
         let rt = Self::rt(resource)?;
         if !obj.is_object() {
-            return Err(StoreError::BadRequest(
-                "the body of the request must be a JSON object".into(),
-            ));
+            return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
         }
         let name = meta_str(&obj, "name").to_string();
         if rt.status_subresource && rt.kind != "Pod" && rt.kind != "Node" {
@@ -442,11 +371,7 @@ impl Store {
         }
         {
             let m = meta_mut(&mut obj);
-            for f in [
-                "resourceVersion",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-            ] {
+            for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"] {
                 m.remove(f);
             }
             m.remove("uid");
@@ -459,20 +384,9 @@ impl Store {
             return Err(f.error(&rt.qualified(), &name));
         }
         let mut inner = self.inner.lock().unwrap();
-        let ns = if rt.namespaced {
-            meta_str(&obj, "namespace").to_string()
-        } else {
-            String::new()
-        };
-        if inner
-            .objects
-            .get(rt.plural)
-            .is_some_and(|m| m.contains_key(&(ns.clone(), name.clone())))
-        {
-            return Err(StoreError::AlreadyExists {
-                resource: rt.qualified(),
-                name,
-            });
+        let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
+        if inner.objects.get(rt.plural).is_some_and(|m| m.contains_key(&(ns.clone(), name.clone()))) {
+            return Err(StoreError::AlreadyExists { resource: rt.qualified(), name });
         }
         self.prepare_new(&mut inner, rt, &mut obj);
         if rt.kind == "PersistentVolume" {
@@ -482,15 +396,7 @@ impl Store {
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
         let obj = Arc::new(obj);
-        self.commit(
-            &mut inner,
-            rt,
-            WatchEventType::Added,
-            &ns,
-            &name,
-            obj.clone(),
-            rv,
-        )?;
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
         drop(inner);
         if fault == Some(FaultKind::LostResponse) {
             return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
@@ -506,20 +412,9 @@ impl Store {
         validation::default(rt, &mut obj);
         Self::check_valid(rt, &name, validation::validate(rt, &obj))?;
         let mut inner = self.inner.lock().unwrap();
-        let ns = if rt.namespaced {
-            meta_str(&obj, "namespace").to_string()
-        } else {
-            String::new()
-        };
-        if inner
-            .objects
-            .get(rt.plural)
-            .is_some_and(|m| m.contains_key(&(ns.clone(), name.clone())))
-        {
-            return Err(StoreError::AlreadyExists {
-                resource: rt.qualified(),
-                name,
-            });
+        let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
+        if inner.objects.get(rt.plural).is_some_and(|m| m.contains_key(&(ns.clone(), name.clone()))) {
+            return Err(StoreError::AlreadyExists { resource: rt.qualified(), name });
         }
         let generation = meta(&obj).and_then(|m| m.get("generation")).cloned();
         self.prepare_new(&mut inner, rt, &mut obj);
@@ -529,15 +424,7 @@ impl Store {
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
         let obj = Arc::new(obj);
-        self.commit(
-            &mut inner,
-            rt,
-            WatchEventType::Added,
-            &ns,
-            &name,
-            obj.clone(),
-            rv,
-        )?;
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
         Ok(obj)
     }
 
@@ -548,16 +435,10 @@ impl Store {
     pub fn update(&self, resource: &str, mut obj: Value, status: bool) -> Result<Arc<Value>> {
         let rt = Self::rt(resource)?;
         if !obj.is_object() {
-            return Err(StoreError::BadRequest(
-                "the body of the request must be a JSON object".into(),
-            ));
+            return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
         }
         let name = meta_str(&obj, "name").to_string();
-        let ns = if rt.namespaced {
-            meta_str(&obj, "namespace").to_string()
-        } else {
-            String::new()
-        };
+        let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
         let fault = self.draw_fault(rt);
         if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
             return Err(f.error(&rt.qualified(), &name));
@@ -568,36 +449,28 @@ impl Store {
             .get(rt.plural)
             .and_then(|m| m.get(&(ns.clone(), name.clone())))
             .cloned()
-            .ok_or_else(|| StoreError::NotFound {
-                resource: rt.qualified(),
-                name: name.clone(),
-            })?;
+            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.clone() })?;
         let given_rv = meta_str(&obj, "resourceVersion").to_string();
         if !given_rv.is_empty() && given_rv != meta_str(&old, "resourceVersion") {
             return Err(StoreError::Conflict {
                 resource: rt.qualified(),
                 name,
-                message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+                message: "the object has been modified; please apply your changes to the latest version and try again"
+                    .into(),
             });
         }
         let mut new = if status {
             // Status writes change only the status.
             let mut n = (*old).clone();
             match obj.get("status") {
-                Some(s) => n
-                    .as_object_mut()
-                    .unwrap()
-                    .insert("status".into(), s.clone()),
+                Some(s) => n.as_object_mut().unwrap().insert("status".into(), s.clone()),
                 None => n.as_object_mut().unwrap().remove("status"),
             };
             n
         } else {
             if rt.status_subresource {
                 match old.get("status") {
-                    Some(s) => obj
-                        .as_object_mut()
-                        .unwrap()
-                        .insert("status".into(), s.clone()),
+                    Some(s) => obj.as_object_mut().unwrap().insert("status".into(), s.clone()),
                     None => obj.as_object_mut().unwrap().remove("status"),
                 };
             }
@@ -623,11 +496,7 @@ impl Store {
             obj
         };
         validation::default(rt, &mut new);
-        let errs = if status {
-            validation::validate(rt, &new)
-        } else {
-            validation::validate_update(rt, &old, &new)
-        };
+        let errs = if status { validation::validate(rt, &new) } else { validation::validate_update(rt, &old, &new) };
         Self::check_valid(rt, &name, errs)?;
         if !status && meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
             let (of, nf) = (finalizers(&old), finalizers(&new));
@@ -643,10 +512,7 @@ impl Store {
             }
         }
         // Compare without the resourceVersion to detect no-op writes.
-        meta_mut(&mut new).insert(
-            "resourceVersion".into(),
-            Value::String(meta_str(&old, "resourceVersion").into()),
-        );
+        meta_mut(&mut new).insert("resourceVersion".into(), Value::String(meta_str(&old, "resourceVersion").into()));
         if new == *old {
             drop(inner);
             if fault == Some(FaultKind::LostResponse) {
@@ -655,27 +521,17 @@ impl Store {
             return Ok(old);
         }
         if !status && old.get("spec") != new.get("spec") {
-            let g = meta(&old)
-                .and_then(|m| m.get("generation"))
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
+            let g = meta(&old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), Value::from(g + 1));
         }
         if rt.kind == "PersistentVolume" {
             let old_phase = old.get("status").and_then(|s| s.get("phase"));
             let new_phase = new.get("status").and_then(|s| s.get("phase"));
-            let old_t = old
-                .get("status")
-                .and_then(|s| s.get("lastPhaseTransitionTime"));
-            let new_t = new
-                .get("status")
-                .and_then(|s| s.get("lastPhaseTransitionTime"));
+            let old_t = old.get("status").and_then(|s| s.get("lastPhaseTransitionTime"));
+            let new_t = new.get("status").and_then(|s| s.get("lastPhaseTransitionTime"));
             if old_phase != new_phase && (new_t.is_none() || new_t == old_t) {
                 if let Some(s) = new.get_mut("status").and_then(Value::as_object_mut) {
-                    s.insert(
-                        "lastPhaseTransitionTime".into(),
-                        Value::String(format_time((self.now)())),
-                    );
+                    s.insert("lastPhaseTransitionTime".into(), Value::String(format_time((self.now)())));
                 }
             }
         }
@@ -684,25 +540,9 @@ impl Store {
         let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let new = Arc::new(new);
         if deleting && finalizers(&new).is_empty() {
-            self.commit(
-                &mut inner,
-                rt,
-                WatchEventType::Deleted,
-                &ns,
-                &name,
-                new.clone(),
-                rv,
-            )?;
+            self.commit(&mut inner, rt, WatchEventType::Deleted, &ns, &name, new.clone(), rv)?;
         } else {
-            self.commit(
-                &mut inner,
-                rt,
-                WatchEventType::Modified,
-                &ns,
-                &name,
-                new.clone(),
-                rv,
-            )?;
+            self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, new.clone(), rv)?;
         }
         drop(inner);
         if fault == Some(FaultKind::LostResponse) {
@@ -733,10 +573,7 @@ impl Store {
             .get(rt.plural)
             .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
             .cloned()
-            .ok_or_else(|| StoreError::NotFound {
-                resource: rt.qualified(),
-                name: name.into(),
-            })?;
+            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })?;
         if let Some(u) = uid.filter(|u| !u.is_empty()) {
             if u != meta_str(&old, "uid") {
                 return Err(StoreError::Conflict {
@@ -754,7 +591,10 @@ impl Store {
                 return Err(StoreError::Conflict {
                     resource: rt.qualified(),
                     name: name.into(),
-                    message: format!("Precondition failed: ResourceVersion in precondition: {r}, ResourceVersion in object meta: {}", meta_str(&old, "resourceVersion")),
+                    message: format!(
+                        "Precondition failed: ResourceVersion in precondition: {r}, ResourceVersion in object meta: {}",
+                        meta_str(&old, "resourceVersion")
+                    ),
                 });
             }
         }
@@ -763,37 +603,18 @@ impl Store {
             let mut gone = (*old).clone();
             Self::stamp(&mut gone, rv);
             let gone = Arc::new(gone);
-            self.commit(
-                &mut inner,
-                rt,
-                WatchEventType::Deleted,
-                ns,
-                name,
-                gone.clone(),
-                rv,
-            )?;
+            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, gone.clone(), rv)?;
             gone
         } else if meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
             old
         } else {
             let mut marked = (*old).clone();
             let m = meta_mut(&mut marked);
-            m.insert(
-                "deletionTimestamp".into(),
-                Value::String(format_time((self.now)())),
-            );
+            m.insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
             m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
             Self::stamp(&mut marked, rv);
             let marked = Arc::new(marked);
-            self.commit(
-                &mut inner,
-                rt,
-                WatchEventType::Modified,
-                ns,
-                name,
-                marked.clone(),
-                rv,
-            )?;
+            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv)?;
             marked
         };
         drop(inner);
@@ -862,16 +683,9 @@ impl StoreBuilder {
         let mut objects: HashMap<&'static str, BTreeMap<Key, Arc<Value>>> = HashMap::new();
         for (resource, obj) in self.snapshot.objects {
             if let Some(rt) = ResourceType::by_plural(&resource) {
-                let ns = if rt.namespaced {
-                    meta_str(&obj, "namespace").to_string()
-                } else {
-                    String::new()
-                };
+                let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
                 let name = meta_str(&obj, "name").to_string();
-                objects
-                    .entry(rt.plural)
-                    .or_default()
-                    .insert((ns, name), Arc::new(obj));
+                objects.entry(rt.plural).or_default().insert((ns, name), Arc::new(obj));
             }
         }
         Store {
@@ -912,10 +726,7 @@ mod tests {
         assert!(o["metadata"]["uid"].is_string());
         assert_eq!(o["spec"]["persistentVolumeReclaimPolicy"], "Retain");
         assert_eq!(o["kind"], "PersistentVolume");
-        assert!(matches!(
-            s.create("persistentvolumes", pv("a")),
-            Err(StoreError::AlreadyExists { .. })
-        ));
+        assert!(matches!(s.create("persistentvolumes", pv("a")), Err(StoreError::AlreadyExists { .. })));
     }
 
     #[test]
@@ -927,10 +738,7 @@ mod tests {
         let o2 = s.update("persistentvolumes", a.clone(), false).unwrap();
         assert_eq!(o2["metadata"]["resourceVersion"], "2");
         a["metadata"]["labels"] = json!({"x": "2"});
-        assert_eq!(
-            s.update("persistentvolumes", a, false).unwrap_err().code(),
-            409
-        );
+        assert_eq!(s.update("persistentvolumes", a, false).unwrap_err().code(), 409);
     }
 
     #[test]
@@ -941,10 +749,7 @@ mod tests {
         a["status"]["phase"] = json!("Available");
         let same = s.update("persistentvolumes", a.clone(), false).unwrap();
         assert_eq!(same["status"]["phase"], "Pending");
-        assert_eq!(
-            same["metadata"]["resourceVersion"], "1",
-            "no-op write keeps the version"
-        );
+        assert_eq!(same["metadata"]["resourceVersion"], "1", "no-op write keeps the version");
         a["spec"]["capacity"]["storage"] = json!("5Gi");
         let st = s.update("persistentvolumes", a, true).unwrap();
         assert_eq!(st["status"]["phase"], "Available");
@@ -962,12 +767,7 @@ mod tests {
         assert!(s.get("persistentvolumes", "", "a").is_ok());
         let mut m = (*marked).clone();
         m["metadata"]["finalizers"] = json!(["f", "g"]);
-        assert_eq!(
-            s.update("persistentvolumes", m.clone(), false)
-                .unwrap_err()
-                .code(),
-            422
-        );
+        assert_eq!(s.update("persistentvolumes", m.clone(), false).unwrap_err().code(), 422);
         m["metadata"]["finalizers"] = json!([]);
         s.update("persistentvolumes", m, false).unwrap();
         assert_eq!(s.get("persistentvolumes", "", "a").unwrap_err().code(), 404);
@@ -983,12 +783,7 @@ mod tests {
         assert_eq!(w.try_recv().unwrap().rv, 2);
         assert_eq!(w.try_recv().unwrap().rv, 3);
         assert!(w.try_recv().is_err());
-        assert_eq!(
-            s.watch("persistentvolumes", None, Some(0))
-                .unwrap_err()
-                .code(),
-            410
-        );
+        assert_eq!(s.watch("persistentvolumes", None, Some(0)).unwrap_err().code(), 410);
         s.delete("persistentvolumes", "", "a", None, None).unwrap();
         let ev = w.try_recv().unwrap();
         assert_eq!(ev.kind, WatchEventType::Deleted);
@@ -998,10 +793,7 @@ mod tests {
     fn lost_response_applies_the_write_but_reports_failure() {
         let s = Store::new();
         s.set_faults(Some((FaultSpec::parse("lost-response=1").unwrap(), 1)));
-        assert_eq!(
-            s.create("persistentvolumes", pv("a")).unwrap_err().code(),
-            504
-        );
+        assert_eq!(s.create("persistentvolumes", pv("a")).unwrap_err().code(), 504);
         s.set_faults(None);
         assert!(s.get("persistentvolumes", "", "a").is_ok());
     }
@@ -1009,17 +801,9 @@ mod tests {
     #[test]
     fn invalid_objects_are_rejected_without_a_write() {
         let s = Store::new();
-        let err = s
-            .create(
-                "persistentvolumes",
-                json!({"metadata": {"name": "a"}, "spec": {}}),
-            )
-            .unwrap_err();
+        let err = s.create("persistentvolumes", json!({"metadata": {"name": "a"}, "spec": {}})).unwrap_err();
         assert_eq!(err.code(), 422);
-        assert!(
-            err.to_string().contains("spec.capacity: Required value"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("spec.capacity: Required value"), "{err}");
         assert_eq!(s.resource_version(), 0);
     }
 
@@ -1027,14 +811,7 @@ mod tests {
     fn delete_preconditions_are_checked() {
         let s = Store::new();
         s.create("persistentvolumes", pv("a")).unwrap();
-        assert_eq!(
-            s.delete("persistentvolumes", "", "a", Some("other"), None)
-                .unwrap_err()
-                .code(),
-            409
-        );
-        assert!(s
-            .delete("persistentvolumes", "", "a", None, Some("1"))
-            .is_ok());
+        assert_eq!(s.delete("persistentvolumes", "", "a", Some("other"), None).unwrap_err().code(), 409);
+        assert!(s.delete("persistentvolumes", "", "a", None, Some("1")).is_ok());
     }
 }

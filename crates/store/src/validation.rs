@@ -11,12 +11,7 @@ use crate::kinds::ResourceType;
 use pv_model::quantity::Quantity;
 use serde_json::{Map, Value};
 
-const ACCESS_MODES: &[&str] = &[
-    "ReadOnlyMany",
-    "ReadWriteMany",
-    "ReadWriteOnce",
-    "ReadWriteOncePod",
-];
+const ACCESS_MODES: &[&str] = &["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
 const RECLAIM_POLICIES: &[&str] = &["Delete", "Recycle", "Retain"];
 const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
 const BINDING_MODES: &[&str] = &["Immediate", "WaitForFirstConsumer"];
@@ -53,8 +48,7 @@ pub fn is_dns_subdomain(s: &str) -> bool {
         && s.len() <= 253
         && s.split('.').all(|l| {
             !l.is_empty()
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !l.starts_with('-')
                 && !l.ends_with('-')
         })
@@ -76,15 +70,9 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
 /// Validates metadata common to every kind.
 pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
     let meta = obj.get("metadata");
-    let name = meta
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
     if name.is_empty() {
-        errs.push(FieldError::required(
-            "metadata.name",
-            "name or generateName is required",
-        ));
+        errs.push(FieldError::required("metadata.name", "name or generateName is required"));
     } else {
         let ok = if rt.kind == "Namespace" {
             is_dns_label(name)
@@ -103,14 +91,15 @@ pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>)
         }
     }
     if rt.namespaced {
-        let ns = meta
-            .and_then(|m| m.get("namespace"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let ns = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).unwrap_or("");
         if ns.is_empty() {
             errs.push(FieldError::required("metadata.namespace", ""));
         } else if !is_dns_label(ns) {
-            errs.push(FieldError::invalid("metadata.namespace", ns, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"));
+            errs.push(FieldError::invalid(
+                "metadata.namespace",
+                ns,
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'",
+            ));
         }
     }
     for field in ["labels", "annotations"] {
@@ -144,19 +133,13 @@ fn validate_quantity(path: &str, v: Option<&Value>, positive: bool, errs: &mut V
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
         other => {
-            errs.push(FieldError::invalid(
-                path,
-                other.to_string(),
-                "must be a quantity",
-            ));
+            errs.push(FieldError::invalid(path, other.to_string(), "must be a quantity"));
             return;
         }
     };
     match Quantity::parse(&s) {
         Err(e) => errs.push(FieldError::invalid(path, s, e.to_string())),
-        Ok(q) if positive && !q.is_positive() => {
-            errs.push(FieldError::invalid(path, s, "must be greater than zero"))
-        }
+        Ok(q) if positive && !q.is_positive() => errs.push(FieldError::invalid(path, s, "must be greater than zero")),
         Ok(_) => {}
     }
 }
@@ -176,10 +159,7 @@ fn validate_access_modes(path: &str, modes: Option<&Value>, errs: &mut Vec<Field
                 rwop |= s == "ReadWriteOncePod";
             }
             if rwop && l.len() > 1 {
-                errs.push(FieldError::forbidden(
-                    path,
-                    "may not use ReadWriteOncePod with other access modes",
-                ));
+                errs.push(FieldError::forbidden(path, "may not use ReadWriteOncePod with other access modes"));
             }
         }
     }
@@ -191,9 +171,7 @@ fn validate_enum(path: &str, v: Option<&Value>, allowed: &[&str], errs: &mut Vec
         if !allowed.contains(&s) {
             errs.push(FieldError::not_supported(
                 path,
-                v.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string()),
+                v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()),
                 allowed,
             ));
         }
@@ -203,7 +181,11 @@ fn validate_enum(path: &str, v: Option<&Value>, allowed: &[&str], errs: &mut Vec
 fn validate_class_name(path: &str, v: Option<&Value>, errs: &mut Vec<FieldError>) {
     if let Some(s) = v.and_then(Value::as_str) {
         if !s.is_empty() && !is_dns_subdomain(s) {
-            errs.push(FieldError::invalid(path, s, "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"));
+            errs.push(FieldError::invalid(
+                path,
+                s,
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
+            ));
         }
     }
 }
@@ -212,18 +194,9 @@ fn validate_selector(path: &str, sel: Option<&Value>, errs: &mut Vec<FieldError>
     let Some(sel) = sel.filter(|s| !s.is_null()) else {
         return;
     };
-    for (i, e) in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, e) in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
-        let n = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
+        let n = e.get("values").and_then(Value::as_array).map_or(0, Vec::len);
         let p = format!("{path}.matchExpressions[{i}]");
         match op {
             "In" | "NotIn" if n == 0 => errs.push(FieldError::required(
@@ -235,11 +208,7 @@ fn validate_selector(path: &str, sel: Option<&Value>, errs: &mut Vec<FieldError>
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => errs.push(FieldError::invalid(
-                format!("{p}.operator"),
-                other,
-                "not a valid selector operator",
-            )),
+            other => errs.push(FieldError::invalid(format!("{p}.operator"), other, "not a valid selector operator")),
         }
     }
 }
@@ -261,18 +230,12 @@ fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
         },
     }
     validate_access_modes("spec.accessModes", spec.get("accessModes"), errs);
-    let sources: Vec<&str> = PV_SOURCES
-        .iter()
-        .copied()
-        .filter(|s| spec.get(*s).is_some_and(|v| !v.is_null()))
-        .collect();
+    let sources: Vec<&str> =
+        PV_SOURCES.iter().copied().filter(|s| spec.get(*s).is_some_and(|v| !v.is_null())).collect();
     if sources.is_empty() {
         errs.push(FieldError::required("spec", "must specify a volume type"));
     } else if sources.len() > 1 {
-        errs.push(FieldError::forbidden(
-            format!("spec.{}", sources[1]),
-            "may not specify more than 1 volume type",
-        ));
+        errs.push(FieldError::forbidden(format!("spec.{}", sources[1]), "may not specify more than 1 volume type"));
     }
     validate_enum(
         "spec.persistentVolumeReclaimPolicy",
@@ -280,27 +243,15 @@ fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
         RECLAIM_POLICIES,
         errs,
     );
-    validate_enum(
-        "spec.volumeMode",
-        spec.get("volumeMode"),
-        VOLUME_MODES,
-        errs,
-    );
+    validate_enum("spec.volumeMode", spec.get("volumeMode"), VOLUME_MODES, errs);
     validate_class_name("spec.storageClassName", spec.get("storageClassName"), errs);
-    let recycle = spec
-        .get("persistentVolumeReclaimPolicy")
-        .and_then(Value::as_str)
-        == Some("Recycle");
+    let recycle = spec.get("persistentVolumeReclaimPolicy").and_then(Value::as_str) == Some("Recycle");
     if let Some(hp) = spec.get("hostPath").filter(|v| !v.is_null()) {
         let path = hp.get("path").and_then(Value::as_str).unwrap_or("");
         if path.is_empty() {
             errs.push(FieldError::required("spec.hostPath.path", ""));
         } else if path.split('/').any(|seg| seg == "..") {
-            errs.push(FieldError::invalid(
-                "spec.hostPath.path",
-                path,
-                "must not contain '..'",
-            ));
+            errs.push(FieldError::invalid("spec.hostPath.path", path, "must not contain '..'"));
         } else if recycle && path.trim_end_matches('/').is_empty() {
             errs.push(FieldError::forbidden(
                 "spec.persistentVolumeReclaimPolicy",
@@ -309,63 +260,29 @@ fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
         }
     }
     if recycle && sources.len() == 1 && !matches!(sources[0], "hostPath" | "nfs") {
-        errs.push(FieldError::not_supported(
-            "spec.persistentVolumeReclaimPolicy",
-            "Recycle",
-            &["Delete", "Retain"],
-        ));
+        errs.push(FieldError::not_supported("spec.persistentVolumeReclaimPolicy", "Recycle", &["Delete", "Retain"]));
     }
     if let Some(nfs) = spec.get("nfs").filter(|v| !v.is_null()) {
-        if nfs
-            .get("server")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
+        if nfs.get("server").and_then(Value::as_str).unwrap_or("").is_empty() {
             errs.push(FieldError::required("spec.nfs.server", ""));
         }
-        if nfs
-            .get("path")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
+        if nfs.get("path").and_then(Value::as_str).unwrap_or("").is_empty() {
             errs.push(FieldError::required("spec.nfs.path", ""));
         }
     }
     if let Some(csi) = spec.get("csi").filter(|v| !v.is_null()) {
-        if csi
-            .get("driver")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
+        if csi.get("driver").and_then(Value::as_str).unwrap_or("").is_empty() {
             errs.push(FieldError::required("spec.csi.driver", ""));
         }
-        if csi
-            .get("volumeHandle")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
+        if csi.get("volumeHandle").and_then(Value::as_str).unwrap_or("").is_empty() {
             errs.push(FieldError::required("spec.csi.volumeHandle", ""));
         }
     }
     if let Some(cr) = spec.get("claimRef").filter(|v| !v.is_null()) {
-        if cr
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
+        if cr.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
             errs.push(FieldError::required("spec.claimRef.name", ""));
         }
-        if cr
-            .get("namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
+        if cr.get("namespace").and_then(Value::as_str).unwrap_or("").is_empty() {
             errs.push(FieldError::required("spec.claimRef.namespace", ""));
         }
     }
@@ -377,27 +294,14 @@ fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
         return;
     };
     validate_access_modes("spec.accessModes", spec.get("accessModes"), errs);
-    match spec
-        .get("resources")
-        .and_then(|r| r.get("requests"))
-        .and_then(|r| r.get("storage"))
-    {
+    match spec.get("resources").and_then(|r| r.get("requests")).and_then(|r| r.get("storage")) {
         None => errs.push(FieldError::required("spec.resources[storage]", "")),
         Some(q) => validate_quantity("spec.resources[storage]", Some(q), true, errs),
     }
-    if let Some(l) = spec
-        .get("resources")
-        .and_then(|r| r.get("limits"))
-        .and_then(|r| r.get("storage"))
-    {
+    if let Some(l) = spec.get("resources").and_then(|r| r.get("limits")).and_then(|r| r.get("storage")) {
         validate_quantity("spec.resources.limits[storage]", Some(l), false, errs);
     }
-    validate_enum(
-        "spec.volumeMode",
-        spec.get("volumeMode"),
-        VOLUME_MODES,
-        errs,
-    );
+    validate_enum("spec.volumeMode", spec.get("volumeMode"), VOLUME_MODES, errs);
     validate_class_name("spec.storageClassName", spec.get("storageClassName"), errs);
     validate_selector("spec.selector", spec.get("selector"), errs);
 }
@@ -405,43 +309,23 @@ fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
 fn validate_storage_class(obj: &Value, errs: &mut Vec<FieldError>) {
     match obj.get("provisioner").and_then(Value::as_str) {
         None | Some("") => errs.push(FieldError::required("provisioner", "")),
-        Some(p) if p.len() > 63 && !p.contains('/') => errs.push(FieldError::invalid(
-            "provisioner",
-            p,
-            "must be no more than 63 characters",
-        )),
+        Some(p) if p.len() > 63 && !p.contains('/') => {
+            errs.push(FieldError::invalid("provisioner", p, "must be no more than 63 characters"))
+        }
         Some(_) => {}
     }
-    validate_enum(
-        "reclaimPolicy",
-        obj.get("reclaimPolicy"),
-        &["Delete", "Retain"],
-        errs,
-    );
-    validate_enum(
-        "volumeBindingMode",
-        obj.get("volumeBindingMode"),
-        BINDING_MODES,
-        errs,
-    );
+    validate_enum("reclaimPolicy", obj.get("reclaimPolicy"), &["Delete", "Retain"], errs);
+    validate_enum("volumeBindingMode", obj.get("volumeBindingMode"), BINDING_MODES, errs);
     if let Some(p) = obj.get("parameters").filter(|p| !p.is_null()) {
         match p.as_object() {
             Some(m) => {
                 for (k, v) in m {
                     if !v.is_string() {
-                        errs.push(FieldError::invalid(
-                            format!("parameters[{k}]"),
-                            v.to_string(),
-                            "must be a string",
-                        ));
+                        errs.push(FieldError::invalid(format!("parameters[{k}]"), v.to_string(), "must be a string"));
                     }
                 }
             }
-            None => errs.push(FieldError::invalid(
-                "parameters",
-                p.to_string(),
-                "must be a map of strings",
-            )),
+            None => errs.push(FieldError::invalid("parameters", p.to_string(), "must be a map of strings")),
         }
     }
 }
@@ -451,31 +335,13 @@ fn validate_pod(obj: &Value, errs: &mut Vec<FieldError>) {
         errs.push(FieldError::required("spec", ""));
         return;
     };
-    for (i, v) in spec
-        .get("volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        if v.get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
+    for (i, v) in spec.get("volumes").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        if v.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
             errs.push(FieldError::required(format!("spec.volumes[{i}].name"), ""));
         }
         if let Some(pvc) = v.get("persistentVolumeClaim").filter(|x| !x.is_null()) {
-            if pvc
-                .get("claimName")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .is_empty()
-            {
-                errs.push(FieldError::required(
-                    format!("spec.volumes[{i}].persistentVolumeClaim.claimName"),
-                    "",
-                ));
+            if pvc.get("claimName").and_then(Value::as_str).unwrap_or("").is_empty() {
+                errs.push(FieldError::required(format!("spec.volumes[{i}].persistentVolumeClaim.claimName"), ""));
             }
         }
     }
@@ -485,11 +351,7 @@ fn validate_pod(obj: &Value, errs: &mut Vec<FieldError>) {
 pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if !obj.is_object() {
-        errs.push(FieldError::invalid(
-            "",
-            obj.to_string(),
-            "must be an object",
-        ));
+        errs.push(FieldError::invalid("", obj.to_string(), "must be an object"));
         return errs;
     }
     validate_meta(rt, obj, &mut errs);
@@ -505,9 +367,7 @@ pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
 
 fn obj_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
     let o = v.as_object_mut().expect("object");
-    let e = o
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
+    let e = o.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
     if !e.is_object() {
         *e = Value::Object(Map::new());
     }
@@ -523,25 +383,21 @@ pub fn default(rt: &ResourceType, obj: &mut Value) {
     match rt.kind {
         "PersistentVolume" => {
             let spec = obj_mut(obj, "spec");
-            spec.entry("persistentVolumeReclaimPolicy")
-                .or_insert_with(|| "Retain".into());
-            spec.entry("volumeMode")
-                .or_insert_with(|| "Filesystem".into());
+            spec.entry("persistentVolumeReclaimPolicy").or_insert_with(|| "Retain".into());
+            spec.entry("volumeMode").or_insert_with(|| "Filesystem".into());
             let status = obj_mut(obj, "status");
             status.entry("phase").or_insert_with(|| "Pending".into());
         }
         "PersistentVolumeClaim" => {
             let spec = obj_mut(obj, "spec");
-            spec.entry("volumeMode")
-                .or_insert_with(|| "Filesystem".into());
+            spec.entry("volumeMode").or_insert_with(|| "Filesystem".into());
             let status = obj_mut(obj, "status");
             status.entry("phase").or_insert_with(|| "Pending".into());
         }
         "StorageClass" => {
             let o = obj.as_object_mut().expect("object");
             o.entry("reclaimPolicy").or_insert_with(|| "Delete".into());
-            o.entry("volumeBindingMode")
-                .or_insert_with(|| "Immediate".into());
+            o.entry("volumeBindingMode").or_insert_with(|| "Immediate".into());
         }
         "Namespace" => {
             let status = obj_mut(obj, "status");
@@ -566,22 +422,12 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
                     o.remove("resources");
                     o.remove("volumeAttributesClassName");
                     // Binding may set volumeName once; the default class may be set once.
-                    let other_vn = other
-                        .and_then(|x| x.get("volumeName"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    if other_vn.is_empty()
-                        || o.get("volumeName")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .is_empty()
-                    {
+                    let other_vn = other.and_then(|x| x.get("volumeName")).and_then(Value::as_str).unwrap_or("");
+                    if other_vn.is_empty() || o.get("volumeName").and_then(Value::as_str).unwrap_or("").is_empty() {
                         o.remove("volumeName");
                     }
                     let other_sc = other.and_then(|x| x.get("storageClassName"));
-                    if other_sc.is_none_or(Value::is_null)
-                        || o.get("storageClassName").is_none_or(Value::is_null)
-                    {
+                    if other_sc.is_none_or(Value::is_null) || o.get("storageClassName").is_none_or(Value::is_null) {
                         o.remove("storageClassName");
                     }
                 }
@@ -599,11 +445,7 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
             let source = |v: &Value| -> Vec<(String, Value)> {
                 PV_SOURCES
                     .iter()
-                    .filter_map(|s| {
-                        v.get("spec")
-                            .and_then(|sp| sp.get(*s))
-                            .map(|x| (s.to_string(), x.clone()))
-                    })
+                    .filter_map(|s| v.get("spec").and_then(|sp| sp.get(*s)).map(|x| (s.to_string(), x.clone())))
                     .collect()
             };
             if source(old) != source(new) {
@@ -614,17 +456,9 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
             }
         }
         "StorageClass" => {
-            for f in [
-                "provisioner",
-                "parameters",
-                "reclaimPolicy",
-                "volumeBindingMode",
-            ] {
+            for f in ["provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"] {
                 if old.get(f) != new.get(f) {
-                    errs.push(FieldError::forbidden(
-                        f,
-                        "updates to this field are forbidden",
-                    ));
+                    errs.push(FieldError::forbidden(f, "updates to this field are forbidden"));
                 }
             }
         }
@@ -652,18 +486,9 @@ mod tests {
     fn pv_without_capacity_modes_or_source_names_each_field() {
         let errs = validate(pv_type(), &json!({"metadata": {"name": "pv1"}, "spec": {}}));
         let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-        assert!(
-            text.contains(&"spec.capacity: Required value".to_string()),
-            "{text:?}"
-        );
-        assert!(
-            text.contains(&"spec.accessModes: Required value".to_string()),
-            "{text:?}"
-        );
-        assert!(
-            text.iter().any(|t| t.starts_with("spec: Required value")),
-            "{text:?}"
-        );
+        assert!(text.contains(&"spec.capacity: Required value".to_string()), "{text:?}");
+        assert!(text.contains(&"spec.accessModes: Required value".to_string()), "{text:?}");
+        assert!(text.iter().any(|t| t.starts_with("spec: Required value")), "{text:?}");
     }
 
     #[test]
@@ -673,19 +498,13 @@ mod tests {
                 pv_type(),
                 &json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": q}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/x"}}}),
             );
-            assert!(
-                errs.iter().any(|e| e.path == "spec.capacity[storage]"),
-                "{q}: {errs:?}"
-            );
+            assert!(errs.iter().any(|e| e.path == "spec.capacity[storage]"), "{q}: {errs:?}");
         }
         let errs = validate(
             pv_type(),
             &json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/../../etc"}}}),
         );
-        assert!(
-            errs.iter().any(|e| e.path == "spec.hostPath.path"),
-            "{errs:?}"
-        );
+        assert!(errs.iter().any(|e| e.path == "spec.hostPath.path"), "{errs:?}");
     }
 
     #[test]

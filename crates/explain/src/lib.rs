@@ -1,0 +1,30 @@
+//! `pv-controller explain`: why a PersistentVolumeClaim is Pending, Bound or Lost.
+//!
+//! People ask "why is my claim Pending?" and the answer is spread over every volume, the claim's
+//! class, its pods and the controller's rules. This crate answers it by asking the controller
+//! itself rather than re-implementing it: the state is loaded into a [`Snapshot`], a real
+//! `pv_core::Controller` is fed that state through its watch handlers (no sync runs, nothing is
+//! written), and [`explain`] reads the controller's plan for the claim
+//! (`Controller::plan_unbound_claim`, the value the claim sync itself executes) plus each volume's
+//! verdict from `pv_model::matching`. There is no second copy of the matching rules here, so the
+//! explanation cannot drift from what the controller does.
+//!
+//! Modules: [`snapshot`] (state in, controller out), [`live`] (reading a cluster), [`analyze`] (the explanation), [`render`]
+//! (JSON and text).
+
+pub mod analyze;
+pub mod live;
+pub mod render;
+pub mod snapshot;
+
+pub use analyze::{explain, Candidate, Explanation, Next, Request};
+pub use render::{to_json, to_text};
+pub use snapshot::{plugins, Snapshot, SnapshotError};
+
+/// Explains `namespace/name` over a snapshot: builds the controller, asks it. `None` when the
+/// claim does not exist.
+pub fn explain_snapshot(snapshot: &Snapshot, namespace: &str, name: &str) -> Option<Explanation> {
+    let (registry, _dir) = plugins();
+    let controller = snapshot.controller(registry);
+    explain(&controller, &snapshot.volumes, namespace, name)
+}

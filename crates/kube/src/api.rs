@@ -1,0 +1,267 @@
+//! [`ClusterApi`] over kube-rs: the controller's writes and reads sent to a real API server.
+//!
+//! Why a thin adapter: the controller decides *what* to write and reacts to a small set of error
+//! kinds (not found, already exists, conflict, invalid, anything else). This module only turns
+//! each call into one HTTP request, bounds it with a client-side timeout (a hung request must not
+//! hold a worker forever — the key is retried instead), and classifies the answer.
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client};
+use pv_core::{ApiError, ClusterApi};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Default bound on one API request.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Namespace for Events about cluster-scoped objects (PVs), as upstream's recorder uses.
+const EVENT_DEFAULT_NAMESPACE: &str = "default";
+
+/// Requests made, by method and HTTP code (`<error>` when there was no answer), for
+/// `rest_client_requests_total`. It counts the controller's own calls, not the watches.
+#[derive(Debug, Default)]
+pub struct RequestCounts {
+    host: String,
+    counts: Mutex<BTreeMap<(&'static str, String), u64>>,
+}
+
+/// A copy of [`RequestCounts`].
+#[derive(Debug, Default)]
+pub struct RequestSnapshot {
+    /// The API server's `host:port`.
+    pub host: String,
+    /// `(method, code)` → requests.
+    pub counts: BTreeMap<(&'static str, String), u64>,
+}
+
+impl RequestCounts {
+    /// Counters for requests to `host`.
+    pub fn new(host: impl Into<String>) -> Self {
+        RequestCounts { host: host.into(), counts: Mutex::default() }
+    }
+
+    fn record(&self, method: &'static str, code: String) {
+        let mut m = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry((method, code)).or_default() += 1;
+    }
+
+    /// The counts so far.
+    pub fn snapshot(&self) -> RequestSnapshot {
+        let m = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        RequestSnapshot { host: self.host.clone(), counts: m.clone() }
+    }
+
+    /// Requests with a method other than GET (writes).
+    pub fn writes(&self) -> u64 {
+        let m = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        m.iter().filter(|((method, _), _)| *method != "GET").map(|(_, n)| *n).sum()
+    }
+}
+
+/// The controller's API calls over a kube-rs [`Client`].
+#[derive(Clone)]
+pub struct KubeApi {
+    client: Client,
+    timeout: Duration,
+    requests: Arc<RequestCounts>,
+}
+
+impl KubeApi {
+    /// An adapter over `client`, each request bounded by [`DEFAULT_REQUEST_TIMEOUT`].
+    pub fn new(client: Client) -> Self {
+        Self::with_timeout(client, DEFAULT_REQUEST_TIMEOUT)
+    }
+
+    /// An adapter whose requests time out after `timeout`.
+    pub fn with_timeout(client: Client, timeout: Duration) -> Self {
+        KubeApi { client, timeout, requests: Arc::default() }
+    }
+
+    /// Counts requests into `requests` (shared with `/metrics`).
+    pub fn with_request_counts(mut self, requests: Arc<RequestCounts>) -> Self {
+        self.requests = requests;
+        self
+    }
+
+    /// The request counters.
+    pub fn request_counts(&self) -> &Arc<RequestCounts> {
+        &self.requests
+    }
+
+    fn volumes(&self) -> Api<PersistentVolume> {
+        Api::all(self.client.clone())
+    }
+
+    fn claims(&self, namespace: &str) -> Api<PersistentVolumeClaim> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    fn events(&self, event: &Event) -> Api<Event> {
+        let ns = event
+            .metadata
+            .namespace
+            .as_deref()
+            .or(event.involved_object.namespace.as_deref())
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or(EVENT_DEFAULT_NAMESPACE);
+        Api::namespaced(self.client.clone(), ns)
+    }
+
+    /// Runs one request under the timeout and classifies its error.
+    async fn call<T>(&self, what: &str, fut: impl Future<Output = kube::Result<T>>) -> Result<T, ApiError> {
+        let method = method_of(what);
+        let r = tokio::time::timeout(self.timeout, fut).await;
+        let code = match &r {
+            Ok(Ok(_)) if method == "POST" => "201".to_string(),
+            Ok(Ok(_)) => "200".to_string(),
+            Ok(Err(kube::Error::Api(s))) => s.code.to_string(),
+            _ => "<error>".to_string(),
+        };
+        self.requests.record(method, code);
+        match r {
+            Ok(r) => r.map_err(|e| classify(what, e)),
+            Err(_) => Err(ApiError::Other(format!("{what}: no answer within {:?}", self.timeout))),
+        }
+    }
+}
+
+/// The HTTP method of a call named `verb resource`.
+fn method_of(what: &str) -> &'static str {
+    match what.split(' ').next() {
+        Some("create") => "POST",
+        Some("update") => "PUT",
+        Some("delete") => "DELETE",
+        _ => "GET",
+    }
+}
+
+/// Maps a kube-rs error to the kinds the controller distinguishes.
+///
+/// 409 means two different things: `AlreadyExists` on create, `Conflict` (stale
+/// resourceVersion) on update; the Status `reason` tells them apart.
+pub fn classify(what: &str, e: kube::Error) -> ApiError {
+    match e {
+        kube::Error::Api(status) => {
+            let msg = format!("{what}: {} ({})", status.message, status.code);
+            if status.is_already_exists() {
+                ApiError::AlreadyExists(msg)
+            } else if status.is_not_found() {
+                ApiError::NotFound(msg)
+            } else if status.is_conflict() {
+                ApiError::Conflict(msg)
+            } else if status.is_invalid() {
+                ApiError::Invalid(msg)
+            } else {
+                ApiError::Other(msg)
+            }
+        }
+        other => ApiError::Other(format!("{what}: {other}")),
+    }
+}
+
+fn name_of<K: kube::Resource>(obj: &K) -> Result<&str, ApiError> {
+    obj.meta()
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ApiError::Invalid("metadata.name: Required value".into()))
+}
+
+fn namespace_of<K: kube::Resource>(obj: &K) -> &str {
+    obj.meta().namespace.as_deref().unwrap_or("default")
+}
+
+#[async_trait]
+impl ClusterApi for KubeApi {
+    async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+        let api = self.volumes();
+        self.call("get persistentvolume", api.get(name)).await
+    }
+
+    async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        let api = self.volumes();
+        let pp = PostParams::default();
+        self.call("create persistentvolume", api.create(&pp, volume)).await
+    }
+
+    async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        let api = self.volumes();
+        let pp = PostParams::default();
+        let name = name_of(volume)?;
+        self.call("update persistentvolume", api.replace(name, &pp, volume)).await
+    }
+
+    async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        let api = self.volumes();
+        let pp = PostParams::default();
+        let name = name_of(volume)?;
+        self.call("update persistentvolume status", api.replace_status(name, &pp, volume)).await
+    }
+
+    async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
+        let api = self.volumes();
+        let dp = DeleteParams::default();
+        self.call("delete persistentvolume", api.delete(name, &dp)).await.map(|_| ())
+    }
+
+    async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
+        let api = self.claims(namespace);
+        self.call("get persistentvolumeclaim", api.get(name)).await
+    }
+
+    async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+        let api = self.claims(namespace_of(claim));
+        let pp = PostParams::default();
+        let name = name_of(claim)?;
+        self.call("update persistentvolumeclaim", api.replace(name, &pp, claim)).await
+    }
+
+    async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+        let api = self.claims(namespace_of(claim));
+        let pp = PostParams::default();
+        let name = name_of(claim)?;
+        self.call("update persistentvolumeclaim status", api.replace_status(name, &pp, claim)).await
+    }
+
+    async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
+        let api = self.events(event);
+        let pp = PostParams::default();
+        self.call("create event", api.create(&pp, event)).await
+    }
+
+    async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
+        let api = self.events(event);
+        let pp = PostParams::default();
+        let name = name_of(event)?;
+        self.call("update event", api.replace(name, &pp, event)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn status(code: u16, reason: &str) -> kube::Error {
+        let mut s = Status::failure("boom", reason);
+        s.code = code;
+        kube::Error::Api(Box::new(s))
+    }
+
+    #[test]
+    fn conflicts_are_told_apart_from_already_exists_by_reason() {
+        assert!(matches!(classify("create", status(409, "AlreadyExists")), ApiError::AlreadyExists(_)));
+        assert!(matches!(classify("update", status(409, "Conflict")), ApiError::Conflict(_)));
+    }
+
+    #[test]
+    fn not_found_invalid_and_server_errors_map_to_their_kinds() {
+        assert!(classify("get", status(404, "NotFound")).is_not_found());
+        assert!(matches!(classify("update", status(422, "Invalid")), ApiError::Invalid(_)));
+        assert!(matches!(classify("update", status(500, "InternalError")), ApiError::Other(_)));
+    }
+}

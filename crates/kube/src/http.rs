@@ -1,0 +1,107 @@
+//! The metrics and health endpoints: `/metrics`, `/healthz`, `/readyz`.
+//!
+//! Why separate liveness from readiness: a standby replica is alive (the kubelet must not kill
+//! it) but, until its caches are synced and it knows who leads, it cannot take over at once —
+//! that is what `/readyz` reports, so a rollout waits for it before stopping the old leader.
+
+use crate::api::RequestCounts;
+use crate::lease::LeaderState;
+use crate::metrics::{render, MetricsSource, CONTENT_TYPE};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use pv_core::Controller;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Why the endpoint server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The address could not be bound.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the endpoints read.
+#[derive(Clone)]
+pub struct Health {
+    /// The controller.
+    pub controller: Arc<Controller>,
+    /// How many kinds have synced (see [`crate::Informers::synced_receiver`]).
+    pub synced: watch::Receiver<usize>,
+    /// Leadership, when leader election is on.
+    pub leader: Option<watch::Receiver<LeaderState>>,
+    /// The controller's request counters.
+    pub requests: Option<Arc<RequestCounts>>,
+}
+
+impl Health {
+    fn ready(&self) -> Result<(), String> {
+        let synced = *self.synced.borrow();
+        if synced < crate::informers::KINDS {
+            return Err(format!("informers not synced ({synced}/{})", crate::informers::KINDS));
+        }
+        if let Some(l) = &self.leader {
+            let s = l.borrow().clone();
+            if !s.is_known() {
+                return Err("leadership not known yet".into());
+            }
+            if s == LeaderState::Lost {
+                return Err("leadership lost".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn metrics(State(h): State<Health>) -> impl IntoResponse {
+    let leader = h.leader.as_ref().map(|l| *l.borrow() == LeaderState::Leader);
+    let body = render(&MetricsSource { controller: &h.controller, requests: h.requests.as_deref(), leader });
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(h): State<Health>) -> (StatusCode, String) {
+    match h.ready() {
+        Ok(()) => (StatusCode::OK, "ok".into()),
+        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+    }
+}
+
+/// Binds `addr` and serves the endpoints until `shutdown` resolves. Returns the bound address
+/// (port 0 picks a free one) and the serving task.
+pub async fn serve(
+    addr: SocketAddr,
+    health: Health,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), Error> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/livez", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(health);
+    let task = tokio::spawn(async move {
+        let r = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "metrics server stopped");
+        }
+    });
+    tracing::info!(addr = %bound, "serving /metrics, /healthz, /readyz");
+    Ok((bound, task))
+}

@@ -1,0 +1,404 @@
+//! Leader election over a `coordination.k8s.io/v1` Lease, with client-go's semantics.
+//!
+//! Why: two replicas run for availability, but only one may write — two binders racing on the
+//! same claim would each be correct alone and wrong together. The Lease is the one object both
+//! agree on: whoever holds it (and renews it in time) is the writer.
+//!
+//! The rules, as client-go's `leaderelection` package applies them:
+//! - A candidate takes the Lease when it does not exist, has no holder, or its record has not
+//!   changed for `lease_duration` *as observed on the candidate's own clock* (the Lease's
+//!   `renewTime` comes from another machine's clock, so it is only compared for equality).
+//! - Writes are optimistic (resourceVersion): of two candidates racing, one gets a 409 and stays
+//!   a candidate.
+//! - The leader renews every `retry_period`. If no renewal succeeded for `renew_deadline`, or it
+//!   sees another holder, it has lost: it must stop writing at once (the caller stops its
+//!   workers and exits, as kube-controller-manager does).
+//! - On graceful shutdown the leader releases the Lease (empty holder, 1 s duration) so that a
+//!   standby takes over without waiting for expiry.
+//!
+//! Decisions use tokio's clock, so tests drive them with `tokio::time::pause()`.
+
+use async_trait::async_trait;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::PostParams;
+use kube::{Api, Client};
+use pv_core::ApiError;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// Why leader election stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The timings are inconsistent.
+    #[error("invalid leader election settings: {0}")]
+    Config(String),
+    /// Leadership was lost: no renewal within the renew deadline, or another holder appeared.
+    #[error("lost leadership of lease {lease}: {reason}")]
+    Lost {
+        /// `namespace/name`.
+        lease: String,
+        /// What happened.
+        reason: String,
+    },
+}
+
+/// Where the Lease lives and how it is timed (upstream's defaults: 15 s, 10 s, 2 s).
+#[derive(Clone, Debug)]
+pub struct LeaderElectionConfig {
+    /// Namespace of the Lease (`kube-system`).
+    pub namespace: String,
+    /// Name of the Lease (`pv-controller`).
+    pub name: String,
+    /// This replica's identity (hostname plus a random suffix).
+    pub identity: String,
+    /// How long a non-leader waits after the last observed change before taking over.
+    pub lease_duration: Duration,
+    /// How long the leader keeps trying to renew before giving up leadership.
+    pub renew_deadline: Duration,
+    /// How often candidates try to acquire and the leader renews.
+    pub retry_period: Duration,
+}
+
+impl LeaderElectionConfig {
+    /// Upstream's defaults for lease `namespace/name` held as `identity`.
+    pub fn new(namespace: &str, name: &str, identity: &str) -> Self {
+        LeaderElectionConfig {
+            namespace: namespace.into(),
+            name: name.into(),
+            identity: identity.into(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+
+    /// Checks client-go's constraints: duration > deadline > 1.2 × retry period.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.identity.is_empty() {
+            return Err(Error::Config("identity must not be empty".into()));
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(Error::Config("lease duration must be greater than renew deadline".into()));
+        }
+        if self.renew_deadline <= self.retry_period.mul_f64(JITTER) {
+            return Err(Error::Config("renew deadline must be greater than 1.2 × retry period".into()));
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Jitter factor applied to the candidate's retry period (client-go's `JitterFactor`).
+const JITTER: f64 = 1.2;
+
+/// A replica's view of leadership.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaderState {
+    /// Not yet known: the Lease has not been read.
+    Unknown,
+    /// Another replica holds the Lease.
+    Follower {
+        /// Its identity.
+        holder: String,
+    },
+    /// This replica holds the Lease and may write.
+    Leader,
+    /// This replica held the Lease and lost it; it must not write any more.
+    Lost,
+    /// This replica released the Lease on shutdown.
+    Released,
+}
+
+impl LeaderState {
+    /// True once the replica knows who leads (readiness with leader election).
+    pub fn is_known(&self) -> bool {
+        !matches!(self, LeaderState::Unknown)
+    }
+}
+
+/// Reads and writes the Lease object: kube-rs in production, memory in tests.
+#[async_trait]
+pub trait LeaseStore: Send + Sync {
+    /// The Lease, or `None` when it does not exist.
+    async fn get(&self) -> Result<Option<Lease>, ApiError>;
+    /// Creates it.
+    async fn create(&self, lease: &Lease) -> Result<Lease, ApiError>;
+    /// Replaces it (optimistic on `metadata.resourceVersion`).
+    async fn replace(&self, lease: &Lease) -> Result<Lease, ApiError>;
+}
+
+/// The Lease over kube-rs.
+pub struct KubeLeaseStore {
+    api: Api<Lease>,
+    name: String,
+    timeout: Duration,
+}
+
+impl KubeLeaseStore {
+    /// The Lease `namespace/name`; each request is bounded by `timeout`.
+    pub fn new(client: Client, namespace: &str, name: &str, timeout: Duration) -> Self {
+        KubeLeaseStore { api: Api::namespaced(client, namespace), name: name.into(), timeout }
+    }
+
+    async fn bounded<T>(
+        &self,
+        what: &str,
+        fut: impl std::future::Future<Output = kube::Result<T>>,
+    ) -> Result<T, ApiError> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(r) => r.map_err(|e| crate::api::classify(what, e)),
+            Err(_) => Err(ApiError::Other(format!("{what}: timed out"))),
+        }
+    }
+}
+
+#[async_trait]
+impl LeaseStore for KubeLeaseStore {
+    async fn get(&self) -> Result<Option<Lease>, ApiError> {
+        self.bounded("get lease", self.api.get_opt(&self.name)).await
+    }
+    async fn create(&self, lease: &Lease) -> Result<Lease, ApiError> {
+        let pp = PostParams::default();
+        self.bounded("create lease", self.api.create(&pp, lease)).await
+    }
+    async fn replace(&self, lease: &Lease) -> Result<Lease, ApiError> {
+        let pp = PostParams::default();
+        self.bounded("update lease", self.api.replace(&self.name, &pp, lease)).await
+    }
+}
+
+/// What one acquire-or-renew attempt found.
+#[derive(Debug, PartialEq, Eq)]
+enum Attempt {
+    /// This replica holds the Lease now.
+    Held,
+    /// Another replica holds a valid Lease.
+    HeldBy(String),
+    /// The attempt failed (API error, lost race); try again later.
+    Failed(ApiError),
+}
+
+/// Runs the election for one replica; see the module docs for the rules.
+pub struct Elector<S> {
+    store: S,
+    config: LeaderElectionConfig,
+    /// The last Lease spec seen and when (local clock) it was first seen with that content.
+    observed: Option<(LeaseSpec, Instant)>,
+    state: watch::Sender<LeaderState>,
+}
+
+impl<S: LeaseStore> Elector<S> {
+    /// An elector and a receiver of its state.
+    pub fn new(store: S, config: LeaderElectionConfig) -> (Self, watch::Receiver<LeaderState>) {
+        let (state, rx) = watch::channel(LeaderState::Unknown);
+        let e = Elector { store, config, observed: None, state };
+        (e, rx)
+    }
+
+    fn set_state(&self, s: LeaderState) {
+        self.state.send_if_modified(|cur| {
+            if *cur == s {
+                return false;
+            }
+            tracing::info!(lease = %self.config.key(), state = ?s, "leader election state changed");
+            *cur = s;
+            true
+        });
+    }
+
+    fn observe(&mut self, spec: &LeaseSpec, now: Instant) {
+        match &self.observed {
+            Some((seen, _)) if seen == spec => {}
+            _ => self.observed = Some((spec.clone(), now)),
+        }
+    }
+
+    fn new_spec(&self, old: Option<&LeaseSpec>, now: MicroTime) -> LeaseSpec {
+        let me = &self.config.identity;
+        let mine = old.is_some_and(|o| o.holder_identity.as_deref() == Some(me.as_str()));
+        let transitions = old.and_then(|o| o.lease_transitions).unwrap_or(0);
+        LeaseSpec {
+            holder_identity: Some(me.clone()),
+            lease_duration_seconds: Some(self.config.lease_duration.as_secs().max(1) as i32),
+            acquire_time: match old {
+                Some(o) if mine => o.acquire_time.clone(),
+                _ => Some(now.clone()),
+            },
+            renew_time: Some(now),
+            lease_transitions: Some(if mine || old.is_none() { transitions } else { transitions + 1 }),
+            ..Default::default()
+        }
+    }
+
+    /// One acquire-or-renew round trip.
+    async fn try_acquire_or_renew(&mut self) -> Attempt {
+        let now = Instant::now();
+        let wall = MicroTime(k8s_openapi::jiff::Timestamp::now());
+        let current = match self.store.get().await {
+            Ok(l) => l,
+            Err(e) => return Attempt::Failed(e),
+        };
+        let Some(mut lease) = current else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.config.name.clone()),
+                    namespace: Some(self.config.namespace.clone()),
+                    ..Default::default()
+                },
+                spec: Some(self.new_spec(None, wall)),
+            };
+            return match self.store.create(&lease).await {
+                Ok(l) => self.held(l, now),
+                Err(e) => Attempt::Failed(e),
+            };
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        self.observe(&spec, now);
+        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
+        if let Some(h) = holder.filter(|h| *h != self.config.identity) {
+            let duration = spec
+                .lease_duration_seconds
+                .map(|s| Duration::from_secs(s.max(0) as u64))
+                .unwrap_or(self.config.lease_duration);
+            let since = self.observed.as_ref().map_or(now, |(_, t)| *t);
+            if since + duration > now {
+                return Attempt::HeldBy(h);
+            }
+            tracing::info!(lease = %self.config.key(), previous = %h, "lease expired, taking over");
+        }
+        lease.spec = Some(self.new_spec(Some(&spec), wall));
+        match self.store.replace(&lease).await {
+            Ok(l) => self.held(l, now),
+            Err(e) => Attempt::Failed(e),
+        }
+    }
+
+    fn held(&mut self, lease: Lease, now: Instant) -> Attempt {
+        let spec = lease.spec.unwrap_or_default();
+        self.observed = Some((spec, now));
+        Attempt::Held
+    }
+
+    /// Waits until this replica holds the Lease, or `stop` resolves (then `false`).
+    pub async fn acquire(&mut self, stop: &mut watch::Receiver<bool>) -> bool {
+        loop {
+            match self.try_acquire_or_renew().await {
+                Attempt::Held => {
+                    self.set_state(LeaderState::Leader);
+                    return true;
+                }
+                Attempt::HeldBy(h) => self.set_state(LeaderState::Follower { holder: h }),
+                Attempt::Failed(e @ (ApiError::Conflict(_) | ApiError::AlreadyExists(_))) => {
+                    tracing::debug!(error = %e, "lost a race for the lease")
+                }
+                Attempt::Failed(e) => tracing::warn!(error = %e, "could not acquire lease"),
+            }
+            let wait = self.config.retry_period.mul_f64(1.0 + rand::random::<f64>() * (JITTER - 1.0));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop_requested(stop) => return false,
+            }
+        }
+    }
+
+    /// Renews every retry period until `stop` resolves (then releases the Lease) or leadership
+    /// is lost (then [`Error::Lost`], with the state already [`LeaderState::Lost`]).
+    pub async fn renew(&mut self, stop: &mut watch::Receiver<bool>) -> Result<(), Error> {
+        let mut last_renew = Instant::now();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(self.config.retry_period) => {}
+                _ = stop_requested(stop) => {
+                    self.release().await;
+                    return Ok(());
+                }
+            }
+            let left = self.config.renew_deadline.saturating_sub(last_renew.elapsed());
+            let attempt = tokio::time::timeout(left, self.try_acquire_or_renew()).await;
+            let reason = match attempt {
+                Ok(Attempt::Held) => {
+                    last_renew = Instant::now();
+                    continue;
+                }
+                Ok(Attempt::HeldBy(h)) => Some(format!("lease is held by {h}")),
+                Ok(Attempt::Failed(e)) => {
+                    tracing::warn!(error = %e, "could not renew lease");
+                    None
+                }
+                Err(_) => None,
+            };
+            let expired = last_renew.elapsed() >= self.config.renew_deadline;
+            if reason.is_some() || expired {
+                self.set_state(LeaderState::Lost);
+                return Err(Error::Lost {
+                    lease: self.config.key(),
+                    reason: reason.unwrap_or_else(|| format!("not renewed within {:?}", self.config.renew_deadline)),
+                });
+            }
+        }
+    }
+
+    /// Gives the Lease up (best effort): empty holder, 1 s duration.
+    pub async fn release(&mut self) {
+        let Ok(Some(mut lease)) = self.store.get().await else {
+            return;
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
+            return;
+        }
+        let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
+        lease.spec = Some(LeaseSpec {
+            holder_identity: None,
+            lease_duration_seconds: Some(1),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now),
+            lease_transitions: spec.lease_transitions,
+            ..Default::default()
+        });
+        match self.store.replace(&lease).await {
+            Ok(_) => {
+                tracing::info!(lease = %self.config.key(), "released lease");
+                self.set_state(LeaderState::Released);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not release lease"),
+        }
+    }
+
+    /// Acquires, then renews until `stop` (release) or loss (error).
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) -> Result<(), Error> {
+        self.config.validate()?;
+        if !self.acquire(&mut stop).await {
+            return Ok(());
+        }
+        self.renew(&mut stop).await
+    }
+}
+
+/// Resolves when `stop` turns true or its sender is gone (returns nothing borrowed, so the
+/// future stays `Send`).
+async fn stop_requested(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// This replica's identity: the hostname plus a random suffix (two processes on one host must
+/// not share it).
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "pv-controller".into());
+    let suffix: String = (0..8).map(|_| char::from(b'a' + rand::random::<u8>() % 26)).collect();
+    format!("{host}_{suffix}")
+}
+
+#[cfg(test)]
+#[path = "lease_tests.rs"]
+mod tests;

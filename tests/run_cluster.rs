@@ -1,0 +1,347 @@
+//! `pv-controller run` as a separate process against the embedded API server over HTTPS:
+//! binding, `/metrics`, leader election between two replicas, failover after `kill -9`, and
+//! recovery when the API server restarts underneath a running controller.
+//!
+//! Each test gets its own data directory, API server port and metrics ports; controller logs go
+//! to files in that directory and are printed when an expectation fails.
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kube::api::PostParams;
+use kube::{Api, Client};
+use pv_apiserver::{Server, ServerConfig, ServerHandle};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pv-controller");
+
+async fn start_server(dir: &Path, listen: SocketAddr) -> ServerHandle {
+    Server::start(ServerConfig::new(dir.join("api"), listen)).await.expect("API server starts")
+}
+
+async fn client(kubeconfig: &Path) -> Client {
+    let opts = pv_kube::connect::ClientOptions { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
+    let config = pv_kube::connect::load_config(&opts).await.expect("config");
+    pv_kube::connect::client(config).expect("client")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// A `pv-controller run` child process, killed on drop.
+struct Replica {
+    child: Child,
+    metrics: SocketAddr,
+    log: PathBuf,
+}
+
+impl Replica {
+    fn start(dir: &Path, name: &str, kubeconfig: &Path, extra: &[&str]) -> Replica {
+        let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(BIN)
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--metrics-addr")
+            .arg(metrics.to_string())
+            .args(["--resync-period", "2s", "--workers", "2"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(out)
+            .spawn()
+            .expect("pv-controller starts");
+        Replica { child, metrics, log }
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn metrics(&self) -> String {
+        http_get(self.metrics, "/metrics").await.map(|(_, body)| body).unwrap_or_default()
+    }
+
+    async fn metric(&self, series: &str) -> Option<f64> {
+        metric_value(&self.metrics().await, series)
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bare-bones HTTP/1.0 GET: (status, body).
+async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await.ok()?.ok()?;
+    let req = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await.ok()?.ok()?;
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1.to_string();
+    Some((status, body))
+}
+
+/// The value of one exact series (`name{labels}`) in a text exposition.
+fn metric_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!("timed out after {timeout:?} waiting for {what}");
+    false
+}
+
+fn pv(name: &str) -> PersistentVolume {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "manual",
+            "hostPath": {"path": format!("/tmp/{name}")}
+        }
+    }))
+    .unwrap()
+}
+
+fn pvc(name: &str) -> PersistentVolumeClaim {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "manual",
+            "resources": {"requests": {"storage": "1Gi"}}
+        }
+    }))
+    .unwrap()
+}
+
+async fn create_pair(c: &Client, volume: &str, claim: &str) {
+    let pp = PostParams::default();
+    Api::<PersistentVolume>::all(c.clone()).create(&pp, &pv(volume)).await.expect("create PV");
+    Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default").create(&pp, &pvc(claim)).await.expect("create PVC");
+}
+
+async fn claim_bound_to(c: &Client, claim: &str) -> Option<String> {
+    let api = Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default");
+    let cl = api.get(claim).await.ok()?;
+    let phase = cl.status.as_ref()?.phase.as_deref()?;
+    (phase == "Bound").then(|| cl.spec?.volume_name).flatten()
+}
+
+async fn wait_bound(c: &Client, claim: &str, volume: &str, timeout: Duration) -> bool {
+    eventually(&format!("{claim} bound to {volume}"), timeout, || async {
+        claim_bound_to(c, claim).await.as_deref() == Some(volume)
+    })
+    .await
+}
+
+async fn lease_holder(c: &Client) -> Option<String> {
+    let api = Api::<Lease>::namespaced(c.clone(), "kube-system");
+    api.get("pv-controller").await.ok()?.spec?.holder_identity
+}
+
+const FAST_ELECTION: &[&str] = &[
+    "--leader-elect",
+    "--leader-elect-lease-duration",
+    "3s",
+    "--leader-elect-renew-deadline",
+    "2s",
+    "--leader-elect-retry-period",
+    "500ms",
+];
+
+const LEADER: &str = "leader_election_master_status{name=\"pv-controller\"}";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_binds_a_claim_over_http_and_metrics_count_the_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    create_pair(&c, "pv-1", "claim-1").await;
+    let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), &[]);
+
+    let bound = wait_bound(&c, "claim-1", "pv-1", Duration::from_secs(30)).await;
+    assert!(bound, "controller log:\n{}", r.logs());
+    let ready = eventually("/readyz", Duration::from_secs(5), || async {
+        http_get(r.metrics, "/readyz").await.map(|(s, _)| s) == Some(200)
+    })
+    .await;
+    assert!(ready);
+    let m = r.metrics().await;
+    let expect = [
+        ("pv_collector_bound_pv_count{storage_class=\"manual\"}", 1.0),
+        (
+            "pv_collector_bound_pvc_count{namespace=\"default\",storage_class=\"manual\",volume_attributes_class=\"\"}",
+            1.0,
+        ),
+        ("pv_collector_total_pv_count{plugin_name=\"kubernetes.io/host-path\",volume_mode=\"Filesystem\"}", 1.0),
+        ("retroactive_storageclass_total", 0.0),
+        ("workqueue_depth{name=\"claims\"}", 0.0),
+    ];
+    for (series, want) in expect {
+        assert_eq!(metric_value(&m, series), Some(want), "{series} in\n{m}");
+    }
+    for name in [
+        "pv_collector_unbound_pv_count",
+        "pv_collector_unbound_pvc_count",
+        "volume_operation_total_seconds",
+        "volume_operation_total_errors",
+        "storage_operation_duration_seconds",
+        "retroactive_storageclass_errors_total",
+        "workqueue_adds_total",
+        "workqueue_queue_duration_seconds",
+        "workqueue_retries_total",
+    ] {
+        assert!(m.contains(&format!("# TYPE {name} ")), "{name} missing in\n{m}");
+    }
+    assert!(metric_value(&m, "workqueue_adds_total{name=\"claims\"}").unwrap_or(0.0) >= 1.0);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_elect_one_writer_and_the_standby_takes_over_after_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    let kc = server.kubeconfig_path().to_path_buf();
+    let mut replicas =
+        vec![Replica::start(dir.path(), "a", &kc, FAST_ELECTION), Replica::start(dir.path(), "b", &kc, FAST_ELECTION)];
+    let elected = eventually("a leader and a ready standby", Duration::from_secs(30), || async {
+        let a = replicas[0].metric(LEADER).await;
+        let b = replicas[1].metric(LEADER).await;
+        matches!((a, b), (Some(x), Some(y)) if x + y == 1.0)
+    })
+    .await;
+    assert!(elected, "a:\n{}\nb:\n{}", replicas[0].logs(), replicas[1].logs());
+    assert!(lease_holder(&c).await.is_some_and(|h| !h.is_empty()));
+
+    create_pair(&c, "pv-1", "claim-1").await;
+    assert!(wait_bound(&c, "claim-1", "pv-1", Duration::from_secs(30)).await);
+    let leader = if replicas[0].metric(LEADER).await == Some(1.0) { 0 } else { 1 };
+    let standby = 1 - leader;
+    let writes = |m: &str| {
+        m.lines().filter(|l| l.starts_with("rest_client_requests_total{") && !l.contains("method=\"GET\"")).count()
+    };
+    let standby_metrics = replicas[standby].metrics().await;
+    assert_eq!(writes(&standby_metrics), 0, "standby wrote:\n{standby_metrics}");
+    assert!(writes(&replicas[leader].metrics().await) > 0);
+    let holder_before = lease_holder(&c).await;
+
+    // kill -9 the leader, then give the standby pending work.
+    let _ = replicas[leader].child.kill();
+    let _ = replicas[leader].child.wait();
+    create_pair(&c, "pv-2", "claim-2").await;
+    let took_over = wait_bound(&c, "claim-2", "pv-2", Duration::from_secs(30)).await;
+    let s = replicas.remove(standby);
+    assert!(took_over, "standby log:\n{}", s.logs());
+    assert_eq!(s.metric(LEADER).await, Some(1.0));
+    assert_ne!(lease_holder(&c).await, holder_before);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_releases_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), FAST_ELECTION);
+    let led = eventually("leadership", Duration::from_secs(30), || async { r.metric(LEADER).await == Some(1.0) }).await;
+    assert!(led, "{}", r.logs());
+    let pid = r.child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success());
+    let released =
+        eventually("lease released", Duration::from_secs(10), || async { lease_holder(&c).await.is_none() }).await;
+    assert!(released, "{}", r.logs());
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_recovers_when_the_api_server_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let addr = server.local_addr();
+    let kc = server.kubeconfig_path().to_path_buf();
+    let c = client(&kc).await;
+    create_pair(&c, "pv-1", "claim-1").await;
+    let r = Replica::start(dir.path(), "a", &kc, &[]);
+    assert!(wait_bound(&c, "claim-1", "pv-1", Duration::from_secs(30)).await);
+
+    server.shutdown().await.unwrap();
+    // While the server is down, the claim goes away behind the controller's back.
+    {
+        let store = pv_apiserver::open_store(&dir.path().join("api").join("store")).expect("store reopens");
+        store.delete("persistentvolumeclaims", "default", "claim-1", None, None).expect("delete claim");
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let server = start_server(dir.path(), addr).await;
+    let c = client(&kc).await;
+    create_pair(&c, "pv-2", "claim-2").await;
+    let recovered = wait_bound(&c, "claim-2", "pv-2", Duration::from_secs(60)).await;
+    assert!(recovered, "controller log:\n{}", r.logs());
+    let released = eventually("pv-1 Released after its claim vanished", Duration::from_secs(30), || async {
+        let v = Api::<PersistentVolume>::all(c.clone()).get("pv-1").await.ok();
+        v.and_then(|v| v.status?.phase).as_deref() == Some("Released")
+    })
+    .await;
+    assert!(released, "controller log:\n{}", r.logs());
+    server.shutdown().await.unwrap();
+}
+
+fn run_expecting_failure(kubeconfig: &Path) -> (i32, String) {
+    let out = Command::new(BIN)
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--metrics-addr", "127.0.0.1:0"])
+        .output()
+        .expect("pv-controller runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    (out.status.code().unwrap_or(-1), stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server_and_refused_credentials_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let kc = std::fs::read_to_string(server.kubeconfig_path()).unwrap();
+    let url = server.url().to_string();
+
+    let closed = format!("https://127.0.0.1:{}", free_port());
+    let unreachable = dir.path().join("unreachable.kubeconfig");
+    std::fs::write(&unreachable, kc.replace(&url, &closed)).unwrap();
+    let (code, err) = run_expecting_failure(&unreachable);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.lines().any(|l| l.starts_with("error: cannot reach API server") && l.contains(&closed)), "{err}");
+
+    let bad_token = dir.path().join("bad-token.kubeconfig");
+    std::fs::write(&bad_token, kc.replace(server.token(), "not-the-token")).unwrap();
+    let (code, err) = run_expecting_failure(&bad_token);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.lines().any(|l| l.starts_with("error:") && l.contains("HTTP 401") && l.contains(&url)), "{err}");
+    server.shutdown().await.unwrap();
+}
