@@ -48,6 +48,8 @@ struct Inner {
 /// The operation scheduler.
 pub struct Operations {
     inner: Mutex<Inner>,
+    /// Requests refused because their operation was backing off.
+    backoff_skips: std::sync::atomic::AtomicU64,
     mode: Mode,
     clock: Arc<dyn Clock>,
 }
@@ -55,7 +57,7 @@ pub struct Operations {
 impl Operations {
     /// A scheduler.
     pub fn new(mode: Mode, clock: Arc<dyn Clock>) -> Arc<Self> {
-        Arc::new(Operations { inner: Mutex::new(Inner::default()), mode, clock })
+        Arc::new(Operations { inner: Mutex::new(Inner::default()), backoff_skips: Default::default(), mode, clock })
     }
 
     /// Starts `op` under `name` unless one is running or backing off.
@@ -68,6 +70,7 @@ impl Operations {
         if let Some(&(until, _)) = inner.backoff.get(&name) {
             if self.clock.now_ms() < until {
                 tracing::debug!(operation = %name, "operation postponed due to exponential backoff");
+                self.backoff_skips.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 return Scheduled::BackingOff;
             }
         }
@@ -118,6 +121,17 @@ impl Operations {
     /// True when no operation is running or waiting.
     pub fn is_idle(&self) -> bool {
         self.inner.lock().unwrap().running.is_empty()
+    }
+
+    /// How many requests were refused because their operation was backing off.
+    pub fn backoff_skips(&self) -> u64 {
+        self.backoff_skips.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// When the last pending backoff expires (clock milliseconds), if any is still pending.
+    pub fn latest_backoff_expiry(&self) -> Option<u64> {
+        let now = self.clock.now_ms();
+        self.inner.lock().unwrap().backoff.values().map(|(until, _)| *until).filter(|u| *u > now).max()
     }
 
     /// Number of running (or waiting) operations.

@@ -265,11 +265,20 @@ impl Simulation {
             self.rounds += 1;
             self.clock.advance_to(next_resync);
             let before = self.api.write_attempts.load(Ordering::SeqCst);
+            let skips = self.controller.operations().backoff_skips();
             self.controller.resync();
             self.drain(next_resync + period - 1).await;
             let after = self.api.write_attempts.load(Ordering::SeqCst);
-            if after == before && self.controller.operations().is_idle() {
+            let skipped = self.controller.operations().backoff_skips() != skips;
+            if after == before && !skipped && self.controller.operations().is_idle() {
                 break;
+            }
+            if skipped {
+                // An operation was refused because it is backing off: the round proves nothing
+                // about it. Let the backoff expire and look again.
+                if let Some(t) = self.controller.operations().latest_backoff_expiry() {
+                    self.clock.advance_to(t);
+                }
             }
         }
         self.store.set_faults(None);
