@@ -21,7 +21,7 @@ pub use error::{FieldError, FieldErrorKind, StoreError};
 pub use faults::{FaultKind, FaultSpec};
 pub use kinds::{ResourceType, RESOURCE_TYPES};
 pub use store::{
-    format_time, Backend, ListOptions, Mutation, Snapshot, Store, StoreBuilder, UidMode, WatchEvent, WatchEventType,
+    format_time, Backend, ListOptions, Mutation, PendingWrite, Snapshot, Store, StoreBuilder, UidMode, WatchEvent, WatchEventType,
     Watcher,
 };
 

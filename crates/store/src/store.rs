@@ -76,11 +76,51 @@ pub enum Mutation<'a> {
     },
 }
 
-/// Persistence under the store. `commit` must make the mutation durable before returning: the
-/// store acknowledges a write to its client only after that.
+/// A mutation the store hands to its backend, owned so it can wait for a group commit.
+#[derive(Debug, Clone)]
+pub struct PendingWrite {
+    /// resourceVersion of the write.
+    pub rv: u64,
+    /// Resource (plural).
+    pub resource: &'static str,
+    /// Namespace ("" for cluster-scoped).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// The object after the write; `None` for a deletion.
+    pub object: Option<Arc<Value>>,
+}
+
+impl PendingWrite {
+    /// The borrowed form.
+    pub fn mutation(&self) -> Mutation<'_> {
+        match &self.object {
+            Some(o) => {
+                Mutation::Put { resource: self.resource, namespace: &self.namespace, name: &self.name, object: o }
+            }
+            None => Mutation::Delete { resource: self.resource, namespace: &self.namespace, name: &self.name },
+        }
+    }
+}
+
+/// Persistence under the store. The store acknowledges a write to its client only after the
+/// backend has made it durable.
+///
+/// Writers that arrive while a commit is in progress are batched: the next of them commits
+/// everything queued meanwhile with one `commit_batch` (one transaction, one fsync), so durable
+/// throughput grows with concurrency instead of being capped by the disk's sync rate.
 pub trait Backend: Send + Sync {
     /// Persists one mutation together with the resourceVersion counter.
     fn commit(&self, rv: u64, mutation: &Mutation<'_>) -> std::result::Result<(), String>;
+
+    /// Persists several mutations (in resourceVersion order) atomically. The default commits
+    /// them one by one.
+    fn commit_batch(&self, batch: &[PendingWrite]) -> std::result::Result<(), String> {
+        for w in batch {
+            self.commit(w.rv, &w.mutation())?;
+        }
+        Ok(())
+    }
 }
 
 /// What a backend hands back on start: the counter and every object.
@@ -104,7 +144,18 @@ type Key = (String, String);
 struct WatchSlot {
     resource: &'static str,
     namespace: Option<String>,
+    /// Events at or below this version were already visible when the watch started.
+    since: u64,
     tx: mpsc::UnboundedSender<WatchEvent>,
+}
+
+/// Group-commit state: how far writes are durable, and whether someone is committing.
+#[derive(Default)]
+struct Durability {
+    durable_rv: u64,
+    committing: bool,
+    /// A failed commit poisons the store: later writes fail rather than diverge from disk.
+    failed: Option<String>,
 }
 
 struct Inner {
@@ -116,6 +167,8 @@ struct Inner {
     watchers: Vec<WatchSlot>,
     creates: HashMap<String, u64>,
     writes: u64,
+    /// Writes applied in memory but not yet durable, with their watch events (durable mode).
+    pending: Vec<(PendingWrite, WatchEvent)>,
 }
 
 /// How the store makes UIDs.
@@ -131,6 +184,8 @@ pub enum UidMode {
 pub struct Store {
     inner: Mutex<Inner>,
     backend: Option<Box<dyn Backend>>,
+    durability: Mutex<Durability>,
+    durable_cv: std::sync::Condvar,
     faults: Mutex<Option<FaultInjector>>,
     now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
     uid_mode: UidMode,
@@ -270,7 +325,8 @@ impl Store {
                 }
             }
         }
-        inner.watchers.push(WatchSlot { resource: rt.plural, namespace: ns, tx });
+        let since = since.unwrap_or(inner.rv);
+        inner.watchers.push(WatchSlot { resource: rt.plural, namespace: ns, since, tx });
         Ok(rx)
     }
 
@@ -282,7 +338,10 @@ impl Store {
         }
     }
 
-    /// Records a change: persists, bumps history, notifies watchers. Called with the lock held.
+    /// Records a change in memory. Without a backend its watch event goes out at once; with one,
+    /// the write waits in `pending` until [`Store::wait_durable`] commits it. Called with the lock
+    /// held.
+    #[allow(clippy::too_many_arguments)]
     fn commit(
         &self,
         inner: &mut Inner,
@@ -293,12 +352,8 @@ impl Store {
         obj: Arc<Value>,
         rv: u64,
     ) -> Result<()> {
-        if let Some(b) = &self.backend {
-            let m = match kind {
-                WatchEventType::Deleted => Mutation::Delete { resource: rt.plural, namespace: ns, name },
-                _ => Mutation::Put { resource: rt.plural, namespace: ns, name, object: &obj },
-            };
-            b.commit(rv, &m).map_err(StoreError::Internal)?;
+        if let Some(reason) = &self.durability.lock().unwrap().failed {
+            return Err(StoreError::Internal(format!("the store is read-only after a storage failure: {reason}")));
         }
         inner.rv = rv;
         if rt.kind != "Event" {
@@ -314,9 +369,22 @@ impl Store {
                 map.insert(key, obj.clone());
             }
         }
-        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj, rv };
+        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv };
+        if self.backend.is_some() {
+            let object = (kind != WatchEventType::Deleted).then_some(obj);
+            let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
+            inner.pending.push((w, ev));
+        } else {
+            self.deliver(inner, ev);
+        }
+        Ok(())
+    }
+
+    /// Sends a change to its watchers and into the history.
+    fn deliver(&self, inner: &mut Inner, ev: WatchEvent) {
         inner.watchers.retain(|w| {
-            if w.resource != ev.resource || w.namespace.as_ref().is_some_and(|n| *n != ev.namespace) {
+            if w.resource != ev.resource || w.namespace.as_ref().is_some_and(|n| *n != ev.namespace) || ev.rv <= w.since
+            {
                 return !w.tx.is_closed();
             }
             w.tx.send(ev.clone()).is_ok()
@@ -327,7 +395,54 @@ impl Store {
                 inner.compacted = old.rv;
             }
         }
-        Ok(())
+    }
+
+    /// Returns once the write with version `rv` is durable (at once without a backend).
+    ///
+    /// Group commit without a thread: the first writer to find nobody committing takes every
+    /// pending write, commits them in one batch, publishes their watch events in order, and wakes
+    /// the others; a writer whose version is still not durable then becomes the next committer.
+    fn wait_durable(&self, rv: u64) -> Result<()> {
+        let Some(backend) = &self.backend else { return Ok(()) };
+        let mut d = self.durability.lock().unwrap();
+        loop {
+            if d.durable_rv >= rv {
+                return Ok(());
+            }
+            if let Some(reason) = &d.failed {
+                return Err(StoreError::Internal(reason.clone()));
+            }
+            if d.committing {
+                d = self.durable_cv.wait(d).unwrap();
+                continue;
+            }
+            d.committing = true;
+            drop(d);
+            let batch = std::mem::take(&mut self.inner.lock().unwrap().pending);
+            let writes: Vec<PendingWrite> = batch.iter().map(|(w, _)| w.clone()).collect();
+            let top = writes.last().map(|w| w.rv);
+            let result = if writes.is_empty() { Ok(()) } else { backend.commit_batch(&writes) };
+            if result.is_ok() {
+                let mut inner = self.inner.lock().unwrap();
+                for (_, ev) in batch {
+                    self.deliver(&mut inner, ev);
+                }
+            }
+            d = self.durability.lock().unwrap();
+            d.committing = false;
+            match result {
+                Ok(()) => {
+                    if let Some(top) = top {
+                        d.durable_rv = d.durable_rv.max(top);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "storage commit failed; the store is now read-only");
+                    d.failed = Some(e);
+                }
+            }
+            self.durable_cv.notify_all();
+        }
     }
 
     fn stamp(obj: &mut Value, rv: u64) {
@@ -398,6 +513,7 @@ impl Store {
         let obj = Arc::new(obj);
         self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
         drop(inner);
+        self.wait_durable(rv)?;
         if fault == Some(FaultKind::LostResponse) {
             return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
         }
@@ -545,6 +661,7 @@ impl Store {
             self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, new.clone(), rv)?;
         }
         drop(inner);
+        self.wait_durable(rv)?;
         if fault == Some(FaultKind::LostResponse) {
             return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
         }
@@ -617,7 +734,11 @@ impl Store {
             self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv)?;
             marked
         };
+        let committed = inner.rv == rv;
         drop(inner);
+        if committed {
+            self.wait_durable(rv)?;
+        }
         if fault == Some(FaultKind::LostResponse) {
             return Err(FaultKind::LostResponse.error(&rt.qualified(), name));
         }
@@ -697,7 +818,10 @@ impl StoreBuilder {
                 watchers: Vec::new(),
                 creates: HashMap::new(),
                 writes: 0,
+                pending: Vec::new(),
             }),
+            durability: Mutex::new(Durability { durable_rv: self.snapshot.rv, committing: false, failed: None }),
+            durable_cv: std::sync::Condvar::new(),
             backend: self.backend,
             faults: Mutex::new(None),
             now: self.now,
