@@ -175,6 +175,13 @@ impl Simulation {
     }
 
     fn deliver(&self, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
+        deliver(&self.controller, resource, kind, obj);
+    }
+}
+
+/// Hands one watch event to the controller's handler for its kind, as an informer does.
+pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
+    {
         fn typed<T: DeserializeOwned>(kind: WatchEventType, v: &serde_json::Value) -> Option<ObjectEvent<T>> {
             let t = T::deserialize(v).ok()?;
             Some(match kind {
@@ -182,7 +189,6 @@ impl Simulation {
                 _ => ObjectEvent::Applied(t),
             })
         }
-        let c = &self.controller;
         match resource {
             "persistentvolumes" => typed(kind, obj).map(|e| c.on_volume(e)),
             "persistentvolumeclaims" => typed(kind, obj).map(|e| c.on_claim(e)),
@@ -192,7 +198,9 @@ impl Simulation {
             _ => None,
         };
     }
+}
 
+impl Simulation {
     fn pump(&mut self) -> bool {
         let mut events: Vec<(&'static str, WatchEvent)> = Vec::new();
         for (r, w) in self.watchers.iter_mut() {
