@@ -14,6 +14,7 @@ use pv_core::operations::Mode;
 use pv_core::{Clock, Config, Controller, ObjectEvent, PluginRegistry, SimClock};
 use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, WatchEventType, Watcher};
 use serde::de::DeserializeOwned;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,13 +57,28 @@ pub enum SimulationError {
     NotQuiescent(usize),
 }
 
+/// One kind's informer: its watch stream and what it has seen (for relists).
+struct Informer {
+    resource: &'static str,
+    watcher: Option<Watcher>,
+    last_rv: u64,
+    known: HashMap<(String, String), Arc<serde_json::Value>>,
+    held: Vec<WatchEvent>,
+}
+
+fn object_key(o: &serde_json::Value) -> (String, String) {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    (s(&o["metadata"]["namespace"]), s(&o["metadata"]["name"]))
+}
+
 /// A loaded simulation.
 pub struct Simulation {
     store: Arc<Store>,
     api: Arc<MemApi>,
     clock: Arc<SimClock>,
     controller: Arc<Controller>,
-    watchers: Vec<(&'static str, Watcher)>,
+    informers: Vec<Informer>,
+    watch_rng: Option<(rand::rngs::SmallRng, FaultSpec)>,
     options: SimulationOptions,
     /// Resync rounds run.
     pub rounds: usize,
@@ -139,7 +155,12 @@ impl Simulation {
         let mut config = options.config.clone();
         config.operations = Mode::Deferred;
         let controller = Controller::new(api.clone(), plugins, clock.clone(), config);
-        Simulation { store, api, clock, controller, watchers: Vec::new(), options, rounds: 0, steps: 0 }
+        let watch_rng = options
+            .faults
+            .as_ref()
+            .filter(|(f, _)| f.has_watch_faults())
+            .map(|(f, seed)| (rand::SeedableRng::seed_from_u64(*seed ^ 0x5eed), f.clone()));
+        Simulation { store, api, clock, controller, informers: Vec::new(), watch_rng, options, rounds: 0, steps: 0 }
     }
 
     /// The controller's API adapter.
@@ -165,13 +186,36 @@ impl Simulation {
     /// Lists every watched kind into the controller and starts watching (as informers do).
     pub fn start(&mut self) {
         for resource in ["storageclasses", "nodes", "pods", "persistentvolumes", "persistentvolumeclaims"] {
-            let (items, rv) = self.store.list(resource, &Default::default()).expect("known resource");
-            for obj in items {
-                self.deliver(resource, WatchEventType::Added, &obj);
-            }
-            let w = self.store.watch(resource, None, Some(rv)).expect("fresh history");
-            self.watchers.push((resource, w));
+            let mut inf = Informer { resource, watcher: None, last_rv: 0, known: HashMap::new(), held: Vec::new() };
+            self.relist(&mut inf);
+            self.informers.push(inf);
         }
+    }
+
+    /// Lists a kind, delivers what changed (Deleted for what vanished), and watches from there.
+    fn relist(&self, inf: &mut Informer) {
+        let (items, rv) = self.store.list(inf.resource, &Default::default()).expect("known resource");
+        let mut now: HashMap<(String, String), Arc<serde_json::Value>> = HashMap::new();
+        for obj in items {
+            let key = object_key(&obj);
+            if inf
+                .known
+                .get(&key)
+                .map(|o| o["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"])
+                .unwrap_or(true)
+            {
+                self.deliver(inf.resource, WatchEventType::Added, &obj);
+            }
+            now.insert(key, obj);
+        }
+        for (key, old) in &inf.known {
+            if !now.contains_key(key) {
+                self.deliver(inf.resource, WatchEventType::Deleted, old);
+            }
+        }
+        inf.known = now;
+        inf.last_rv = rv;
+        inf.watcher = Some(self.store.watch(inf.resource, None, Some(rv)).expect("fresh history"));
     }
 
     fn deliver(&self, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
@@ -201,15 +245,59 @@ pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde
 }
 
 impl Simulation {
+    fn roll(&mut self, p: impl Fn(&FaultSpec) -> f64) -> bool {
+        match &mut self.watch_rng {
+            Some((rng, spec)) => {
+                let p = p(spec);
+                p > 0.0 && rand::Rng::gen::<f64>(rng) < p
+            }
+            None => false,
+        }
+    }
+
+    /// Delivers pending watch events (in resourceVersion order), re-watching dropped streams and
+    /// relisting on 410. With watch faults, streams drop and batches arrive a step late.
     fn pump(&mut self) -> bool {
+        let mut informers = std::mem::take(&mut self.informers);
         let mut events: Vec<(&'static str, WatchEvent)> = Vec::new();
-        for (r, w) in self.watchers.iter_mut() {
-            while let Ok(ev) = w.try_recv() {
-                events.push((r, ev));
+        let mut any = false;
+        for inf in informers.iter_mut() {
+            // Events held back last time arrive now.
+            events.extend(inf.held.drain(..).map(|e| (inf.resource, e)));
+            if inf.watcher.is_none() {
+                any = true;
+                let gone = self.roll(|f| f.watch_gone);
+                match self.store.watch(inf.resource, None, Some(inf.last_rv)) {
+                    Ok(w) if !gone => inf.watcher = Some(w),
+                    _ => self.relist(inf),
+                }
+            }
+            let mut batch = Vec::new();
+            while let Some(w) = inf.watcher.as_mut() {
+                let Ok(ev) = w.try_recv() else { break };
+                batch.push(ev);
+                if self.roll(|f| f.watch_drop) {
+                    inf.watcher = None;
+                }
+            }
+            for ev in &batch {
+                inf.last_rv = inf.last_rv.max(ev.rv);
+                let key = object_key(&ev.object);
+                match ev.kind {
+                    WatchEventType::Deleted => inf.known.remove(&key),
+                    _ => inf.known.insert(key, ev.object.clone()),
+                };
+            }
+            if !batch.is_empty() && self.roll(|f| f.stale) {
+                any = true;
+                inf.held = batch;
+            } else {
+                events.extend(batch.into_iter().map(|e| (inf.resource, e)));
             }
         }
+        self.informers = informers;
         events.sort_by_key(|(_, e)| e.rv);
-        let any = !events.is_empty();
+        any |= !events.is_empty();
         for (r, ev) in events {
             self.deliver(r, ev.kind, &ev.object);
         }
@@ -257,7 +345,7 @@ impl Simulation {
     /// makes no write request.
     pub async fn run(&mut self) -> Result<(), SimulationError> {
         self.store.set_faults(self.options.faults.clone());
-        if self.watchers.is_empty() {
+        if self.informers.is_empty() {
             self.start();
         }
         let period = self.options.config.resync_period.as_millis() as u64;

@@ -29,7 +29,12 @@ fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         (0u8..6, 1u8..4, 0u8..2).prop_map(|(name, gi, class)| Action::CreateClaim { name, gi, class }),
         (0u8..6).prop_map(|name| Action::DeleteClaim { name }),
-        (0u8..6, 1u8..4, 0u8..3, 0u8..2).prop_map(|(name, gi, policy, class)| Action::CreateVolume { name, gi, policy, class }),
+        (0u8..6, 1u8..4, 0u8..3, 0u8..2).prop_map(|(name, gi, policy, class)| Action::CreateVolume {
+            name,
+            gi,
+            policy,
+            class
+        }),
         (0u8..6).prop_map(|name| Action::DeleteVolume { name }),
         (0u8..6, 0u8..3).prop_map(|(name, policy)| Action::SetPolicy { name, policy }),
     ]
@@ -65,7 +70,9 @@ fn apply(store: &Store, root: &Path, a: &Action) {
             }
             r.map(|_| ())
         }
-        Action::DeleteVolume { name } => store.delete("persistentvolumes", "", &format!("v{name}"), None, None).map(|_| ()),
+        Action::DeleteVolume { name } => {
+            store.delete("persistentvolumes", "", &format!("v{name}"), None, None).map(|_| ())
+        }
         Action::SetPolicy { name, policy } => match store.get("persistentvolumes", "", &format!("v{name}")) {
             Ok(v) => {
                 let mut v: Value = (*v).clone();
@@ -93,7 +100,8 @@ fn run(actions: &[Action], faults: Option<(FaultSpec, u64)>) -> Vec<String> {
     let user_dirs: BTreeSet<String> = (0..6).map(|n| format!("v{n}")).collect();
     for (i, a) in actions.iter().enumerate() {
         apply(&store, root.path(), a);
-        let guard = GuardPlugin::new(Arc::new(pv_plugins::HostPathPlugin::new(root.path().to_path_buf())), store.clone());
+        let guard =
+            GuardPlugin::new(Arc::new(pv_plugins::HostPathPlugin::new(root.path().to_path_buf())), store.clone());
         let violations = guard.violations.clone();
         let mut plugins = pv_core::PluginRegistry::new();
         plugins.register(Arc::new(guard));
@@ -121,7 +129,7 @@ proptest! {
 
     #[test]
     fn invariants_hold_after_every_step_under_api_faults(actions in proptest::collection::vec(action(), 1..12), seed in 0u64..1000) {
-        let spec = FaultSpec::parse("conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05").unwrap();
+        let spec = FaultSpec::parse("conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05,watch-drop=0.05,watch-gone=0.3,stale=0.2").unwrap();
         let v = run(&actions, Some((spec, seed)));
         prop_assert!(v.is_empty(), "{v:#?}");
     }

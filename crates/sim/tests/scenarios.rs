@@ -5,7 +5,7 @@ use pv_sim::scenario::{check, normalized_objects, run, Scenario};
 use pv_store::FaultSpec;
 use std::path::PathBuf;
 
-const FAULTS: &str = "conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05";
+const FAULTS: &str = "conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05,watch-drop=0.05,watch-gone=0.3,stale=0.2";
 
 fn fixtures() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios");

@@ -31,6 +31,12 @@ pub struct FaultSpec {
     pub timeout: f64,
     /// P(lost response).
     pub lost_response: f64,
+    /// P(an informer's watch stream drops before an event), for clients that watch (simulate).
+    pub watch_drop: f64,
+    /// P(a re-watch is answered 410 Gone, forcing a relist).
+    pub watch_gone: f64,
+    /// P(an informer delivers a batch of events one step late: its cache lags the server).
+    pub stale: f64,
 }
 
 impl FaultSpec {
@@ -48,9 +54,12 @@ impl FaultSpec {
                 "error" => spec.error = p,
                 "timeout" => spec.timeout = p,
                 "lost-response" => spec.lost_response = p,
+                "watch-drop" => spec.watch_drop = p,
+                "watch-gone" => spec.watch_gone = p,
+                "stale" => spec.stale = p,
                 other => {
                     return Err(format!(
-                        "unknown fault {other:?}: known faults are conflict, error, timeout, lost-response"
+                        "unknown fault {other:?}: known faults are conflict, error, timeout, lost-response, watch-drop, watch-gone, stale"
                     ))
                 }
             }
@@ -59,6 +68,11 @@ impl FaultSpec {
             return Err(format!("fault probabilities add up to {} (more than 1)", spec.total()));
         }
         Ok(spec)
+    }
+
+    /// True when any watch-side fault is set.
+    pub fn has_watch_faults(&self) -> bool {
+        self.watch_drop + self.watch_gone + self.stale > 0.0
     }
 
     fn total(&self) -> f64 {
