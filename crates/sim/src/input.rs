@@ -75,7 +75,10 @@ fn documents(text: &str) -> Result<Vec<Value>, InputError> {
     }
     let mut out = Vec::new();
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
-        let v = Value::deserialize(doc).map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
+        // Through the YAML value first: it refuses duplicate keys, as kubectl does.
+        let y =
+            serde_norway::Value::deserialize(doc).map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
+        let v = serde_json::to_value(&y).map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
         out.push(v);
     }
     Ok(out)

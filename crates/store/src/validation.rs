@@ -102,6 +102,16 @@ pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>)
             ));
         }
     }
+    if let Some(a) = meta.and_then(|m| m.get("annotations")).and_then(Value::as_object) {
+        let total: usize = a.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum();
+        if total > 262_144 {
+            errs.push(FieldError {
+                path: "metadata.annotations".into(),
+                kind: crate::error::FieldErrorKind::TooLong(262_144),
+                detail: String::new(),
+            });
+        }
+    }
     for field in ["labels", "annotations"] {
         if let Some(m) = meta.and_then(|m| m.get(field)) {
             match m.as_object() {

@@ -1,0 +1,165 @@
+//! `pv-controller simulate` as a user runs it: exit codes, the one-line `error:` naming file,
+//! document, object and field, and no panic on hostile input.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn simulate(input: &[u8], extra: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .args(["simulate", "-f", "-"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit 1 with exactly one `error:` line containing every `needle`.
+fn assert_user_error(o: &Output, needles: &[&str]) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {e}");
+    assert!(e.starts_with("error: "), "stderr: {e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "one line: {e}");
+    for n in needles {
+        assert!(e.contains(n), "{n:?} not in {e:?}");
+    }
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+const PV: &str = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], nfs: {server: s, path: /x}}\n";
+
+#[test]
+fn the_example_converges_and_prints_a_list() {
+    let text = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster.yaml")).unwrap();
+    let o = simulate(&text, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "List");
+    let claims: Vec<_> =
+        v["items"].as_array().unwrap().iter().filter(|i| i["kind"] == "PersistentVolumeClaim").collect();
+    assert_eq!(claims.len(), 3);
+    assert!(claims.iter().all(|c| c["status"]["phase"] == "Bound"));
+}
+
+#[test]
+fn faults_do_not_change_the_converged_objects() {
+    let text = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/cluster.yaml")).unwrap();
+    let strip = |o: &Output| -> Vec<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["kind"] != "Event")
+            .map(|i| {
+                let mut i = i.clone();
+                for k in ["resourceVersion", "creationTimestamp", "generation"] {
+                    i["metadata"].as_object_mut().unwrap().remove(k);
+                }
+                if let Some(s) = i["status"].as_object_mut() {
+                    s.remove("lastPhaseTransitionTime");
+                }
+                if let Some(r) = i["spec"]["claimRef"].as_object_mut() {
+                    r.remove("resourceVersion");
+                }
+                if let Some(p) = i["spec"]["hostPath"].as_object_mut() {
+                    p.remove("path");
+                }
+                i
+            })
+            .collect()
+    };
+    let clean = simulate(&text, &[]);
+    for seed in ["1", "2", "3"] {
+        let faulty = simulate(
+            &text,
+            &["--inject-faults", "conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05", "--seed", seed],
+        );
+        assert_eq!(faulty.status.code(), Some(0), "{}", stderr(&faulty));
+        assert_eq!(strip(&clean), strip(&faulty), "seed {seed}");
+    }
+}
+
+#[test]
+fn yaml_output_quotes_ambiguous_strings() {
+    let o = simulate(PV.as_bytes(), &["-o", "yaml"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("kind: \"List\"") || text.contains("kind: List"), "{text}");
+}
+
+#[test]
+fn bad_objects_name_document_object_and_field() {
+    let bad = format!("{PV}---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: pv2}}\nspec: {{capacity: {{storage: 1Zi}}, accessModes: [ReadWriteOnce], nfs: {{server: s, path: /x}}}}\n");
+    assert_user_error(
+        &simulate(bad.as_bytes(), &[]),
+        &["-: document 2 (PersistentVolume pv2)", "spec.capacity[storage]", "1Zi"],
+    );
+    for q in ["-1Gi", "1e999", "0"] {
+        let t = PV.replace("1Gi", q);
+        assert_user_error(&simulate(t.as_bytes(), &[]), &["document 1", "spec.capacity[storage]"]);
+    }
+    assert_user_error(&simulate(PV.replace("pv1", "Bad_Name").as_bytes(), &[]), &["metadata.name"]);
+    let traversal = PV.replace("nfs: {server: s, path: /x}", "hostPath: {path: /tmp/../../etc}");
+    assert_user_error(&simulate(traversal.as_bytes(), &[]), &["spec.hostPath.path", "'..'"]);
+    assert_user_error(
+        &simulate(PV.replace("accessModes: [ReadWriteOnce]", "accessModes: ReadWriteOnce").as_bytes(), &[]),
+        &["spec.accessModes"],
+    );
+    assert_user_error(
+        &simulate(PV.replace("nfs: {server: s, path: /x}", "nfs: {server: s, path: /x}, bogus: 1").as_bytes(), &[]),
+        &["unknown field", "spec.bogus"],
+    );
+    assert_user_error(
+        &simulate(b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", &[]),
+        &["Deployment", "kind"],
+    );
+    assert_user_error(
+        &simulate(
+            PV.replace("kind: PersistentVolume", "kind: PersistentVolume\nkind: PersistentVolume").as_bytes(),
+            &[],
+        ),
+        &["document 1"],
+    );
+}
+
+#[test]
+fn hostile_input_is_an_error_not_a_panic() {
+    let mut garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    garbage.extend_from_slice(b"\xff\xfe{{{{");
+    assert_user_error(&simulate(&garbage, &[]), &["standard input"]);
+    let deep_yaml = format!("{}1{}", "[".repeat(20_000), "]".repeat(20_000));
+    assert_user_error(&simulate(deep_yaml.as_bytes(), &[]), &["document 1"]);
+    let deep_json = format!("{}{}", "{\"a\":".repeat(20_000), "}".repeat(20_000));
+    assert_user_error(&simulate(deep_json.as_bytes(), &[]), &["document 1"]);
+    let huge = PV.replace(
+        "metadata: {name: pv1}",
+        &format!("metadata: {{name: pv1, annotations: {{big: {}}}}}", "x".repeat(400_000)),
+    );
+    assert_user_error(&simulate(huge.as_bytes(), &[]), &["metadata.annotations", "Too long"]);
+    assert_user_error(&simulate(b"", &["--inject-faults", "explode=1"]), &["--inject-faults", "unknown fault"]);
+}
+
+#[test]
+fn missing_file_and_unsettled_runs_are_user_errors() {
+    let o = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .args(["simulate", "-f", "/nonexistent.yaml"])
+        .output()
+        .unwrap();
+    assert_user_error(&o, &["/nonexistent.yaml"]);
+    let o = simulate(PV.as_bytes(), &["--max-rounds", "0"]);
+    assert_user_error(&o, &["did not settle", "--max-rounds"]);
+}
