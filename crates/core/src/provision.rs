@@ -218,6 +218,26 @@ impl Controller {
                 }
             }
         }
+        if let Some(err) = last_err.take() {
+            // A failed create may still have been applied (the response was lost). Deleting the
+            // asset under a PV that exists would lose data; ask before cleaning up.
+            match self.api.get_volume(&pv_name).await {
+                Ok(existing)
+                    if helpers::claim_ref(&existing).and_then(|r| r.uid.as_deref())
+                        == claim.metadata.uid.as_deref() =>
+                {
+                    self.store_volume(existing);
+                }
+                Ok(_) => last_err = Some(err),
+                Err(e) if e.is_not_found() => last_err = Some(err),
+                Err(e) => {
+                    // Unknown: keep the asset. The next attempt finds the PV or provisions again
+                    // under the same deterministic name, so nothing is orphaned.
+                    tracing::debug!(pvc = %key, error = %e, "cannot tell whether the provisioned volume was saved");
+                    return Err(Error::api("checking the provisioned volume")(e));
+                }
+            }
+        }
         if let Some(err) = last_err {
             // The asset exists but its PV could not be saved: delete the asset, never orphan it.
             let msg = format!("Error creating provisioned PV object for claim {key}: {err}. Deleting the volume.");

@@ -105,6 +105,8 @@ fn ident(v: &Value) -> (String, String, String) {
 pub struct Outcome {
     /// The output List's items (objects, then events).
     pub items: Vec<Value>,
+    /// Write faults injected during the run: conflict, error, timeout, lost-response.
+    pub faults: [u64; 4],
 }
 
 impl Outcome {
@@ -170,30 +172,18 @@ pub fn setup_names(s: &Scenario) -> std::collections::BTreeSet<String> {
 /// The outcome of a finished simulation.
 pub fn outcome(sim: &Simulation) -> Outcome {
     let list = output_list(sim.store());
-    Outcome { items: list["items"].as_array().cloned().unwrap_or_default() }
+    Outcome { items: list["items"].as_array().cloned().unwrap_or_default(), faults: sim.store().faults_injected() }
 }
 
 /// Runs a scenario's input under `root`, with optional faults.
 pub fn run(s: &Scenario, root: &Path, faults: Option<(FaultSpec, u64)>) -> Result<Outcome, String> {
-    for d in &s.setup.dirs {
-        std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
-    }
-    for f in &s.setup.files {
-        let p = root.join(f);
-        std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
-        std::fs::write(&p, "data").map_err(|e| e.to_string())?;
-    }
-    let root_s = std::fs::canonicalize(root).map_err(|e| e.to_string())?.to_string_lossy().into_owned();
-    let input: Vec<Value> = s.input.iter().map(|v| substitute(v, &root_s)).collect();
-    let text = serde_json::to_string(&Value::Array(input)).unwrap();
-    let objects = load_documents(&text).map_err(|e| e.to_string())?;
+    let objects = prepare(s, root)?;
     let opts = SimulationOptions { faults, ..Default::default() };
     let mut sim =
         Simulation::new(objects, pv_plugins::registry(Some(root.to_path_buf())), opts).map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(sim.run()).map_err(|e| e.to_string())?;
-    let list = output_list(sim.store());
-    Ok(Outcome { items: list["items"].as_array().cloned().unwrap_or_default() })
+    Ok(outcome(&sim))
 }
 
 /// Checks an outcome against the expectations; returns every mismatch.

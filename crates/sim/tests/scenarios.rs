@@ -30,6 +30,7 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
     let only = std::env::var("SCENARIO").ok();
     let mut failures = Vec::new();
     let mut ran = 0;
+    let mut faults = [0u64; 4];
     for f in &files {
         let fname = f.file_name().unwrap().to_string_lossy().to_string();
         if only.as_ref().is_some_and(|o| !fname.contains(o.as_str())) {
@@ -71,9 +72,15 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
         for seed in seeds() {
             let froot = tempfile::tempdir().unwrap();
             let spec = FaultSpec::parse(FAULTS).unwrap();
-            match run(&s, froot.path(), Some((spec, seed))) {
+            // Each fixture gets its own fault sequence, reproducible from its name and the seed.
+            let mixed =
+                fname.bytes().fold(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15), |h, b| h.rotate_left(5) ^ b as u64);
+            match run(&s, froot.path(), Some((spec, mixed))) {
                 Err(e) => failures.push(format!("{fname} ({}): with faults (seed {seed}) run failed: {e}", s.name)),
                 Ok(o) => {
+                    for (t, f) in faults.iter_mut().zip(o.faults) {
+                        *t += f;
+                    }
                     // Host paths differ per run; compare with the root replaced.
                     let a = serde_json::to_string(&normalized_objects(&o)).unwrap().replace(
                         &std::fs::canonicalize(froot.path()).unwrap().to_string_lossy().to_string(),
@@ -107,7 +114,10 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
             }
         }
     }
-    println!("{ran} scenarios run");
+    println!(
+        "{ran} scenarios run; faults injected: {} conflicts, {} errors, {} timeouts, {} lost responses",
+        faults[0], faults[1], faults[2], faults[3]
+    );
     if !failures.is_empty() {
         panic!("{} scenario failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
     }

@@ -158,3 +158,23 @@ mod tests {
         assert!(da.iter().any(Option::is_some));
     }
 }
+
+#[cfg(test)]
+mod distribution_tests {
+    use super::*;
+
+    #[test]
+    fn draws_follow_the_given_probabilities() {
+        let spec = FaultSpec::parse("conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05").unwrap();
+        let mut f = FaultInjector::new(spec, 42);
+        let n = 100_000;
+        for _ in 0..n {
+            f.draw();
+        }
+        let expect = [0.2, 0.1, 0.05, 0.05];
+        for (i, p) in expect.iter().enumerate() {
+            let got = f.injected[i] as f64 / n as f64;
+            assert!((got - p).abs() < 0.01, "kind {i}: {got} vs {p}");
+        }
+    }
+}

@@ -21,8 +21,8 @@ pub use error::{FieldError, FieldErrorKind, StoreError};
 pub use faults::{FaultKind, FaultSpec};
 pub use kinds::{ResourceType, RESOURCE_TYPES};
 pub use store::{
-    format_time, Backend, ListOptions, Mutation, PendingWrite, Snapshot, Store, StoreBuilder, UidMode, WatchEvent, WatchEventType,
-    Watcher,
+    format_time, Backend, ListOptions, Mutation, PendingWrite, Snapshot, Store, StoreBuilder, UidMode, WatchEvent,
+    WatchEventType, Watcher,
 };
 
 /// Result with a [`StoreError`].

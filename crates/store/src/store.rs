@@ -187,6 +187,7 @@ pub struct Store {
     durability: Mutex<Durability>,
     durable_cv: std::sync::Condvar,
     faults: Mutex<Option<FaultInjector>>,
+    past_faults: Mutex<[u64; 4]>,
     now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
     uid_mode: UidMode,
     history_limit: usize,
@@ -240,12 +241,25 @@ impl Store {
 
     /// Installs (or clears) fault injection for writes to every resource but Events.
     pub fn set_faults(&self, spec: Option<(FaultSpec, u64)>) {
-        *self.faults.lock().unwrap() = spec.map(|(s, seed)| FaultInjector::new(s, seed));
+        let mut f = self.faults.lock().unwrap();
+        if let Some(old) = f.as_ref() {
+            let mut past = self.past_faults.lock().unwrap();
+            for (p, n) in past.iter_mut().zip(old.injected) {
+                *p += n;
+            }
+        }
+        *f = spec.map(|(s, seed)| FaultInjector::new(s, seed));
     }
 
     /// Faults injected so far: conflict, error, timeout, lost-response.
     pub fn faults_injected(&self) -> [u64; 4] {
-        self.faults.lock().unwrap().as_ref().map(|f| f.injected).unwrap_or_default()
+        let mut total = *self.past_faults.lock().unwrap();
+        if let Some(f) = self.faults.lock().unwrap().as_ref() {
+            for (t, n) in total.iter_mut().zip(f.injected) {
+                *t += n;
+            }
+        }
+        total
     }
 
     /// Successful writes so far (creates, updates, deletes; Events excluded).
@@ -824,6 +838,7 @@ impl StoreBuilder {
             durable_cv: std::sync::Condvar::new(),
             backend: self.backend,
             faults: Mutex::new(None),
+            past_faults: Mutex::new([0; 4]),
             now: self.now,
             uid_mode: self.uid_mode,
             history_limit: self.history_limit,
