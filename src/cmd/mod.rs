@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the error-to-exit-code mapping they share.
 
+pub mod bench;
 pub mod explain;
 pub mod run;
 pub mod simulate;
@@ -51,6 +52,10 @@ pub fn read_input(path: &str) -> anyhow::Result<String> {
 pub fn init_logging(default: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    use std::io::IsTerminal;
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = if json { b.json().try_init() } else { b.try_init() };
 }

@@ -182,14 +182,23 @@ impl Controller {
             }
             Ok(Deleted::External) => Ok(()),
             Ok(Deleted::Yes) => {
-                // The asset is gone: lift our finalizer, then delete the object.
-                let fresh = self.remove_deletion_finalizer(fresh).await?;
+                // The asset is gone: delete the object (our finalizer holds it as Terminating),
+                // then lift the finalizer so it goes. In this order no sync in between can see a
+                // live Delete volume without its finalizer and put it back.
                 if let Err(e) = self.api.delete_volume(&name).await {
                     if !e.is_not_found() {
                         tracing::debug!(volume = %name, error = %e, "failed to delete volume object, will retry");
+                        return Ok(());
                     }
                 }
-                let _ = fresh;
+                match self.api.get_volume(&name).await {
+                    Ok(v) => {
+                        let v = self.store_volume(v);
+                        self.remove_deletion_finalizer(v).await?;
+                    }
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => return Err(Error::api("reading deleted volume")(e)),
+                }
                 Ok(())
             }
         }

@@ -137,7 +137,8 @@ fn modify_deletion_finalizers(volume: &mut PersistentVolume) -> bool {
     } else if provisioner.starts_with(ann::IN_TREE_PREFIX) {
         let pol = helpers::reclaim_policy(volume);
         let has = fins.iter().any(|f| f == ann::PV_CONTROLLER_FINALIZER);
-        if pol == policy::DELETE && !has {
+        // A volume being deleted never gains a finalizer (the API server refuses it anyway).
+        if pol == policy::DELETE && !has && volume.metadata.deletion_timestamp.is_none() {
             fins.push(ann::PV_CONTROLLER_FINALIZER.to_string());
         } else if (pol == policy::RETAIN || pol == policy::RECYCLE) && has {
             fins.retain(|f| f != ann::PV_CONTROLLER_FINALIZER);
