@@ -28,6 +28,8 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Say why a claim is Pending, Bound or Lost, from a file or a live cluster (read-only).
     Explain(cmd::explain::ExplainArgs),
+    /// Measure how fast claims become Bound: against an API server, or in-process (--simulate).
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Explain(a) => cmd::explain::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     });
     match result {
         Ok(Ok(code)) => code,

@@ -34,11 +34,7 @@ pub struct ControllerOptions {
 
 impl Default for ControllerOptions {
     fn default() -> Self {
-        ControllerOptions {
-            workers: default_workers(),
-            resync_period: Duration::from_secs(15),
-            hostpath_root: None,
-        }
+        ControllerOptions { workers: default_workers(), resync_period: Duration::from_secs(15), hostpath_root: None }
     }
 }
 

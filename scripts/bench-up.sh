@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs `pv-controller bench` against a fresh `pv-controller up`, REPEAT times, printing each
+# run's JSON report (the figures in BENCHMARKS.md).
+#
+#   scripts/bench-up.sh [REPEAT] [bench flags...]     e.g. scripts/bench-up.sh 3 --pairs 1000
+#
+# A fresh data directory per call, so the store starts empty; `up` is stopped by its own PID.
+set -euo pipefail
+repeat=${1:-3}
+shift || true
+bin=${PV_CONTROLLER:-target/release/pv-controller}
+dir=$(mktemp -d)
+out=$dir/up.out
+"$bin" up --data-dir "$dir" --listen 127.0.0.1:0 >"$out" 2>"$dir/up.err" &
+up_pid=$!
+trap 'kill "$up_pid" 2>/dev/null; wait "$up_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 100); do
+  grep -q '^server: ' "$out" 2>/dev/null && break
+  sleep 0.1
+done
+kubeconfig=$(sed -n 's/^kubeconfig: //p' "$out")
+[ -n "$kubeconfig" ] || { echo "error: up did not start: $(cat "$dir/up.err")" >&2; exit 1; }
+for _ in $(seq "$repeat"); do
+  "$bin" bench --kubeconfig "$kubeconfig" -o json "$@"
+  echo
+done

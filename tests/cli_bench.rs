@@ -1,0 +1,148 @@
+//! `pv-controller bench` as an operator runs it: the built binary, in-process (`--simulate`) and
+//! against `up`, its table, its JSON, its exit codes and its `error:` line.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .arg("bench")
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn simulate_pairs_prints_the_table() {
+    let out = bench(&["--simulate", "--pairs", "200"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for want in ["200 static PV/PVC pairs", "bound               200 / 200", "time to Bound p50", "time to Bound p99"] {
+        assert!(stdout.contains(want), "{want:?} missing in\n{stdout}");
+    }
+    for want in ["binds/s", "peak RSS", "wall time"] {
+        assert!(stdout.contains(want), "{want:?} missing in\n{stdout}");
+    }
+}
+
+#[test]
+fn simulate_provisioning_as_json() {
+    let out = bench(&["--simulate", "--claims", "50", "--class", "gold", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["mode"], "simulate");
+    assert_eq!(v["workload"], "claims");
+    assert_eq!(v["n"], 50);
+    assert_eq!(v["bound"], 50);
+    assert!(v["bindsPerSecond"].as_f64().unwrap() > 0.0);
+    assert!(v["peakRssBytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_flags_are_user_errors() {
+    for args in [&["--simulate"][..], &["--pairs", "1", "--claims", "1"], &["--claims", "3"]] {
+        let out = bench(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with("error: ") && stderr.lines().count() == 1, "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn missing_kubeconfig_is_a_user_error() {
+    let out = bench(&["--pairs", "1", "--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("/nonexistent/kubeconfig"), "{}", text(&out.stderr));
+}
+
+/// `up` on a fresh data directory, killed (by its own PID) when dropped.
+struct Up {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_up() -> (Up, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("up starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let up = Up { child, _dir: dir };
+    let mut kubeconfig = None;
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        if let Some(p) = line.strip_prefix("kubeconfig: ") {
+            kubeconfig = Some(p.to_string());
+        }
+        if line.starts_with("server: ") {
+            break;
+        }
+    }
+    (up, kubeconfig.expect("up printed its kubeconfig"))
+}
+
+#[test]
+fn against_up_binds_and_cleans_up() {
+    let (up, kubeconfig) = start_up();
+    let t = Instant::now();
+    let out = bench(&[
+        "--kubeconfig",
+        &kubeconfig,
+        "--pairs",
+        "20",
+        "--namespace",
+        "bench-test",
+        "--timeout",
+        "60s",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(t.elapsed() < Duration::from_secs(60));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["mode"], "api");
+    assert_eq!(v["bound"], 20);
+    assert!(v["p99Ms"].as_f64().unwrap() >= v["p50Ms"].as_f64().unwrap());
+    let run = v["run"].as_str().unwrap().to_string();
+    let (claims, volumes) = count_labelled(&kubeconfig, &format!("bench.pv-controller.io/run={run}"));
+    assert_eq!((claims, volumes), (0, 0), "the run's claims and PVs are deleted");
+
+    // A claim that cannot bind: the table is still printed, then the error.
+    let out = bench(&["--kubeconfig", &kubeconfig, "--claims", "1", "--class", "none", "--timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(1), "a claim of a missing class never binds");
+    assert!(text(&out.stderr).contains("0 of 1 bound"), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("bound               0 / 1"), "{}", text(&out.stdout));
+    drop(up);
+}
+
+/// Claims and PVs carrying `selector`, listed through the kubeconfig.
+fn count_labelled(kubeconfig: &str, selector: &str) -> (usize, usize) {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    use kube::api::{Api, ListParams};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let lp = ListParams::default().labels(selector);
+        let claims: Api<PersistentVolumeClaim> = Api::all(client.clone());
+        let pvs: Api<PersistentVolume> = Api::all(client);
+        (claims.list(&lp).await.unwrap().items.len(), pvs.list(&lp).await.unwrap().items.len())
+    })
+}
