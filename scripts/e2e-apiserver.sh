@@ -24,8 +24,8 @@ if ! command -v kubectl >/dev/null 2>&1; then
 fi
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
 
-(cd "$ROOT" && cargo build --quiet -p pv-apiserver --example serve) || fail "build"
-SERVE="$ROOT/target/debug/examples/serve"
+(cd "$ROOT" && cargo build --quiet --release -p pv-apiserver --example serve) || fail "build"
+SERVE="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/serve"
 DATA="$WORK/data"
 
 start_server() {

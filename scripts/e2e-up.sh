@@ -15,7 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="$(mktemp -d)"
 DATA="$WORK/data"
-BIN="$ROOT/target/release/pv-controller"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
 SERVER_PID=""
 BURST_PIDS=()
 cleanup() {
