@@ -212,31 +212,31 @@ impl Controller {
         }
     }
 
+    /// Marks a bound claim Lost (a terminal phase) with a Warning, once.
+    async fn mark_lost(&self, claim: &Arc<PersistentVolumeClaim>, reason: &'static str, message: &str) -> Result<()> {
+        self.update_claim_status_with_event(claim, pvc_phase::LOST, None, reasons::WARNING, reason, message).await?;
+        Ok(())
+    }
+
     async fn sync_bound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
         let vname = helpers::claim_volume_name(&claim).to_string();
         if vname.is_empty() {
-            self.update_claim_status_with_event(
-                &claim,
-                pvc_phase::LOST,
-                None,
-                reasons::WARNING,
-                reasons::CLAIM_LOST,
-                "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
-            )
-            .await?;
-            return Ok(());
+            return self
+                .mark_lost(
+                    &claim,
+                    reasons::CLAIM_LOST,
+                    "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
+                )
+                .await;
         }
         let Some(volume) = self.volume(&vname) else {
-            self.update_claim_status_with_event(
-                &claim,
-                pvc_phase::LOST,
-                None,
-                reasons::WARNING,
-                reasons::CLAIM_LOST,
-                "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
-            )
-            .await?;
-            return Ok(());
+            return self
+                .mark_lost(
+                    &claim,
+                    reasons::CLAIM_LOST,
+                    "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
+                )
+                .await;
         };
         match helpers::claim_ref(&volume) {
             // The volume came unbound (or our cache is behind): bind it again.
@@ -246,16 +246,12 @@ impl Controller {
                 self.bind(&volume, &claim).await
             }
             Some(_) => {
-                self.update_claim_status_with_event(
+                self.mark_lost(
                     &claim,
-                    pvc_phase::LOST,
-                    None,
-                    reasons::WARNING,
                     reasons::CLAIM_MISBOUND,
                     "Two claims are bound to the same volume, this one is bound incorrectly",
                 )
-                .await?;
-                Ok(())
+                .await
             }
         }
     }
