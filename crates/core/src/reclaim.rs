@@ -90,6 +90,20 @@ impl Controller {
         }
     }
 
+    /// Marks a volume Failed with a VolumeFailedRecycle warning. A failed save is retried by the
+    /// next sync, which recycles again.
+    async fn recycle_failed(&self, volume: &Arc<PersistentVolume>, message: &str) {
+        let _ = self
+            .update_volume_phase_with_event(
+                volume,
+                pv_phase::FAILED,
+                reasons::WARNING,
+                reasons::VOLUME_FAILED_RECYCLE,
+                message,
+            )
+            .await;
+    }
+
     async fn recycle_volume_operation(&self, volume: Arc<PersistentVolume>) {
         let name = helpers::name(&volume.metadata).to_string();
         let Some(volume) = self.fresh_volume(&name).await else {
@@ -117,15 +131,7 @@ impl Controller {
         let plugin = match self.plugins.recyclable_by_spec(&volume) {
             Ok(p) => p,
             Err(_) => {
-                let _ = self
-                    .update_volume_phase_with_event(
-                        &volume,
-                        pv_phase::FAILED,
-                        reasons::WARNING,
-                        reasons::VOLUME_FAILED_RECYCLE,
-                        "No recycler plugin found for the volume!",
-                    )
-                    .await;
+                self.recycle_failed(&volume, "No recycler plugin found for the volume!").await;
                 return;
             }
         };
@@ -133,16 +139,7 @@ impl Controller {
         let result = plugin.recycle(&volume).await;
         self.metrics.observe(plugin.name(), "volume_recycle", started.elapsed().as_secs_f64(), result.is_err());
         if let Err(e) = result {
-            let msg = format!("Recycle failed: {e}");
-            let _ = self
-                .update_volume_phase_with_event(
-                    &volume,
-                    pv_phase::FAILED,
-                    reasons::WARNING,
-                    reasons::VOLUME_FAILED_RECYCLE,
-                    &msg,
-                )
-                .await;
+            self.recycle_failed(&volume, &format!("Recycle failed: {e}")).await;
             return;
         }
         tracing::info!(volume = %name, "volume recycled");

@@ -162,14 +162,6 @@ fn candidate(v: &PersistentVolume, verdict: VerdictKind, detail: String) -> Cand
     }
 }
 
-fn or_dash(s: &str) -> &str {
-    if s.is_empty() {
-        "-"
-    } else {
-        s
-    }
-}
-
 fn or_none(m: AccessModes) -> String {
     if m.is_empty() {
         "-".into()
@@ -214,7 +206,7 @@ fn rank_all(
                 (VerdictKind::Match, None) => "matches".to_string(),
                 // Only transient: the volume's own sync makes an unclaimed volume Available.
                 (VerdictKind::Phase, _) if helpers::claim_ref(v).is_none() => {
-                    format!("phase {}, not yet Available", or_dash(helpers::volume_phase(v)))
+                    format!("phase {}, not yet Available", helpers::or_dash(helpers::volume_phase(v)))
                 }
                 _ => verdict.detail,
             };

@@ -40,6 +40,15 @@ pub mod policy {
     pub const DELETE: &str = "Delete";
 }
 
+/// `-` for an empty string, as kubectl prints missing values.
+pub fn or_dash(s: &str) -> &str {
+    if s.is_empty() {
+        "-"
+    } else {
+        s
+    }
+}
+
 /// `namespace/name` of a claim: the key of the claim queue and cache.
 pub fn claim_key(claim: &PersistentVolumeClaim) -> String {
     format!("{}/{}", claim.metadata.namespace.as_deref().unwrap_or(""), name(&claim.metadata))

@@ -151,7 +151,7 @@ pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVo
     }
     let phase = helpers::volume_phase(volume);
     if phase != helpers::pv_phase::AVAILABLE {
-        return Verdict::fail(VerdictKind::Phase, format!("phase {} is not Available", or_dash(phase)));
+        return Verdict::fail(VerdictKind::Phase, format!("phase {} is not Available", helpers::or_dash(phase)));
     }
     if let Some(sel) = claim.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         match selector::matches(sel, volume.metadata.labels.as_ref()) {
@@ -252,14 +252,6 @@ fn quoted(s: &str) -> String {
         "\"\"".into()
     } else {
         s.to_string()
-    }
-}
-
-fn or_dash(s: &str) -> &str {
-    if s.is_empty() {
-        "-"
-    } else {
-        s
     }
 }
 
