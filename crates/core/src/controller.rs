@@ -17,6 +17,7 @@ use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageC
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+use tracing::Instrument;
 
 /// Controller settings.
 #[derive(Clone, Debug)]
@@ -359,9 +360,7 @@ impl Controller {
         let Some(v) = self.volume(name) else {
             return Ok(());
         };
-        let span = tracing::debug_span!("sync_volume", volume = %name);
-        let _g = span.enter();
-        self.sync_volume(v).await
+        self.sync_volume(v).instrument(tracing::debug_span!("sync_volume", volume = %name)).await
     }
 
     /// Syncs the claim with this key from the cache. Errors mean "retry later".
@@ -369,34 +368,32 @@ impl Controller {
         let Some(c) = self.claim(key) else {
             return Ok(());
         };
-        let span = tracing::debug_span!("sync_claim", pvc = %key);
-        let _g = span.enter();
-        self.sync_claim(c).await
+        self.sync_claim(c).instrument(tracing::debug_span!("sync_claim", pvc = %key)).await
     }
 
     /// Processes one volume key from the queue: sync, then forget or requeue with backoff.
     pub async fn process_volume(self: &Arc<Self>, key: String) {
-        match self.sync_volume_key(&key).await {
-            Ok(()) => self.volume_queue.forget(&key),
-            Err(e) => {
-                log_sync_error("volume", &key, &e);
-                self.volume_queue.add_rate_limited(&key);
-            }
-        }
-        self.volume_queue.done(&key);
+        let result = self.sync_volume_key(&key).await;
+        finish(&self.volume_queue, "volume", &key, result);
     }
 
     /// Processes one claim key from the queue.
     pub async fn process_claim(self: &Arc<Self>, key: String) {
-        match self.sync_claim_key(&key).await {
-            Ok(()) => self.claim_queue.forget(&key),
-            Err(e) => {
-                log_sync_error("claim", &key, &e);
-                self.claim_queue.add_rate_limited(&key);
-            }
-        }
-        self.claim_queue.done(&key);
+        let result = self.sync_claim_key(&key).await;
+        finish(&self.claim_queue, "claim", &key, result);
     }
+}
+
+/// Ends the processing of a key: forget its failures on success, requeue it with backoff on error.
+fn finish(queue: &WorkQueue, what: &str, key: &str, result: crate::Result<()>) {
+    match result {
+        Ok(()) => queue.forget(key),
+        Err(e) => {
+            log_sync_error(what, key, &e);
+            queue.add_rate_limited(key);
+        }
+    }
+    queue.done(key);
 }
 
 fn log_sync_error(what: &str, key: &str, e: &crate::Error) {
