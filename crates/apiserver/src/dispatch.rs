@@ -9,6 +9,7 @@ use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use pv_store::StoreError;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -82,11 +83,21 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                 Method::GET if is_watch => return watch::watch(st, &t, &q, format),
                 Method::GET if t.name.is_some() => handlers::get(&st, &t, &q, format)?,
                 Method::GET => handlers::list(&st, &t, &q, format)?,
-                Method::POST => handlers::create(&st, &t, &q, ct, &bytes)?,
-                Method::PUT => handlers::update(&st, &t, &q, ct, &bytes)?,
-                Method::PATCH => handlers::patch(&st, &t, &q, ct, &bytes)?,
-                Method::DELETE if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes)?,
-                Method::DELETE => handlers::delete_collection(&st, &t, &q)?,
+                Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
+                    // A write returns once it is durable: the wait (a group commit's fsync, or
+                    // the commit before it) runs off the async workers, so they keep reading
+                    // requests, and those join the next batch.
+                    let ct = ct.to_string();
+                    tokio::task::spawn_blocking(move || match method {
+                        Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
+                        Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
+                        Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
+                        _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes),
+                        _ => handlers::delete_collection(&st, &t, &q),
+                    })
+                    .await
+                    .map_err(|e| ApiError::Store(StoreError::Internal(format!("request handler failed: {e}"))))??
+                }
                 _ => return Err(ApiError::MethodNotAllowed),
             };
             Ok(json(reply))
