@@ -471,22 +471,38 @@ struct Seen {
 /// size is still Pending takes the next larger one, and the last claim of the largest size is then
 /// left with none: the workload would not be bindable.
 async fn wait_available(api: &Api<PersistentVolume>, run: &str, n: usize, timeout: Duration) -> Result<(), String> {
-    let lp = kube::api::ListParams::default().labels(&format!("{RUN_LABEL}={run}"));
-    let deadline = Instant::now() + timeout;
-    loop {
-        let list = api.list(&lp).await.map_err(|e| format!("listing the run's PVs: {e}"))?;
-        let available = list
-            .items
-            .iter()
-            .filter(|pv| pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available"))
-            .count();
-        if available >= n {
-            return Ok(());
+    // A watch, not a polled list: listing every PV of the run ten times a second would load the
+    // server being measured.
+    let config = watcher::Config::default().labels(&format!("{RUN_LABEL}={run}"));
+    let mut available = std::collections::HashSet::new();
+    let wait = async {
+        let stream = watcher(api.clone(), config).default_backoff();
+        futures_util::pin_mut!(stream);
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(Event::Apply(pv)) | Ok(Event::InitApply(pv)) => {
+                    let name = pv.metadata.name.clone().unwrap_or_default();
+                    if pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available") {
+                        available.insert(name);
+                    } else {
+                        available.remove(&name);
+                    }
+                }
+                Ok(Event::Delete(pv)) => {
+                    available.remove(pv.metadata.name.as_deref().unwrap_or_default());
+                }
+                Ok(Event::Init) => available.clear(),
+                Ok(Event::InitDone) => {}
+                Err(e) => tracing::warn!(error = %e, "volume watch failed, retrying"),
+            }
+            if available.len() >= n {
+                return;
+            }
         }
-        if Instant::now() >= deadline {
-            return Err(format!("only {available} of {n} PVs became Available within {timeout:?}"));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    match tokio::time::timeout(timeout, wait).await {
+        Ok(()) => Ok(()),
+        Err(_) => Err(format!("only {} of {n} PVs became Available within {timeout:?}", available.len())),
     }
 }
 

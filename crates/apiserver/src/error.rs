@@ -31,6 +31,9 @@ pub enum ApiError {
     /// Unknown patch or body content type (415).
     #[error("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {0})")]
     UnsupportedMediaType(String),
+    /// A continue token whose list is no longer held (410 `Expired`).
+    #[error("{0}")]
+    Expired(String),
 }
 
 /// Result with an [`ApiError`].
@@ -57,6 +60,7 @@ impl ApiError {
             ApiError::Unauthorized => 401,
             ApiError::MethodNotAllowed => 405,
             ApiError::UnsupportedMediaType(_) => 415,
+            ApiError::Expired(_) => 410,
         }
     }
 
@@ -70,6 +74,7 @@ impl ApiError {
             ApiError::Unauthorized => ("Unauthorized", Value::Null),
             ApiError::MethodNotAllowed => ("MethodNotAllowed", Value::Null),
             ApiError::UnsupportedMediaType(_) => ("UnsupportedMediaType", Value::Null),
+            ApiError::Expired(_) => ("Expired", Value::Null),
         };
         let mut s = json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",

@@ -176,19 +176,10 @@ pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Arc<V
 /// LIST.
 pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
     let sel = selectors(q)?;
-    let (mut items, rv) = matching(st, t, &sel)?;
-    if let Some(tok) = q.get("continue").filter(|c| !c.is_empty()) {
-        let after = select::decode_continue(tok)?;
-        items.retain(|o| select::object_key(o) > after);
-    }
     let limit: usize = q.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
-    let mut cont = None;
-    let mut remaining = 0;
-    if limit > 0 && items.len() > limit {
-        remaining = items.len() - limit;
-        items.truncate(limit);
-        cont = items.last().map(|o| select::encode_continue(&select::object_key(o)));
-    }
+    let page =
+        st.pages.page(limit, q.get("continue").map(String::as_str), select::object_key, || matching(st, t, &sel))?;
+    let (items, rv, cont, remaining) = (page.items, page.rv, page.next, page.remaining);
     let rv = rv.to_string();
     if let Some(inc) = f.table {
         let refs: Vec<&Value> = items.iter().map(|o| o.as_ref()).collect();

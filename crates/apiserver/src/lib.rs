@@ -22,6 +22,7 @@ pub mod durable;
 pub mod error;
 pub mod events;
 pub mod handlers;
+pub mod paging;
 pub mod patch;
 pub mod protobuf;
 pub mod resources;
@@ -48,4 +49,6 @@ pub struct AppState {
     pub server_address: String,
     /// Becomes true on shutdown (ends watches).
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Paged lists being continued.
+    pub pages: paging::Snapshots,
 }

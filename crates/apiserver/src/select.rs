@@ -7,7 +7,6 @@
 //! are opaque base64 of the last returned `namespace/name`: paging walks the store's key order.
 
 use crate::error::{ApiError, Result};
-use base64::Engine;
 use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -159,23 +158,9 @@ impl Selectors {
     }
 }
 
-/// `namespace/name` of an object, the paging key.
-pub fn object_key(obj: &Value) -> String {
-    format!("{}/{}", field_value(obj, "metadata.namespace"), field_value(obj, "metadata.name"))
-}
-
-/// Encodes a continue token after `key`.
-pub fn encode_continue(key: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key.as_bytes())
-}
-
-/// Decodes a continue token.
-pub fn decode_continue(token: &str) -> Result<String> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| ApiError::BadRequest("invalid continue token".into()))
+/// `(namespace, name)` of an object: the store's order, and the paging key.
+pub fn object_key(obj: &Value) -> (String, String) {
+    (field_value(obj, "metadata.namespace"), field_value(obj, "metadata.name"))
 }
 
 #[cfg(test)]

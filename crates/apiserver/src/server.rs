@@ -152,6 +152,7 @@ impl Server {
             token: token.clone(),
             server_address: addr.to_string(),
             shutdown: stop_rx.clone(),
+            pages: Default::default(),
         });
         let app = Router::new().fallback(dispatch::dispatch).with_state(state);
         let mut rx = stop_rx;

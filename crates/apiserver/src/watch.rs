@@ -9,9 +9,11 @@
 //! current resourceVersion is sent every [`BOOKMARK_EVERY`], so idle watchers can resume
 //! without hitting 410. `timeoutSeconds` ends the stream, and so does server shutdown.
 //!
-//! Bookmark safety: the store delivers events to watcher channels under its lock, before the
-//! counter can be read, so reading the counter first and then draining the channel guarantees
-//! that every event at or below the bookmarked version was sent before the bookmark.
+//! Bookmark safety: a bookmark carries the store's *delivered* version, not its newest: writes
+//! waiting for their group commit have versions but have not reached watchers yet. The store
+//! delivers to watcher channels under its lock before it advances the delivered version, so
+//! reading that version first and then draining the channel guarantees that every event at or
+//! below the bookmarked version was sent before the bookmark.
 
 use crate::error::{ApiError, Result};
 use crate::handlers::{self, Format, Query};
@@ -84,9 +86,9 @@ impl Stream {
         self.pending.push_back(line(&json!({"type": "BOOKMARK", "object": obj})));
     }
 
-    /// Reads the counter, then drains what the channel holds, then bookmarks the counter.
+    /// Reads the delivered version, then drains what the channel holds, then bookmarks it.
     fn drain_and_bookmark(&mut self) {
-        let rv = self.st.store.resource_version();
+        let rv = self.st.store.delivered_version();
         while let Some(ev) = self.rx.as_mut().and_then(|r| r.try_recv().ok()) {
             self.store_event(ev);
         }

@@ -275,6 +275,52 @@ async fn tables_have_kubectl_columns() {
     a.h.shutdown().await.unwrap();
 }
 
+/// A paged list is one snapshot: an object changed between two pages must show up either in the
+/// pages or in a watch from the version they report. (Paging the live store loses it: its page was
+/// read before the change, and the watch starts after it.)
+#[tokio::test]
+async fn paged_lists_are_one_snapshot_and_a_watch_from_them_misses_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let a = start(d.path()).await;
+    for n in ["a", "b", "c"] {
+        a.post(PVS, pv(n)).await;
+    }
+    let (_, p1) = a.get(&format!("{PVS}?limit=2")).await;
+    let rv = p1["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    // Between pages: change an object of the first page, add one.
+    let (_, mut va) = a.get(&format!("{PVS}/a")).await;
+    va["metadata"]["labels"] = json!({"changed": "yes"});
+    assert_eq!(a.put(&format!("{PVS}/a"), va).await.0, StatusCode::OK);
+    a.post(PVS, pv("d")).await;
+    let tok = p1["metadata"]["continue"].as_str().unwrap();
+    let (_, p2) = a.get(&format!("{PVS}?limit=2&continue={tok}")).await;
+    assert_eq!(p2["metadata"]["resourceVersion"], rv.as_str(), "every page reports the first page's version");
+    let names: Vec<&str> =
+        p2["items"].as_array().unwrap().iter().map(|o| o["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["c"], "the continuation reads the snapshot, not the store as it is now");
+    let mut w =
+        a.c.get(format!("{}{PVS}?watch=true&resourceVersion={rv}", a.h.url()))
+            .bearer_auth(a.h.token())
+            .send()
+            .await
+            .unwrap();
+    let ev = read_events(&mut w, 2).await;
+    assert_eq!(
+        (ev[0]["type"].as_str(), ev[0]["object"]["metadata"]["labels"]["changed"].as_str()),
+        (Some("MODIFIED"), Some("yes"))
+    );
+    assert_eq!((ev[1]["type"].as_str(), ev[1]["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("d")));
+    // A token whose snapshot the server no longer holds: 410, and the client lists again.
+    let bogus = {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(format!(r#"{{"rv":{rv},"snapshot":999,"start":["","a"]}}"#))
+    };
+    let (code, st) = a.get(&format!("{PVS}?limit=2&continue={bogus}")).await;
+    assert_eq!((code, st["reason"].as_str()), (StatusCode::GONE, Some("Expired")));
+    a.h.shutdown().await.unwrap();
+}
+
 async fn read_events(resp: &mut reqwest::Response, n: usize) -> Vec<Value> {
     let mut buf = String::new();
     let mut out = Vec::new();

@@ -169,6 +169,8 @@ struct Inner {
     writes: u64,
     /// Writes applied in memory but not yet durable, with their watch events (durable mode).
     pending: Vec<(PendingWrite, WatchEvent)>,
+    /// Highest version delivered to watchers.
+    delivered: u64,
 }
 
 /// How the store makes UIDs.
@@ -270,6 +272,14 @@ impl Store {
     /// The current resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.inner.lock().unwrap().rv
+    }
+
+    /// The version through which every change has gone out to watchers. Behind
+    /// [`Store::resource_version`] while writes wait for their group commit: a watch bookmark
+    /// must carry this one, or a client resuming from the bookmark would skip the writes still
+    /// in flight.
+    pub fn delivered_version(&self) -> u64 {
+        self.inner.lock().unwrap().delivered
     }
 
     fn draw_fault(&self, rt: &ResourceType) -> Option<FaultKind> {
@@ -403,6 +413,7 @@ impl Store {
             }
             w.tx.send(ev.clone()).is_ok()
         });
+        inner.delivered = inner.delivered.max(ev.rv);
         inner.history.push_back(ev);
         while inner.history.len() > self.history_limit {
             if let Some(old) = inner.history.pop_front() {
@@ -833,6 +844,7 @@ impl StoreBuilder {
                 creates: HashMap::new(),
                 writes: 0,
                 pending: Vec::new(),
+                delivered: self.snapshot.rv,
             }),
             durability: Mutex::new(Durability { durable_rv: self.snapshot.rv, committing: false, failed: None }),
             durable_cv: std::sync::Condvar::new(),
@@ -853,6 +865,37 @@ mod tests {
 
     fn pv(name: &str) -> Value {
         json!({"metadata": {"name": name}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/x"}}, "status": {"phase": "Bound"}})
+    }
+
+    /// A backend whose commits wait until the test lets them through.
+    struct Gate(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+    impl Backend for Gate {
+        fn commit(&self, _rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
+            self.0.lock().unwrap().recv().map_err(|e| e.to_string())
+        }
+    }
+
+    #[test]
+    fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
+        let (open, gate) = std::sync::mpsc::channel();
+        let s = Arc::new(
+            Store::builder().backend(Box::new(Gate(std::sync::Mutex::new(gate))), Snapshot::default()).build(),
+        );
+        let mut w = s.watch("persistentvolumes", None, Some(0)).unwrap();
+        let writer = {
+            let s = s.clone();
+            std::thread::spawn(move || s.create("persistentvolumes", pv("a")).map(|_| ()))
+        };
+        while s.resource_version() < 1 {
+            std::thread::yield_now();
+        }
+        // Applied and versioned, but neither durable nor sent: a bookmark must not claim it.
+        assert_eq!((s.resource_version(), s.delivered_version()), (1, 0));
+        assert!(w.try_recv().is_err());
+        open.send(()).unwrap();
+        writer.join().unwrap().unwrap();
+        assert_eq!(s.delivered_version(), 1);
+        assert_eq!(w.try_recv().unwrap().rv, 1);
     }
 
     #[test]
