@@ -79,7 +79,7 @@ pub struct RunArgs {
     /// How often every volume and claim is synced again.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub resync_period: Duration,
-    /// Workers per queue (default: the number of CPUs).
+    /// Workers per queue (default: 8 per CPU, between 8 and 64).
     #[arg(long)]
     pub workers: Option<usize>,
     /// Enables the host-path plugin: provision, delete and recycle directories under DIR.

@@ -1,6 +1,6 @@
 //! `pv-controller up`: the embedded default. Starts the Kubernetes-compatible API server over
 //! the durable store under `--data-dir`, prints where to reach it, attaches the controller (unless
-//! `--no-controller`), and stops gracefully on SIGINT/SIGTERM.
+//! `--no-controller`) in-process over the same store, and stops gracefully on SIGINT/SIGTERM.
 //!
 //! Scripts wait for the two lines `kubeconfig: PATH` and `server: URL` on stdout: they are
 //! printed once the listener is bound and the kubeconfig written, and nothing else goes to
@@ -9,10 +9,12 @@
 
 use super::user;
 use pv_apiserver::{Server, ServerConfig};
+use pv_core::{Config, Controller, SystemClock};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Arguments of `up`.
 #[derive(clap::Args, Debug)]
@@ -26,6 +28,9 @@ pub struct UpArgs {
     /// Serve the API only; do not start the controller.
     #[arg(long)]
     pub no_controller: bool,
+    /// Worker tasks per queue (default: 8 per CPU, between 8 and 64).
+    #[arg(long)]
+    pub workers: Option<usize>,
 }
 
 /// Runs `up` until SIGINT or SIGTERM.
@@ -36,6 +41,9 @@ pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
+    if a.workers == Some(0) {
+        return Err(user("--workers: must be at least 1"));
+    }
     let server =
         Server::start(ServerConfig::new(a.data_dir.clone(), a.listen)).await.map_err(|e| user(format!("{e:#}")))?;
     let volumes = a.data_dir.join("volumes");
@@ -46,25 +54,26 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "server: {}", server.url())?;
         out.flush()?;
     }
-    // The controller connects over HTTP with the generated kubeconfig: the same client code
-    // path `run` uses against a real cluster.
+    // The controller runs against the same store in-process (pv_sim::local): the API server's
+    // capacity goes to its clients, and the store's rules hold for both.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let controller = if a.no_controller {
         None
     } else {
-        let opts =
-            pv_kube::connect::ClientOptions { kubeconfig: Some(server.kubeconfig_path().to_path_buf()), context: None };
-        let config = pv_kube::connect::load_config(&opts).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-        let client = pv_kube::connect::client(config).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let copts = pv_kube::ControllerOptions { hostpath_root: Some(volumes.clone()), ..Default::default() };
+        let store = server.store();
+        let api = Arc::new(pv_sim::MemApi::new(store.clone()));
+        let plugins = pv_plugins::registry(Some(volumes.clone()));
+        let controller = Controller::new(api, plugins, SystemClock::new(), Config::default());
         let mut rx = stop_rx.clone();
+        let workers = a.workers.unwrap_or_else(pv_core::runtime::default_workers);
         Some(tokio::spawn(async move {
+            let informers = pv_sim::local::start(&store, &controller);
+            controller.resync();
             let shutdown = async move {
                 let _ = rx.wait_for(|stop| *stop).await;
             };
-            if let Err(e) = pv_kube::run_controller(client, copts, shutdown).await {
-                eprintln!("error: controller stopped: {e:#}");
-            }
+            pv_core::runtime::run(controller, workers, shutdown).await;
+            drop(informers);
         }))
     };
     wait_for_signal().await?;

@@ -7,6 +7,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Workers per queue by default: a sync mostly waits on API round trips or durable commits (a
+/// bind is four sequential writes), so several workers per core keep the store busy; 8 per
+/// core, at least 8, at most 64.
+pub fn default_workers() -> usize {
+    (std::thread::available_parallelism().map_or(1, |n| n.get()) * 8).clamp(8, 64)
+}
+
 /// Runs workers until `shutdown` resolves, then drains and stops.
 pub async fn run(controller: Arc<Controller>, workers: usize, shutdown: impl Future<Output = ()>) {
     let workers = workers.max(1);

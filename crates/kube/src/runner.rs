@@ -14,13 +14,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Workers per queue by default: a sync mostly waits on API round trips (a bind is four
-/// sequential writes), so several workers per core keep the API server busy; 8 per core, at
-/// least 8, at most 64.
-pub fn default_workers() -> usize {
-    (std::thread::available_parallelism().map_or(1, |n| n.get()) * 8).clamp(8, 64)
-}
-
 /// How the controller runs.
 #[derive(Clone, Debug)]
 pub struct ControllerOptions {
@@ -34,7 +27,11 @@ pub struct ControllerOptions {
 
 impl Default for ControllerOptions {
     fn default() -> Self {
-        ControllerOptions { workers: default_workers(), resync_period: Duration::from_secs(15), hostpath_root: None }
+        ControllerOptions {
+            workers: pv_core::runtime::default_workers(),
+            resync_period: Duration::from_secs(15),
+            hostpath_root: None,
+        }
     }
 }
 

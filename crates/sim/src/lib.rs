@@ -1,6 +1,7 @@
 //! The in-memory adapter and the deterministic simulation behind `pv-controller simulate`.
 //!
-//! [`MemApi`] implements the controller's `ClusterApi` over the in-memory [`pv_store::Store`];
+//! [`MemApi`] implements the controller's `ClusterApi` over a [`pv_store::Store`] in the same
+//! process (in memory for simulate and tests, durable under `up`, attached by [`local`]);
 //! [`input`] reads Kubernetes objects (YAML or JSON, multi-document or `kind: List`) with errors
 //! that name the document, object and field; [`Simulation`] loads them into a store and runs the
 //! whole controller on a virtual clock until nothing changes any more.
@@ -8,6 +9,7 @@
 pub mod driver;
 pub mod input;
 pub mod invariants;
+pub mod local;
 pub mod memapi;
 pub mod output;
 pub mod scenario;

@@ -1,4 +1,5 @@
-//! `ClusterApi` over the in-memory store: typed objects in, JSON through the store, typed out.
+//! `ClusterApi` over a store in the same process: typed objects in, JSON through the store, typed
+//! out. The store is in memory under `simulate` and tests, durable under `up`.
 
 use async_trait::async_trait;
 use pv_core::{ApiError, ClusterApi};
@@ -9,7 +10,7 @@ use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// The controller's API over an in-memory store.
+/// The controller's API over a store in the same process.
 pub struct MemApi {
     store: Arc<Store>,
     /// Write requests made (Events excluded), successful or not.
@@ -62,6 +63,17 @@ fn to_value<T: Serialize>(obj: &T) -> Result<serde_json::Value, ApiError> {
     serde_json::to_value(obj).map_err(|e| ApiError::Invalid(e.to_string()))
 }
 
+/// Runs a store write, which returns only once durable. On a multi-threaded runtime (`up`) the
+/// wait for the group commit happens with the worker thread handed over, so other tasks keep
+/// running and their writes join the same commit; the simulation's single-threaded runtime
+/// has no commit to wait for.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 fn from_value<T: DeserializeOwned>(v: &serde_json::Value) -> Result<T, ApiError> {
     T::deserialize(v).map_err(|e| ApiError::Other(format!("decoding stored object: {e}")))
 }
@@ -75,7 +87,7 @@ impl MemApi {
 
     fn update<T: Serialize + DeserializeOwned>(&self, resource: &str, obj: &T, status: bool) -> Result<T, ApiError> {
         self.count()?;
-        let v = self.store.update(resource, to_value(obj)?, status).map_err(map_err)?;
+        let v = blocking(|| self.store.update(resource, to_value(obj)?, status).map_err(map_err))?;
         from_value(&v)
     }
 }
@@ -88,7 +100,7 @@ impl ClusterApi for MemApi {
     }
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         self.count()?;
-        let v = self.store.create("persistentvolumes", to_value(volume)?).map_err(map_err)?;
+        let v = blocking(|| self.store.create("persistentvolumes", to_value(volume)?).map_err(map_err))?;
         from_value(&v)
     }
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
@@ -99,7 +111,7 @@ impl ClusterApi for MemApi {
     }
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
         self.count()?;
-        self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err)
+        blocking(|| self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err))
     }
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
         from_value(&*self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)
@@ -112,10 +124,10 @@ impl ClusterApi for MemApi {
     }
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
         self.alive()?;
-        from_value(&*self.store.create("events", to_value(event)?).map_err(map_err)?)
+        from_value(&*blocking(|| self.store.create("events", to_value(event)?).map_err(map_err))?)
     }
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
         self.alive()?;
-        from_value(&*self.store.update("events", to_value(event)?, false).map_err(map_err)?)
+        from_value(&*blocking(|| self.store.update("events", to_value(event)?, false).map_err(map_err))?)
     }
 }
