@@ -12,7 +12,8 @@
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{
-    Node, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec, Pod,
+    Node, ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec,
+    Pod,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -96,41 +97,72 @@ pub fn start_informers(client: Client, controller: Arc<Controller>) -> Informers
     Informers { synced: rx, tasks }
 }
 
-/// What a `Deleted` handler needs of an object that vanished while the watch was down.
-pub trait Tombstone: Sized {
-    /// A minimal copy: identity plus the fields the delete handler reads.
-    fn tombstone(&self) -> Self;
+/// What a `Deleted` handler needs of an object that vanished while the watch was down: its
+/// identity, and for volumes and claims the link between them. Kept per known object, so it is
+/// small (~200 bytes) rather than a copy: a `PersistentVolume` alone is 3.4 KB inline.
+#[derive(Clone, Debug, Default)]
+pub struct Remains {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    /// A volume's claimRef, or a claim's `spec.volumeName` as the reference's name.
+    link: Option<Box<ObjectReference>>,
 }
 
-fn meta_only(m: &ObjectMeta) -> ObjectMeta {
-    ObjectMeta {
-        name: m.name.clone(),
-        namespace: m.namespace.clone(),
-        uid: m.uid.clone(),
-        resource_version: m.resource_version.clone(),
-        ..Default::default()
+impl Remains {
+    fn of(m: &ObjectMeta, link: Option<ObjectReference>) -> Self {
+        Remains {
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            uid: m.uid.clone(),
+            resource_version: m.resource_version.clone(),
+            link: link.map(Box::new),
+        }
+    }
+
+    fn meta(&self) -> ObjectMeta {
+        ObjectMeta {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            uid: self.uid.clone(),
+            resource_version: self.resource_version.clone(),
+            ..Default::default()
+        }
     }
 }
 
+/// Objects the informers keep remains of.
+pub trait Tombstone: Sized {
+    /// Identity plus the fields the delete handler reads.
+    fn remains(&self) -> Remains;
+    /// The object a `Deleted` event carries, rebuilt from its remains.
+    fn revive(r: &Remains) -> Self;
+}
+
 impl Tombstone for PersistentVolume {
-    fn tombstone(&self) -> Self {
+    fn remains(&self) -> Remains {
+        Remains::of(&self.metadata, self.spec.as_ref().and_then(|s| s.claim_ref.clone()))
+    }
+    fn revive(r: &Remains) -> Self {
         PersistentVolume {
-            metadata: meta_only(&self.metadata),
-            spec: Some(PersistentVolumeSpec {
-                claim_ref: self.spec.as_ref().and_then(|s| s.claim_ref.clone()),
-                ..Default::default()
-            }),
+            metadata: r.meta(),
+            spec: Some(PersistentVolumeSpec { claim_ref: r.link.as_deref().cloned(), ..Default::default() }),
             status: None,
         }
     }
 }
 
 impl Tombstone for PersistentVolumeClaim {
-    fn tombstone(&self) -> Self {
+    fn remains(&self) -> Remains {
+        let volume = self.spec.as_ref().and_then(|s| s.volume_name.clone());
+        Remains::of(&self.metadata, volume.map(|v| ObjectReference { name: Some(v), ..Default::default() }))
+    }
+    fn revive(r: &Remains) -> Self {
         PersistentVolumeClaim {
-            metadata: meta_only(&self.metadata),
+            metadata: r.meta(),
             spec: Some(PersistentVolumeClaimSpec {
-                volume_name: self.spec.as_ref().and_then(|s| s.volume_name.clone()),
+                volume_name: r.link.as_ref().and_then(|l| l.name.clone()),
                 ..Default::default()
             }),
             status: None,
@@ -141,9 +173,12 @@ impl Tombstone for PersistentVolumeClaim {
 macro_rules! tombstone_by_meta {
     ($($t:ty),*) => {$(
         impl Tombstone for $t {
-            fn tombstone(&self) -> Self {
+            fn remains(&self) -> Remains {
+                Remains::of(&self.metadata, None)
+            }
+            fn revive(r: &Remains) -> Self {
                 let mut t = <$t>::default();
-                t.metadata = meta_only(&self.metadata);
+                t.metadata = r.meta();
                 t
             }
         }
@@ -159,15 +194,16 @@ fn key_of<K: Resource>(o: &K) -> String {
     }
 }
 
-/// Per-kind bookkeeping: tombstones of known objects and the keys seen by a relist in progress.
+/// Per-kind bookkeeping: remains of known objects and the keys seen by a relist in progress.
 struct Known<K> {
-    objects: HashMap<String, K>,
+    objects: HashMap<String, Remains>,
     relist: Option<HashSet<String>>,
+    kind: std::marker::PhantomData<K>,
 }
 
 impl<K: Resource + Tombstone> Known<K> {
     fn new() -> Self {
-        Known { objects: HashMap::new(), relist: None }
+        Known { objects: HashMap::new(), relist: None, kind: std::marker::PhantomData }
     }
 
     fn applied(&mut self, o: &K) {
@@ -175,7 +211,7 @@ impl<K: Resource + Tombstone> Known<K> {
         if let Some(seen) = self.relist.as_mut() {
             seen.insert(key.clone());
         }
-        self.objects.insert(key, o.tombstone());
+        self.objects.insert(key, o.remains());
     }
 
     fn deleted(&mut self, o: &K) {
@@ -188,7 +224,7 @@ impl<K: Resource + Tombstone> Known<K> {
             return Vec::new();
         };
         let gone: Vec<String> = self.objects.keys().filter(|k| !seen.contains(*k)).cloned().collect();
-        gone.iter().filter_map(|k| self.objects.remove(k)).collect()
+        gone.iter().filter_map(|k| self.objects.remove(k)).map(|r| K::revive(&r)).collect()
     }
 }
 
@@ -251,7 +287,7 @@ mod tests {
                 ..Default::default()
             },
             spec: Some(PersistentVolumeSpec {
-                claim_ref: claim.map(|c| k8s_openapi::api::core::v1::ObjectReference {
+                claim_ref: claim.map(|c| ObjectReference {
                     namespace: Some("ns".into()),
                     name: Some(c.into()),
                     ..Default::default()
@@ -276,6 +312,25 @@ mod tests {
         assert_eq!(claim.name.as_deref(), Some("c1"), "tombstone keeps claimRef");
         assert!(gone[0].metadata.annotations.is_none(), "tombstone is small");
         assert_eq!(k.objects.len(), 1);
+    }
+
+    #[test]
+    fn claim_remains_keep_identity_and_the_volume_name() {
+        let c = PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                name: Some("c".into()),
+                namespace: Some("ns".into()),
+                uid: Some("u".into()),
+                labels: Some([("a".to_string(), "b".to_string())].into()),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeClaimSpec { volume_name: Some("v".into()), ..Default::default() }),
+            status: None,
+        };
+        let back = PersistentVolumeClaim::revive(&c.remains());
+        assert_eq!(back.spec.unwrap().volume_name.as_deref(), Some("v"));
+        assert_eq!((back.metadata.namespace.as_deref(), back.metadata.uid.as_deref()), (Some("ns"), Some("u")));
+        assert!(back.metadata.labels.is_none());
     }
 
     #[test]
