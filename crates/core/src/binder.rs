@@ -26,9 +26,9 @@ impl Controller {
         let status = clone.status.get_or_insert_with(PersistentVolumeStatus::default);
         status.phase = Some(phase.to_string());
         status.message = if message.is_empty() { None } else { Some(message.to_string()) };
-        let saved = self.api.update_volume_status(&clone).await.map_err(Error::api("saving volume phase"))?;
+        let saved = self.save_volume(volume, &clone, true, "saving volume phase").await?;
         tracing::info!(volume = %helpers::name(&volume.metadata), phase, "volume entered phase");
-        Ok(self.store_volume(saved))
+        Ok(saved)
     }
 
     /// Sets a volume's phase and emits an event, both only when the phase changes.
@@ -161,9 +161,9 @@ impl Controller {
         if !dirty {
             return Ok(volume.clone());
         }
-        let saved = self.api.update_volume(&clone).await.map_err(Error::api("saving volume claimRef"))?;
+        let saved = self.save_volume(volume, &clone, false, "saving volume claimRef").await?;
         tracing::info!(volume = %helpers::name(&volume.metadata), pvc = %helpers::claim_key(claim), "claim bound to volume");
-        Ok(self.store_volume(saved))
+        Ok(saved)
     }
 
     /// Points the claim at the volume and marks the binding complete.
@@ -216,8 +216,7 @@ impl Controller {
         } else if let Some(r) = clone.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
             r.uid = None;
         }
-        let saved = self.api.update_volume(&clone).await.map_err(Error::api("rolling back volume binding"))?;
-        let saved = self.store_volume(saved);
+        let saved = self.save_volume(volume, &clone, false, "rolling back volume binding").await?;
         self.update_volume_phase(&saved, pv_phase::AVAILABLE, "").await?;
         Ok(())
     }

@@ -74,6 +74,8 @@ pub struct Controller {
     pub(crate) operations: Arc<Operations>,
     pub(crate) recorder: Recorder,
     pub(crate) reservations: Mutex<HashMap<String, String>>,
+    /// One writer per volume at a time (see [`Controller::save_volume`]).
+    volume_writers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Volume work queue.
     pub volume_queue: WorkQueue,
     /// Claim work queue.
@@ -102,6 +104,7 @@ impl Controller {
             pods_by_claim: RwLock::default(),
             nodes: RwLock::default(),
             reservations: Mutex::default(),
+            volume_writers: Mutex::default(),
             metrics: Metrics::default(),
         })
     }
@@ -349,6 +352,72 @@ impl Controller {
         self.volumes.write().unwrap().store(v).0
     }
 
+    /// Enqueues the volume when called (an operation's follow-up; see [`Operations::schedule`]).
+    pub(crate) fn sync_volume_again(&self, name: &str) -> crate::operations::Again {
+        let (me, name) = (self.me.clone(), name.to_string());
+        Box::new(move || {
+            if let Some(c) = me.upgrade() {
+                c.volume_queue.add(&name);
+            }
+        })
+    }
+
+    /// Enqueues the claim when called (an operation's follow-up).
+    pub(crate) fn sync_claim_again(&self, key: &str) -> crate::operations::Again {
+        let (me, key) = (self.me.clone(), key.to_string());
+        Box::new(move || {
+            if let Some(c) = me.upgrade() {
+                c.claim_queue.add(&key);
+            }
+        })
+    }
+
+    /// Saves `changed`, a modified copy of `base`, with one writer per volume at a time; `status`
+    /// picks the status subresource. Returns the saved volume, now cached.
+    ///
+    /// Why: the volume and claim workers both write volumes (a phase from one, a claimRef and
+    /// Bound from the other). Two writes made from the same cached version race, and one gets a
+    /// 409 and a retry with backoff (upstream, kubernetes/kubernetes#135127). Here the second
+    /// writer waits for the first, finds the cache newer than its `base`, sends nothing, and
+    /// returns [`crate::Error::Stale`]: its key is synced again at once, from the newer object.
+    pub(crate) async fn save_volume(
+        &self,
+        base: &PersistentVolume,
+        changed: &PersistentVolume,
+        status: bool,
+        step: &'static str,
+    ) -> crate::Result<Arc<PersistentVolume>> {
+        let name = helpers::name(&base.metadata).to_string();
+        let lock = self.volume_writers.lock().unwrap().entry(name.clone()).or_default().clone();
+        let result = {
+            let _one_writer = lock.lock().await;
+            let cached = self.volume(&name);
+            let newer = cached.as_ref().is_some_and(|c| {
+                c.metadata.resource_version != base.metadata.resource_version
+                    && crate::cache::is_newer_or_same(
+                        base.metadata.resource_version.as_deref(),
+                        c.metadata.resource_version.as_deref(),
+                    )
+            });
+            if newer {
+                Err(crate::Error::Stale(step))
+            } else {
+                let saved = if status {
+                    self.api.update_volume_status(changed).await
+                } else {
+                    self.api.update_volume(changed).await
+                };
+                saved.map(|v| self.store_volume(v)).map_err(crate::Error::api(step))
+            }
+        };
+        let mut writers = self.volume_writers.lock().unwrap();
+        // The map's reference and ours: nobody else is waiting, so the entry can go.
+        if Arc::strong_count(&lock) == 2 {
+            writers.remove(&name);
+        }
+        result
+    }
+
     pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {
         self.claims.write().unwrap().store(c).0
     }
@@ -388,6 +457,10 @@ impl Controller {
 fn finish(queue: &WorkQueue, what: &str, key: &str, result: crate::Result<()>) {
     match result {
         Ok(()) => queue.forget(key),
+        Err(e @ crate::Error::Stale(_)) => {
+            tracing::debug!(object = %key, error = %e, "{what} sync read an older volume, syncing again");
+            queue.add(key);
+        }
         Err(e) => {
             log_sync_error(what, key, &e);
             queue.add_rate_limited(key);

@@ -20,12 +20,21 @@ pub enum Error {
     /// The objects are in a state the controller refuses to act on.
     #[error("{0}")]
     Invalid(String),
+    /// Another sync wrote the volume after this one read it; nothing was sent, and the key is
+    /// synced again at once from the newer object.
+    #[error("{0}: the volume changed meanwhile")]
+    Stale(&'static str),
 }
 
 impl Error {
     /// Wraps an API error with the step it failed in.
     pub fn api(step: &'static str) -> impl FnOnce(ApiError) -> Error {
         move |source| Error::Api { step, source }
+    }
+
+    /// True when the underlying API error is a 404.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Api { source, .. } if source.is_not_found())
     }
 
     /// True when the underlying API error is a 409 conflict (common and harmless).

@@ -1,6 +1,8 @@
 //! Long operations (provision, delete, recycle) keyed by name, as upstream's goroutine map.
 //!
-//! At most one operation runs per name; asking for a running one is a no-op. An operation that
+//! At most one operation runs per name; asking for a running one starts nothing, but the asker's
+//! `again` runs when the operation ends, so the object is synced once more right then instead
+//! of at the next periodic resync (upstream drops the request). An operation that
 //! fails blocks its name for an exponential backoff (500 ms doubling to 2 min 2 s), after which the
 //! next sync may start it again. Operations either run as tokio tasks ([`Mode::Spawn`]) or wait in
 //! a FIFO for a simulation driver to run them one at a time ([`Mode::Deferred`]).
@@ -17,6 +19,9 @@ const MAX_BACKOFF_MS: u64 = 122_000;
 
 /// A boxed operation.
 pub type OpFuture = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
+
+/// What to do when a running operation that refused a request ends: sync the object again.
+pub type Again = Box<dyn FnOnce() + Send>;
 
 /// How operations run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +46,8 @@ pub enum Scheduled {
 #[derive(Default)]
 struct Inner {
     running: HashSet<String>,
+    /// For running operations that refused a request: the refused asker's follow-up.
+    again: HashMap<String, Again>,
     backoff: HashMap<String, (u64, u64)>,
     deferred: VecDeque<(String, OpFuture)>,
 }
@@ -60,11 +67,13 @@ impl Operations {
         Arc::new(Operations { inner: Mutex::new(Inner::default()), backoff_skips: Default::default(), mode, clock })
     }
 
-    /// Starts `op` under `name` unless one is running or backing off.
-    pub fn schedule(self: &Arc<Self>, name: String, op: OpFuture) -> Scheduled {
+    /// Starts `op` under `name` unless one is running or backing off. When one is running,
+    /// `again` runs once it has ended.
+    pub fn schedule(self: &Arc<Self>, name: String, op: OpFuture, again: Again) -> Scheduled {
         let mut inner = self.inner.lock().unwrap();
         if inner.running.contains(&name) {
-            tracing::debug!(operation = %name, "operation is already running, skipping");
+            tracing::debug!(operation = %name, "operation is already running; syncing again when it ends");
+            inner.again.insert(name, again);
             return Scheduled::AlreadyRunning;
         }
         if let Some(&(until, _)) = inner.backoff.get(&name) {
@@ -92,6 +101,7 @@ impl Operations {
     fn finish(&self, name: &str, result: Result<(), Error>) {
         let mut inner = self.inner.lock().unwrap();
         inner.running.remove(name);
+        let again = inner.again.remove(name);
         match result {
             Ok(()) => {
                 inner.backoff.remove(name);
@@ -102,6 +112,10 @@ impl Operations {
                 inner.backoff.insert(name.to_string(), (self.clock.now_ms() + delay, delay));
                 tracing::debug!(operation = %name, error = %e, delay_ms = delay, "operation failed");
             }
+        }
+        drop(inner);
+        if let Some(again) = again {
+            again();
         }
     }
 
@@ -152,31 +166,55 @@ mod tests {
     fn fail() -> OpFuture {
         Box::pin(async { Err(Error::Plugin("boom".into())) })
     }
+    fn nothing() -> Again {
+        Box::new(|| {})
+    }
 
     #[tokio::test]
-    async fn second_request_for_a_running_operation_is_dropped() {
+    async fn a_request_refused_while_running_is_followed_up_when_the_operation_ends() {
         let ops = Operations::new(Mode::Deferred, SimClock::new(chrono::Utc::now()));
-        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::Started);
-        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::AlreadyRunning);
+        let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let count = || {
+            let c = calls.clone();
+            Box::new(move || {
+                c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }) as Again
+        };
+        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::Started);
+        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::AlreadyRunning);
+        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::AlreadyRunning);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0, "not while it runs");
+        assert!(ops.run_next().await);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "once when it ends");
+        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::Started);
+        assert!(ops.run_next().await);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "a request that started it is not followed up");
+    }
+
+    #[tokio::test]
+    async fn second_request_for_a_running_operation_starts_nothing() {
+        let ops = Operations::new(Mode::Deferred, SimClock::new(chrono::Utc::now()));
+        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::Started);
+        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::AlreadyRunning);
         assert!(ops.run_next().await);
         assert!(!ops.run_next().await);
         assert!(ops.is_idle());
-        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::Started);
+        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::Started);
     }
 
     #[tokio::test]
     async fn failures_back_off_exponentially() {
         let clock = SimClock::new(chrono::Utc::now());
         let ops = Operations::new(Mode::Deferred, clock.clone());
-        ops.schedule("op".into(), fail());
+        ops.schedule("op".into(), fail(), nothing());
         ops.run_next().await;
-        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::BackingOff);
+        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::BackingOff);
         clock.advance(Duration::from_millis(500));
-        assert_eq!(ops.schedule("op".into(), fail()), Scheduled::Started);
+        assert_eq!(ops.schedule("op".into(), fail(), nothing()), Scheduled::Started);
         ops.run_next().await;
         clock.advance(Duration::from_millis(999));
-        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::BackingOff, "second failure waits 1s");
+        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::BackingOff, "second failure waits 1s");
         clock.advance(Duration::from_millis(1));
-        assert_eq!(ops.schedule("op".into(), ok()), Scheduled::Started);
+        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::Started);
     }
 }

@@ -60,6 +60,7 @@ impl Controller {
         };
         let name = format!("provision-{}[{}]", helpers::claim_key(&claim), helpers::uid(&claim.metadata));
         let this = self.self_arc();
+        let again = self.sync_claim_again(&helpers::claim_key(&claim));
         self.operations.schedule(
             name,
             Box::pin(async move {
@@ -68,6 +69,7 @@ impl Controller {
                     Some(p) => this.provision_internal(claim, p, class).await,
                 }
             }),
+            again,
         );
         Ok(())
     }

@@ -38,6 +38,7 @@ impl Controller {
                         this.recycle_volume_operation(volume).await;
                         Ok(())
                     }),
+                    self.sync_volume_again(&name),
                 );
             }
             policy::DELETE => {
@@ -45,6 +46,7 @@ impl Controller {
                 self.operations.schedule(
                     format!("delete-{name}[{uid}]"),
                     Box::pin(async move { this.delete_volume_operation(volume).await }),
+                    self.sync_volume_again(&name),
                 );
             }
             _ => {
@@ -212,10 +214,9 @@ impl Controller {
                 clone.metadata.finalizers = None;
             }
         }
-        match self.api.update_volume(&clone).await {
-            Ok(saved) => Ok(self.store_volume(saved)),
+        match self.save_volume(&volume, &clone, false, "removing volume finalizer").await {
             Err(e) if e.is_not_found() => Ok(volume),
-            Err(e) => Err(Error::api("removing volume finalizer")(e)),
+            r => r,
         }
     }
 

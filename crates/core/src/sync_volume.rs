@@ -25,8 +25,7 @@ impl Controller {
         if !ann_changed && !fin_changed {
             return Ok(volume);
         }
-        let saved = self.api.update_volume(&clone).await.map_err(Error::api("saving volume migration annotations"))?;
-        Ok(self.store_volume(saved))
+        self.save_volume(&volume, &clone, false, "saving volume migration annotations").await
     }
 
     /// Looks a claim up by key: cache, then the API server.
