@@ -88,15 +88,17 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                     // the commit before it) runs off the async workers, so they keep reading
                     // requests, and those join the next batch.
                     let ct = ct.to_string();
-                    tokio::task::spawn_blocking(move || match method {
-                        Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
-                        Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
-                        Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
-                        _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes),
-                        _ => handlers::delete_collection(&st, &t, &q),
-                    })
-                    .await
-                    .map_err(|e| ApiError::Store(StoreError::Internal(format!("request handler failed: {e}"))))??
+                    st.writes
+                        .clone()
+                        .spawn_blocking(move || match method {
+                            Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
+                            Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
+                            Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
+                            _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes),
+                            _ => handlers::delete_collection(&st, &t, &q),
+                        })
+                        .await
+                        .map_err(|e| ApiError::Store(StoreError::Internal(format!("request handler failed: {e}"))))??
                 }
                 _ => return Err(ApiError::MethodNotAllowed),
             };

@@ -51,4 +51,7 @@ pub struct AppState {
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// Paged lists being continued.
     pub pages: paging::Snapshots,
+    /// Writes running off the async workers; shutdown waits for them, so that no write is left
+    /// half-done against a store about to close, even when its client has gone.
+    pub writes: tokio_util::task::TaskTracker,
 }

@@ -110,6 +110,7 @@ pub struct ServerHandle {
     token: String,
     stop: watch::Sender<bool>,
     task: JoinHandle<std::io::Result<()>>,
+    writes: tokio_util::task::TaskTracker,
 }
 
 /// Opens the durable store under `dir` (creating default namespaces on a fresh one).
@@ -147,12 +148,14 @@ impl Server {
         auth::write_private(&kubeconfig, &auth::kubeconfig(&url, &token, ca))
             .map_err(|source| Error::Kubeconfig { path: kubeconfig.clone(), source })?;
         let (stop, stop_rx) = watch::channel(false);
+        let writes = tokio_util::task::TaskTracker::new();
         let state = Arc::new(AppState {
             store: store.clone(),
             token: token.clone(),
             server_address: addr.to_string(),
             shutdown: stop_rx.clone(),
             pages: Default::default(),
+            writes: writes.clone(),
         });
         let app = Router::new().fallback(dispatch::dispatch).with_state(state);
         let mut rx = stop_rx;
@@ -168,7 +171,7 @@ impl Server {
             None => tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await }),
         };
         tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server listening");
-        Ok(ServerHandle { store, url, addr, kubeconfig, token, stop, task })
+        Ok(ServerHandle { store, url, addr, kubeconfig, token, stop, task, writes })
     }
 }
 
@@ -198,12 +201,16 @@ impl ServerHandle {
         &self.token
     }
 
-    /// Stops accepting connections, ends open watches, waits for in-flight requests.
+    /// Stops accepting connections, ends open watches, waits for in-flight requests and for
+    /// every write already handed to the store (also those whose client hung up).
     pub async fn shutdown(self) -> std::io::Result<()> {
         let _ = self.stop.send(true);
-        match self.task.await {
+        let served = match self.task.await {
             Ok(r) => r,
             Err(e) => Err(std::io::Error::other(e)),
-        }
+        };
+        self.writes.close();
+        self.writes.wait().await;
+        served
     }
 }

@@ -4,7 +4,6 @@
 
 use pv_core::operations::Mode;
 use pv_core::{Config, Controller, SystemClock};
-use pv_sim::driver::deliver;
 use pv_sim::{invariants, workload, MemApi};
 use pv_store::{FaultSpec, Store, UidMode};
 use std::collections::{BTreeSet, HashMap};
@@ -38,23 +37,7 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     };
     let controller =
         Controller::new(api, pv_plugins::registry(Some(root.path().to_path_buf())), SystemClock::new(), config);
-    // Informers: list, then watch.
-    let mut watchers = Vec::new();
-    for r in ["storageclasses", "persistentvolumes", "persistentvolumeclaims"] {
-        let (items, rv) = store.list(r, &Default::default()).unwrap();
-        for o in items {
-            deliver(&controller, r, pv_store::WatchEventType::Added, &o);
-        }
-        watchers.push((r, store.watch(r, None, Some(rv)).unwrap()));
-    }
-    for (r, mut w) in watchers {
-        let c = controller.clone();
-        tokio::spawn(async move {
-            while let Some(ev) = w.recv().await {
-                deliver(&c, r, ev.kind, &ev.object);
-            }
-        });
-    }
+    let _informers = pv_sim::local::start(&store, &controller);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let runner = tokio::spawn(pv_core::runtime::run(controller.clone(), workers, async {
         let _ = stop_rx.await;

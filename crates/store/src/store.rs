@@ -7,7 +7,7 @@ use crate::validation;
 use crate::Result;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -160,7 +160,9 @@ struct Durability {
 
 struct Inner {
     rv: u64,
-    objects: HashMap<&'static str, BTreeMap<Key, Arc<Value>>>,
+    /// Objects by resource. Hashed, not ordered: point reads and writes are the hot path;
+    /// lists sort.
+    objects: HashMap<&'static str, HashMap<Key, Arc<Value>>>,
     history: VecDeque<WatchEvent>,
     /// Events at or below this version are no longer in `history`.
     compacted: u64,
@@ -318,17 +320,16 @@ impl Store {
     pub fn list(&self, resource: &str, opts: &ListOptions) -> Result<(Vec<Arc<Value>>, u64)> {
         let rt = Self::rt(resource)?;
         let inner = self.inner.lock().unwrap();
-        let items = match inner.objects.get(rt.plural) {
+        let mut items: Vec<(&Key, &Arc<Value>)> = match inner.objects.get(rt.plural) {
             None => Vec::new(),
             Some(m) => match &opts.namespace {
-                Some(ns) if rt.namespaced => m
-                    .range((ns.clone(), String::new())..)
-                    .take_while(|((n, _), _)| n == ns)
-                    .map(|(_, v)| v.clone())
-                    .collect(),
-                _ => m.values().cloned().collect(),
+                Some(ns) if rt.namespaced => m.iter().filter(|((n, _), _)| n == ns).collect(),
+                _ => m.iter().collect(),
             },
         };
+        // In (namespace, name) order, as kube-apiserver lists (and as paging continues).
+        items.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let items = items.into_iter().map(|(_, v)| v.clone()).collect();
         Ok((items, inner.rv))
     }
 
@@ -826,7 +827,7 @@ impl StoreBuilder {
 
     /// Builds the store.
     pub fn build(self) -> Store {
-        let mut objects: HashMap<&'static str, BTreeMap<Key, Arc<Value>>> = HashMap::new();
+        let mut objects: HashMap<&'static str, HashMap<Key, Arc<Value>>> = HashMap::new();
         for (resource, obj) in self.snapshot.objects {
             if let Some(rt) = ResourceType::by_plural(&resource) {
                 let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
