@@ -1008,7 +1008,7 @@ mod tests {
     fn proc_status_is_read_in_bytes() {
         if cfg!(target_os = "linux") {
             let hwm = proc_status_bytes("VmHWM").unwrap();
-            assert!(hwm > 0 && hwm % 1024 == 0);
+            assert!(hwm > 0 && hwm.is_multiple_of(1024));
         }
     }
 }

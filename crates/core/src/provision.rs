@@ -11,12 +11,12 @@ use pv_model::k8s::{PersistentVolumeClaim, StorageClass};
 use pv_model::{csi, reasons};
 use std::sync::Arc;
 
+/// The plugin that provisions for a class (`None`: an external provisioner), and the class.
+type Provisioner = (Option<Arc<dyn VolumePlugin>>, Arc<StorageClass>);
+
 impl Controller {
     /// Finds the plugin for a claim's class: `Ok((None, class))` means an external provisioner.
-    fn find_provisionable_plugin(
-        &self,
-        claim: &PersistentVolumeClaim,
-    ) -> Result<(Option<Arc<dyn VolumePlugin>>, Arc<StorageClass>), String> {
+    fn find_provisionable_plugin(&self, claim: &PersistentVolumeClaim) -> Result<Provisioner, String> {
         let class_name = helpers::claim_class(claim);
         let class =
             self.class(class_name).ok_or_else(|| format!("storageclass.storage.k8s.io {class_name:?} not found"))?;
@@ -210,7 +210,7 @@ impl Controller {
                     last_err = None;
                     break;
                 }
-                Err(e) if matches!(e, crate::ApiError::AlreadyExists(_)) => {
+                Err(crate::ApiError::AlreadyExists(_)) => {
                     last_err = None;
                     break;
                 }

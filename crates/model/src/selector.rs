@@ -62,7 +62,7 @@ pub fn describe(sel: &LabelSelector) -> String {
         parts.push(match e.operator.as_str() {
             "Exists" => e.key.clone(),
             "DoesNotExist" => format!("!{}", e.key),
-            op => format!("{} {} ({vals})", e.key, op.to_lowercase().replace("notin", "notin")),
+            op => format!("{} {} ({vals})", e.key, op.to_lowercase()),
         });
     }
     parts.join(",")
