@@ -7,8 +7,9 @@
 //! the claims it might satisfy instead of waiting for the periodic resync.
 
 use pv_model::helpers;
+use pv_model::helpers::AccessModes;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
-use pv_model::VolumeIndex;
+use pv_model::{Held, Quantity, VolumeIndex};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -32,9 +33,9 @@ impl VolumeCache {
     /// whether `v` was accepted.
     pub fn store(&mut self, v: PersistentVolume) -> (Arc<PersistentVolume>, bool) {
         let name = helpers::name(&v.metadata).to_string();
-        if let Some(old) = self.index.get(&name) {
-            if !is_newer_or_same(old.metadata.resource_version.as_deref(), v.metadata.resource_version.as_deref()) {
-                return (old.clone(), false);
+        if let Some(old_rv) = self.index.resource_version(&name) {
+            if !is_newer_or_same(old_rv, v.metadata.resource_version.as_deref()) {
+                return (self.index.get(&name).expect("just found"), false);
             }
         }
         let v = Arc::new(v);
@@ -44,7 +45,7 @@ impl VolumeCache {
 
     /// The volume with this name.
     pub fn get(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.index.get(name).cloned()
+        self.index.get(name)
     }
 
     /// Removes a volume.
@@ -53,11 +54,21 @@ impl VolumeCache {
     }
 }
 
-/// Claims by `namespace/name`, with unbound claims indexed by class.
+/// Claims by `namespace/name` (Bound ones packed), with unbound claims indexed by class.
 #[derive(Default)]
 pub struct ClaimCache {
-    claims: HashMap<String, Arc<PersistentVolumeClaim>>,
+    claims: HashMap<String, ClaimEntry>,
     unbound_by_class: HashMap<String, BTreeSet<String>>,
+}
+
+/// A cached claim and what the cache reads without decoding it.
+struct ClaimEntry {
+    claim: Held<PersistentVolumeClaim>,
+    resource_version: Option<Box<str>>,
+    /// The class, when the claim is unbound.
+    unbound_class: Option<String>,
+    modes: AccessModes,
+    request: Quantity,
 }
 
 fn unbound_class(c: &PersistentVolumeClaim) -> Option<String> {
@@ -72,41 +83,46 @@ impl ClaimCache {
     pub fn store(&mut self, c: PersistentVolumeClaim) -> (Arc<PersistentVolumeClaim>, bool) {
         let key = helpers::claim_key(&c);
         if let Some(old) = self.claims.get(&key) {
-            if !is_newer_or_same(old.metadata.resource_version.as_deref(), c.metadata.resource_version.as_deref()) {
-                return (old.clone(), false);
+            if !is_newer_or_same(old.resource_version.as_deref(), c.metadata.resource_version.as_deref()) {
+                return (old.claim.get(), false);
             }
         }
         self.unindex(&key);
         let c = Arc::new(c);
-        if let Some(class) = unbound_class(&c) {
-            self.unbound_by_class.entry(class).or_default().insert(key.clone());
+        let entry = ClaimEntry {
+            claim: Held::new(c.clone(), helpers::claim_phase(&c) == helpers::pvc_phase::BOUND),
+            resource_version: c.metadata.resource_version.as_deref().map(Into::into),
+            unbound_class: unbound_class(&c),
+            modes: helpers::claim_access_modes(&c),
+            request: helpers::claim_request(&c),
+        };
+        if let Some(class) = &entry.unbound_class {
+            self.unbound_by_class.entry(class.clone()).or_default().insert(key.clone());
         }
-        self.claims.insert(key, c.clone());
+        self.claims.insert(key, entry);
         (c, true)
     }
 
     fn unindex(&mut self, key: &str) {
-        if let Some(old) = self.claims.get(key) {
-            if let Some(class) = unbound_class(old) {
-                if let Some(set) = self.unbound_by_class.get_mut(&class) {
-                    set.remove(key);
-                    if set.is_empty() {
-                        self.unbound_by_class.remove(&class);
-                    }
+        if let Some(class) = self.claims.get(key).and_then(|e| e.unbound_class.as_ref()) {
+            if let Some(set) = self.unbound_by_class.get_mut(class) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.unbound_by_class.remove(class);
                 }
             }
         }
     }
 
-    /// The claim with this key.
+    /// The claim with this key (a fresh copy).
     pub fn get(&self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
-        self.claims.get(key).cloned()
+        self.claims.get(key).map(|e| e.claim.get())
     }
 
     /// Removes a claim.
     pub fn delete(&mut self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
         self.unindex(key);
-        self.claims.remove(key)
+        self.claims.remove(key).map(|e| e.claim.get())
     }
 
     /// Every claim key.
@@ -114,9 +130,9 @@ impl ClaimCache {
         self.claims.keys()
     }
 
-    /// Every claim.
-    pub fn values(&self) -> impl Iterator<Item = &Arc<PersistentVolumeClaim>> {
-        self.claims.values()
+    /// Every claim (fresh copies).
+    pub fn values(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
+        self.claims.values().map(|e| e.claim.get())
     }
 
     /// Number of claims.
@@ -138,11 +154,7 @@ impl ClaimCache {
             .get(class)
             .into_iter()
             .flatten()
-            .filter(|k| {
-                self.claims.get(*k).is_some_and(|c| {
-                    modes.contains_all(helpers::claim_access_modes(c)) && helpers::claim_request(c) <= cap
-                })
-            })
+            .filter(|k| self.claims.get(*k).is_some_and(|e| modes.contains_all(e.modes) && e.request <= cap))
             .take(limit)
             .cloned()
             .collect()

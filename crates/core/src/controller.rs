@@ -258,8 +258,7 @@ impl Controller {
 
     /// Enqueues every known volume and claim (the periodic resync).
     pub fn resync(&self) {
-        let names: Vec<String> =
-            self.volumes.read().unwrap().index.iter().map(|v| helpers::name(&v.metadata).to_string()).collect();
+        let names: Vec<String> = self.volumes.read().unwrap().index.names().cloned().collect();
         for n in names {
             self.volume_queue.add(&n);
         }
@@ -296,10 +295,10 @@ impl Controller {
     pub fn collect_counts(&self) -> Counts {
         let mut c = Counts::default();
         for v in self.volumes.read().unwrap().index.iter() {
-            let class = helpers::volume_class(v).to_string();
-            let mode = helpers::volume_mode(v).to_string();
-            *c.total_pv.entry((self.volume_plugin_name(v), mode)).or_default() += 1;
-            if helpers::volume_phase(v) == helpers::pv_phase::BOUND {
+            let class = helpers::volume_class(&v).to_string();
+            let mode = helpers::volume_mode(&v).to_string();
+            *c.total_pv.entry((self.volume_plugin_name(&v), mode)).or_default() += 1;
+            if helpers::volume_phase(&v) == helpers::pv_phase::BOUND {
                 *c.bound_pv.entry(class).or_default() += 1;
             } else {
                 *c.unbound_pv.entry(class).or_default() += 1;
@@ -308,8 +307,8 @@ impl Controller {
         for cl in self.claims.read().unwrap().values() {
             let ns = cl.metadata.namespace.clone().unwrap_or_default();
             let class = cl.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
-            let vac = helpers::claim_vac(cl).to_string();
-            if helpers::claim_phase(cl) == "Bound" {
+            let vac = helpers::claim_vac(&cl).to_string();
+            if helpers::claim_phase(&cl) == "Bound" {
                 *c.bound_pvc.entry((ns, class, vac)).or_default() += 1;
             } else {
                 *c.unbound_pvc.entry((ns, class, vac)).or_default() += 1;

@@ -317,7 +317,7 @@ impl Controller {
         let mut total = 0;
         for v in self.volumes.read().unwrap().index.iter() {
             total += 1;
-            *counts.entry(matching::evaluate(claim, v, delay).kind).or_default() += 1;
+            *counts.entry(matching::evaluate(claim, &v, delay).kind).or_default() += 1;
         }
         if total == 0 {
             return String::new();

@@ -12,17 +12,22 @@
 //!
 //! The result is exactly [`crate::matching::best_match_by_scan`]'s; a property test holds them
 //! equal.
+//!
+//! Bound volumes are kept packed ([`Held`]): the fields the index orders by are extracted once,
+//! and such a volume is decoded only when it is read. Every other volume is shared as is.
 
 use crate::helpers::{self, AccessModes};
 use crate::k8s::{PersistentVolume, PersistentVolumeClaim};
 use crate::matching::evaluate_in_mode_set;
+use crate::packed::Held;
 use crate::quantity::Quantity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 struct Entry {
-    volume: Arc<PersistentVolume>,
+    volume: Held<PersistentVolume>,
+    resource_version: Option<Box<str>>,
     modes: AccessModes,
     class: String,
     capacity: Quantity,
@@ -64,18 +69,28 @@ impl VolumeIndex {
         self.entries.is_empty()
     }
 
-    /// The volume with this name.
-    pub fn get(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
-        self.entries.get(name).map(|e| &e.volume)
+    /// The volume with this name (a fresh copy).
+    pub fn get(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.entries.get(name).map(|e| e.volume.get())
     }
 
-    /// Every volume, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<PersistentVolume>> {
-        self.entries.values().map(|e| &e.volume)
+    /// The resourceVersion of the volume with this name, without decoding it.
+    pub fn resource_version(&self, name: &str) -> Option<Option<&str>> {
+        self.entries.get(name).map(|e| e.resource_version.as_deref())
     }
 
-    /// Names of volumes whose claimRef points to `claim_key` (`namespace/name`).
-    pub fn volumes_claiming(&self, claim_key: &str) -> impl Iterator<Item = &Arc<PersistentVolume>> {
+    /// Every volume's name, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.entries.keys()
+    }
+
+    /// Every volume (fresh copies), in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = Arc<PersistentVolume>> + '_ {
+        self.entries.values().map(|e| e.volume.get())
+    }
+
+    /// Volumes whose claimRef points to `claim_key` (`namespace/name`).
+    pub fn volumes_claiming(&self, claim_key: &str) -> impl Iterator<Item = Arc<PersistentVolume>> + '_ {
         self.by_claim.get(claim_key).into_iter().flatten().filter_map(|n| self.get(n))
     }
 
@@ -89,7 +104,8 @@ impl VolumeIndex {
             capacity: helpers::volume_capacity(&volume),
             free: is_free(&volume),
             claim_key: helpers::claim_ref(&volume).map(helpers::claim_ref_key),
-            volume,
+            resource_version: volume.metadata.resource_version.as_deref().map(Into::into),
+            volume: Held::new(volume.clone(), helpers::volume_phase(&volume) == helpers::pv_phase::BOUND),
         };
         *self.mode_sets.entry((entry.modes.len(), entry.modes.0)).or_default() += 1;
         if entry.free {
@@ -128,7 +144,7 @@ impl VolumeIndex {
                 }
             }
         }
-        Some(e.volume)
+        Some(e.volume.get())
     }
 
     /// Replaces the whole content.
@@ -158,8 +174,11 @@ impl VolumeIndex {
             // A volume pre-bound to this claim wins within its mode set.
             for name in self.by_claim.get(&key).into_iter().flatten() {
                 let e = &self.entries[name];
-                if e.modes.0 == bits && evaluate_in_mode_set(claim, &e.volume, delay_binding).prebound {
-                    return Some(e.volume.clone());
+                if e.modes.0 == bits {
+                    let v = e.volume.get();
+                    if evaluate_in_mode_set(claim, &v, delay_binding).prebound {
+                        return Some(v);
+                    }
                 }
             }
             if delay_binding {
@@ -170,9 +189,9 @@ impl VolumeIndex {
                     if reserved(name) {
                         continue;
                     }
-                    let e = &self.entries[name];
-                    if evaluate_in_mode_set(claim, &e.volume, delay_binding).is_match() {
-                        return Some(e.volume.clone());
+                    let v = self.entries[name].volume.get();
+                    if evaluate_in_mode_set(claim, &v, delay_binding).is_match() {
+                        return Some(v);
                     }
                 }
             }

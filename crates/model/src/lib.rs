@@ -11,12 +11,14 @@ pub mod csi;
 pub mod helpers;
 pub mod index;
 pub mod matching;
+pub mod packed;
 pub mod quantity;
 pub mod reasons;
 pub mod selector;
 
 pub use index::VolumeIndex;
 pub use matching::{Verdict, VerdictKind};
+pub use packed::{Held, Packed};
 pub use quantity::Quantity;
 
 /// Kubernetes API types used throughout, re-exported so every crate agrees on one version.
