@@ -313,12 +313,8 @@ impl Controller {
     /// when there are no volumes. Appended to upstream's FailedBinding message.
     pub fn rejection_breakdown(&self, claim: &PersistentVolumeClaim) -> String {
         let delay = self.is_delay_binding(claim);
-        let mut counts: std::collections::BTreeMap<matching::VerdictKind, usize> = Default::default();
-        let mut total = 0;
-        for v in self.volumes.read().unwrap().index.iter() {
-            total += 1;
-            *counts.entry(matching::evaluate(claim, &v, delay).kind).or_default() += 1;
-        }
+        let counts = self.volumes.read().unwrap().index.verdict_counts(claim, delay);
+        let total: usize = counts.values().sum();
         if total == 0 {
             return String::new();
         }

@@ -18,7 +18,7 @@
 
 use crate::helpers::{self, AccessModes};
 use crate::k8s::{PersistentVolume, PersistentVolumeClaim};
-use crate::matching::evaluate_in_mode_set;
+use crate::matching::{evaluate_in_mode_set, VerdictKind};
 use crate::packed::Held;
 use crate::quantity::Quantity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -43,8 +43,9 @@ pub struct VolumeIndex {
     mode_sets: BTreeMap<(u32, u8), usize>,
     /// Free volumes per (mode set, class), ordered by capacity then name.
     free: HashMap<(u8, String), BTreeSet<(Quantity, String)>>,
-    /// Volume names per claim key their claimRef points to.
-    by_claim: HashMap<String, BTreeSet<String>>,
+    /// Volume names per claim key their claimRef points to, sorted. Almost always one name, so a
+    /// `Vec` (one small allocation) rather than a set (a B-tree node of ~300 bytes per claim).
+    by_claim: HashMap<String, Vec<String>>,
 }
 
 fn is_free(v: &PersistentVolume) -> bool {
@@ -97,7 +98,7 @@ impl VolumeIndex {
     /// Adds or replaces a volume.
     pub fn apply(&mut self, volume: Arc<PersistentVolume>) {
         let name = helpers::name(&volume.metadata).to_string();
-        self.delete(&name);
+        self.remove(&name);
         let entry = Entry {
             modes: helpers::volume_access_modes(&volume),
             class: helpers::volume_class(&volume).to_string(),
@@ -112,13 +113,21 @@ impl VolumeIndex {
             self.free.entry((entry.modes.0, entry.class.clone())).or_default().insert((entry.capacity, name.clone()));
         }
         if let Some(k) = &entry.claim_key {
-            self.by_claim.entry(k.clone()).or_default().insert(name.clone());
+            let names = self.by_claim.entry(k.clone()).or_default();
+            if let Err(at) = names.binary_search(&name) {
+                names.insert(at, name.clone());
+            }
         }
         self.entries.insert(name, entry);
     }
 
     /// Removes a volume; returns it if it was known.
     pub fn delete(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.remove(name).map(|e| e.volume.get())
+    }
+
+    /// Removes a volume's entry from every structure, without reading the volume.
+    fn remove(&mut self, name: &str) -> Option<Entry> {
         let e = self.entries.remove(name)?;
         let key = (e.modes.len(), e.modes.0);
         if let Some(n) = self.mode_sets.get_mut(&key) {
@@ -138,13 +147,13 @@ impl VolumeIndex {
         }
         if let Some(ck) = &e.claim_key {
             if let Some(set) = self.by_claim.get_mut(ck) {
-                set.remove(name);
+                set.retain(|n| n != name);
                 if set.is_empty() {
                     self.by_claim.remove(ck);
                 }
             }
         }
-        Some(e.volume.get())
+        Some(e)
     }
 
     /// Replaces the whole content.
@@ -153,6 +162,26 @@ impl VolumeIndex {
         for v in volumes {
             self.apply(v);
         }
+    }
+
+    /// How many volumes [`crate::matching::evaluate`] gives each verdict for this claim, for the
+    /// FailedBinding breakdown. A volume whose access modes fall short or whose claimRef names
+    /// another claim is counted from the index's fields; only the rest are read.
+    pub fn verdict_counts(&self, claim: &PersistentVolumeClaim, delay_binding: bool) -> BTreeMap<VerdictKind, usize> {
+        let wanted = helpers::claim_access_modes(claim);
+        let key = helpers::claim_key(claim);
+        let mut counts = BTreeMap::new();
+        for e in self.entries.values() {
+            let kind = if !e.modes.contains_all(wanted) {
+                VerdictKind::AccessModes
+            } else if e.claim_key.as_deref().is_some_and(|k| k != key) {
+                VerdictKind::ClaimedByOther
+            } else {
+                evaluate_in_mode_set(claim, &e.volume.get(), delay_binding).kind
+            };
+            *counts.entry(kind).or_default() += 1;
+        }
+        counts
     }
 
     /// The best volume for the claim, as upstream's `findBestMatchForClaim` chooses it, skipping
@@ -386,6 +415,9 @@ mod tests {
             let scan = best_match_by_scan(&c, vols.iter(), delay).map(|v| v.metadata.name.clone().unwrap());
             let fast = i.find_best_match(&c, delay, &|_| false).map(|v| v.metadata.name.clone().unwrap());
             prop_assert_eq!(scan, fast);
+            let mut by_scan: BTreeMap<VerdictKind, usize> = BTreeMap::new();
+            for v in &vols { *by_scan.entry(crate::matching::evaluate(&c, v, delay).kind).or_default() += 1; }
+            prop_assert_eq!(by_scan, i.verdict_counts(&c, delay));
         }
     }
 }
