@@ -5,14 +5,22 @@
 //! only when the object has changed since the last one (its resourceVersion differs). Upstream
 //! re-emits on every periodic resync of an unchanged object; here a Pending claim gets one
 //! FailedBinding per state change rather than one every 15 seconds.
+//!
+//! The recorder remembers the last [`REMEMBERED`] distinct events, least recently used first out,
+//! as client-go's correlator caches 4096: memory stays bounded however many objects come and go,
+//! and an event older than that starts a new Event instead of counting on an old one.
 
 use crate::api::ClusterApi;
 use crate::clock::Clock;
+use lru::LruCache;
 use pv_model::annotations::EVENT_COMPONENT;
 use pv_model::k8s::{Event, ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Time};
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// How many distinct events the recorder remembers for aggregation.
+pub const REMEMBERED: usize = 4096;
 
 /// The object an event is about.
 #[derive(Clone, Debug)]
@@ -68,7 +76,7 @@ struct Record {
 pub struct Recorder {
     api: Arc<dyn ClusterApi>,
     clock: Arc<dyn Clock>,
-    records: Mutex<HashMap<Key, Record>>,
+    records: Mutex<LruCache<Key, Record>>,
     seq: AtomicU64,
     /// Events emitted (new or counted), for metrics and tests.
     pub emitted: AtomicU64,
@@ -77,7 +85,13 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder writing through `api`.
     pub fn new(api: Arc<dyn ClusterApi>, clock: Arc<dyn Clock>) -> Self {
-        Recorder { api, clock, records: Mutex::new(HashMap::new()), seq: AtomicU64::new(0), emitted: AtomicU64::new(0) }
+        Recorder {
+            api,
+            clock,
+            records: Mutex::new(LruCache::new(NonZeroUsize::new(REMEMBERED).expect("not zero"))),
+            seq: AtomicU64::new(0),
+            emitted: AtomicU64::new(0),
+        }
     }
 
     /// Records an event about `obj`. Failures to write are logged, never returned: events are
@@ -134,10 +148,15 @@ impl Recorder {
         };
         match written {
             Ok(stored) => {
-                self.records.lock().unwrap().insert(key, Record { event: stored, last_rv: obj.resource_version });
+                self.records.lock().unwrap().put(key, Record { event: stored, last_rv: obj.resource_version });
             }
             Err(e) => tracing::warn!(error = %e, reason, "could not write event"),
         }
+    }
+
+    /// Distinct events remembered for aggregation (at most [`REMEMBERED`]).
+    pub fn remembered(&self) -> usize {
+        self.records.lock().unwrap().len()
     }
 
     fn new_event(&self, obj: &Involved, type_: &str, reason: &str, message: &str, now: Time) -> Event {

@@ -1,0 +1,58 @@
+//! The event recorder remembers a bounded number of distinct events (as client-go's correlator
+//! does with its 4096-entry LRU): a controller that runs for months over objects that come and go
+//! does not grow without end, and a repeat of a remembered event still counts on its Event.
+
+use pv_core::events::{Recorder, REMEMBERED};
+use pv_core::SystemClock;
+use pv_model::k8s::{ObjectMeta, PersistentVolume};
+use pv_sim::MemApi;
+use pv_store::Store;
+use std::sync::Arc;
+
+fn volume(i: usize, rv: &str) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(format!("pv-{i}")),
+            uid: Some(format!("uid-{i}")),
+            resource_version: Some(rv.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn events(store: &Store) -> Vec<serde_json::Value> {
+    store.list("events", &Default::default()).unwrap().0.iter().map(|e| (**e).clone()).collect()
+}
+
+fn count_for(store: &Store, name: &str) -> Vec<i64> {
+    events(store)
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == name)
+        .map(|e| e["count"].as_i64().unwrap_or(1))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_recorder_forgets_the_least_recently_used_events_beyond_its_bound() {
+    let store = Arc::new(Store::new());
+    let recorder = Recorder::new(Arc::new(MemApi::new(store.clone())), SystemClock::new());
+    let n = REMEMBERED + 500;
+    for i in 0..n {
+        recorder.event(&volume(i, "1"), "Warning", "VolumeFailedDelete", "gone").await;
+    }
+    assert_eq!(events(&store).len(), n, "every event was written");
+    assert_eq!(recorder.remembered(), REMEMBERED, "the recorder keeps only the most recent");
+
+    // A remembered event repeats on a changed object: counted on its one Event.
+    let last = n - 1;
+    recorder.event(&volume(last, "2"), "Warning", "VolumeFailedDelete", "gone").await;
+    assert_eq!(count_for(&store, &format!("pv-{last}")), vec![2]);
+
+    // A forgotten one starts a new Event.
+    recorder.event(&volume(0, "2"), "Warning", "VolumeFailedDelete", "gone").await;
+    let mut first = count_for(&store, "pv-0");
+    first.sort();
+    assert_eq!(first, vec![1, 1]);
+    assert_eq!(recorder.remembered(), REMEMBERED);
+}
