@@ -179,27 +179,27 @@ fn namespace_of<K: kube::Resource>(obj: &K) -> &str {
 impl ClusterApi for KubeApi {
     async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        self.call("get persistentvolume", api.get(name)).await
+        self.call("get persistentvolume", api.get(name)).await.map(trimmed)
     }
 
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let pp = PostParams::default();
-        self.call("create persistentvolume", api.create(&pp, volume)).await
+        self.call("create persistentvolume", api.create(&pp, volume)).await.map(trimmed)
     }
 
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let pp = PostParams::default();
         let name = name_of(volume)?;
-        self.call("update persistentvolume", api.replace(name, &pp, volume)).await
+        self.call("update persistentvolume", api.replace(name, &pp, volume)).await.map(trimmed)
     }
 
     async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let pp = PostParams::default();
         let name = name_of(volume)?;
-        self.call("update persistentvolume status", api.replace_status(name, &pp, volume)).await
+        self.call("update persistentvolume status", api.replace_status(name, &pp, volume)).await.map(trimmed)
     }
 
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
@@ -210,35 +210,43 @@ impl ClusterApi for KubeApi {
 
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace);
-        self.call("get persistentvolumeclaim", api.get(name)).await
+        self.call("get persistentvolumeclaim", api.get(name)).await.map(trimmed)
     }
 
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
         let pp = PostParams::default();
         let name = name_of(claim)?;
-        self.call("update persistentvolumeclaim", api.replace(name, &pp, claim)).await
+        self.call("update persistentvolumeclaim", api.replace(name, &pp, claim)).await.map(trimmed)
     }
 
     async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
         let pp = PostParams::default();
         let name = name_of(claim)?;
-        self.call("update persistentvolumeclaim status", api.replace_status(name, &pp, claim)).await
+        self.call("update persistentvolumeclaim status", api.replace_status(name, &pp, claim)).await.map(trimmed)
     }
 
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
         let api = self.events(event);
         let pp = PostParams::default();
-        self.call("create event", api.create(&pp, event)).await
+        self.call("create event", api.create(&pp, event)).await.map(trimmed)
     }
 
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
         let api = self.events(event);
         let pp = PostParams::default();
         let name = name_of(event)?;
-        self.call("update event", api.replace(name, &pp, event)).await
+        self.call("update event", api.replace(name, &pp, event)).await.map(trimmed)
     }
+}
+
+/// The object without `metadata.managedFields`, which the controller never reads: on a real
+/// cluster they are often larger than the rest of the object, and every cached copy would carry
+/// them. An update without managedFields leaves the server's unchanged.
+pub(crate) fn trimmed<K: kube::Resource>(mut o: K) -> K {
+    o.meta_mut().managed_fields = None;
+    o
 }
 
 #[cfg(test)]
@@ -263,5 +271,25 @@ mod tests {
         assert!(classify("get", status(404, "NotFound")).is_not_found());
         assert!(matches!(classify("update", status(422, "Invalid")), ApiError::Invalid(_)));
         assert!(matches!(classify("update", status(500, "InternalError")), ApiError::Other(_)));
+    }
+
+    #[test]
+    fn cached_objects_drop_managed_fields_and_keep_the_rest() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+        let v = PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some("a".into()),
+                resource_version: Some("9".into()),
+                managed_fields: Some(vec![ManagedFieldsEntry {
+                    manager: Some("kubectl".into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let t = trimmed(v.clone());
+        assert!(t.metadata.managed_fields.is_none());
+        assert_eq!(ObjectMeta { managed_fields: None, ..v.metadata.clone() }, t.metadata);
     }
 }
