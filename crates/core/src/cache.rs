@@ -29,18 +29,18 @@ pub struct VolumeCache {
 }
 
 impl VolumeCache {
-    /// Stores `v` unless the cache holds a newer version. Returns the object now cached and
-    /// whether `v` was accepted.
-    pub fn store(&mut self, v: PersistentVolume) -> (Arc<PersistentVolume>, bool) {
-        let name = helpers::name(&v.metadata).to_string();
-        if let Some(old_rv) = self.index.resource_version(&name) {
+    /// Stores `v` unless the cache holds a newer version: the stored object, or `None` when `v`
+    /// was older (the cached one is not read).
+    pub fn store(&mut self, v: PersistentVolume) -> Option<Arc<PersistentVolume>> {
+        let name = helpers::name(&v.metadata);
+        if let Some(old_rv) = self.index.resource_version(name) {
             if !is_newer_or_same(old_rv, v.metadata.resource_version.as_deref()) {
-                return (self.index.get(&name).expect("just found"), false);
+                return None;
             }
         }
         let v = Arc::new(v);
         self.index.apply(v.clone());
-        (v, true)
+        Some(v)
     }
 
     /// The volume with this name.
@@ -78,13 +78,13 @@ fn unbound_class(c: &PersistentVolumeClaim) -> Option<String> {
 }
 
 impl ClaimCache {
-    /// Stores `c` unless a newer version is cached. Returns the cached object and whether `c` was
-    /// accepted.
-    pub fn store(&mut self, c: PersistentVolumeClaim) -> (Arc<PersistentVolumeClaim>, bool) {
+    /// Stores `c` unless a newer version is cached: the stored object, or `None` when `c` was older
+    /// (the cached one is not read).
+    pub fn store(&mut self, c: PersistentVolumeClaim) -> Option<Arc<PersistentVolumeClaim>> {
         let key = helpers::claim_key(&c);
         if let Some(old) = self.claims.get(&key) {
             if !is_newer_or_same(old.resource_version.as_deref(), c.metadata.resource_version.as_deref()) {
-                return (old.claim.get(), false);
+                return None;
             }
         }
         self.unindex(&key);
@@ -100,7 +100,7 @@ impl ClaimCache {
             self.unbound_by_class.entry(class.clone()).or_default().insert(key.clone());
         }
         self.claims.insert(key, entry);
-        (c, true)
+        Some(c)
     }
 
     fn unindex(&mut self, key: &str) {

@@ -136,10 +136,9 @@ impl Controller {
         match ev {
             ObjectEvent::Applied(v) => {
                 let name = helpers::name(&v.metadata).to_string();
-                let (v, accepted) = self.volumes.write().unwrap().store(v);
-                if !accepted {
+                let Some(v) = self.volumes.write().unwrap().store(v) else {
                     return;
-                }
+                };
                 self.volume_queue.add(&name);
                 self.wake_claims_for(&v);
             }
@@ -177,8 +176,7 @@ impl Controller {
         match ev {
             ObjectEvent::Applied(c) => {
                 let key = helpers::claim_key(&c);
-                let (_, accepted) = self.claims.write().unwrap().store(c);
-                if accepted {
+                if self.claims.write().unwrap().store(c).is_some() {
                     self.claim_queue.add(&key);
                 }
             }
@@ -348,7 +346,10 @@ impl Controller {
     // ---- stores after writes -----------------------------------------------------------------
 
     pub(crate) fn store_volume(&self, v: PersistentVolume) -> Arc<PersistentVolume> {
-        self.volumes.write().unwrap().store(v).0
+        let name = helpers::name(&v.metadata).to_string();
+        let mut volumes = self.volumes.write().unwrap();
+        // Older than the cache (a watch event overtook the write's response): the newer one.
+        volumes.store(v).or_else(|| volumes.get(&name)).expect("a volume older than the cache is cached")
     }
 
     /// Enqueues the volume when called (an operation's follow-up; see [`Operations::schedule`]).
@@ -418,7 +419,10 @@ impl Controller {
     }
 
     pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {
-        self.claims.write().unwrap().store(c).0
+        let key = helpers::claim_key(&c);
+        let mut claims = self.claims.write().unwrap();
+        // Older than the cache (a watch event overtook the write's response): the newer one.
+        claims.store(c).or_else(|| claims.get(&key)).expect("a claim older than the cache is cached")
     }
 
     // ---- per-key entry points --------------------------------------------------------------
