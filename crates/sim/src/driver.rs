@@ -48,9 +48,9 @@ pub enum SimulationError {
         kind: String,
         /// Name.
         name: String,
-        /// Store error.
+        /// Store error (boxed: it is large, and the error is rare).
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
     /// Still changing after the allowed rounds.
     #[error("the state did not settle after {0} resync rounds (raise --max-rounds to allow more)")]
@@ -138,7 +138,7 @@ impl Simulation {
                 document: o.document,
                 kind,
                 name,
-                source,
+                source: Box::new(source),
             })?;
         }
         Ok((store, clock))
