@@ -84,6 +84,10 @@ impl VolumePlugin for HostPathPlugin {
         if o.pv_name.is_empty() || o.pv_name.contains('/') || o.pv_name.starts_with('.') {
             return Err(PluginError::new(format!("invalid volume name {:?}", o.pv_name)));
         }
+        // As upstream's host-path provisioner: a directory is no block device.
+        if o.claim.spec.as_ref().and_then(|s| s.volume_mode.as_deref()) == Some("Block") {
+            return Err(PluginError::new(format!("{} does not support block volume provisioning", self.name())));
+        }
         let dir = self.root.join(&o.pv_name);
         std::fs::create_dir_all(&dir).map_err(|e| PluginError::new(format!("creating {}: {e}", dir.display())))?;
         let spec = o.claim.spec.clone().unwrap_or_default();
