@@ -6,12 +6,38 @@
 //! claim cache also indexes unbound claims by class, so a volume that becomes available can wake
 //! the claims it might satisfy instead of waiting for the periodic resync.
 
+use crate::controller::Counts;
 use pv_model::helpers;
 use pv_model::helpers::AccessModes;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::{Held, Quantity, VolumeIndex};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+
+/// The label pairs the `pv_collector_*` metrics count objects by, interned: each cached object
+/// keeps a number, so counting reads no object (a packed one would have to be decoded).
+#[derive(Default)]
+struct Labels {
+    pairs: Vec<(String, String)>,
+    ids: HashMap<(String, String), u32>,
+}
+
+impl Labels {
+    fn id(&mut self, a: &str, b: &str) -> u32 {
+        let key = (a.to_string(), b.to_string());
+        if let Some(id) = self.ids.get(&key) {
+            return *id;
+        }
+        let id = self.pairs.len() as u32;
+        self.pairs.push(key.clone());
+        self.ids.insert(key, id);
+        id
+    }
+
+    fn get(&self, id: u32) -> &(String, String) {
+        &self.pairs[id as usize]
+    }
+}
 
 /// True when `new` is not older than `old` (unparsable versions are accepted).
 pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
@@ -26,21 +52,34 @@ pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
 pub struct VolumeCache {
     /// The index (and the store of record).
     pub index: VolumeIndex,
+    /// (plugin name, volume mode) of each volume, by the tag it has in the index.
+    labels: Labels,
 }
 
 impl VolumeCache {
-    /// Stores `v` unless the cache holds a newer version: the stored object, or `None` when `v`
-    /// was older (the cached one is not read).
-    pub fn store(&mut self, v: PersistentVolume) -> Option<Arc<PersistentVolume>> {
+    /// Stores `v`, whose plugin (as `pv_collector_total_pv_count` names it) is `plugin`, unless the
+    /// cache holds a newer version: the stored object, or `None` when `v` was older (the cached one
+    /// is not read).
+    pub fn store(&mut self, v: PersistentVolume, plugin: &str) -> Option<Arc<PersistentVolume>> {
         let name = helpers::name(&v.metadata);
         if let Some(old_rv) = self.index.resource_version(name) {
             if !is_newer_or_same(old_rv, v.metadata.resource_version.as_deref()) {
                 return None;
             }
         }
+        let tag = self.labels.id(plugin, helpers::volume_mode(&v));
         let v = Arc::new(v);
-        self.index.apply(v.clone());
+        self.index.apply_tagged(v.clone(), tag);
         Some(v)
+    }
+
+    /// Adds the volumes to the metrics' counts: by phase and class, and by plugin and mode.
+    pub fn count_into(&self, c: &mut Counts) {
+        for v in self.index.summaries() {
+            *c.total_pv.entry(self.labels.get(v.tag).clone()).or_default() += 1;
+            let by_class = if v.bound { &mut c.bound_pv } else { &mut c.unbound_pv };
+            *by_class.entry(v.class.to_string()).or_default() += 1;
+        }
     }
 
     /// The volume with this name.
@@ -59,6 +98,8 @@ impl VolumeCache {
 pub struct ClaimCache {
     claims: HashMap<String, ClaimEntry>,
     unbound_by_class: HashMap<String, BTreeSet<String>>,
+    /// (class, volume attributes class) of each claim, by the number its entry keeps.
+    labels: Labels,
 }
 
 /// A cached claim and what the cache reads without decoding it.
@@ -69,6 +110,9 @@ struct ClaimEntry {
     unbound_class: Option<String>,
     modes: AccessModes,
     request: Quantity,
+    bound: bool,
+    /// (class, volume attributes class), in [`ClaimCache::labels`].
+    labels: u32,
 }
 
 fn unbound_class(c: &PersistentVolumeClaim) -> Option<String> {
@@ -89,8 +133,12 @@ impl ClaimCache {
         }
         self.unindex(&key);
         let c = Arc::new(c);
+        let bound = helpers::claim_phase(&c) == helpers::pvc_phase::BOUND;
+        let class = c.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or("");
         let entry = ClaimEntry {
-            claim: Held::new(c.clone(), helpers::claim_phase(&c) == helpers::pvc_phase::BOUND),
+            claim: Held::new(c.clone(), bound),
+            bound,
+            labels: self.labels.id(class, helpers::claim_vac(&c)),
             resource_version: c.metadata.resource_version.as_deref().map(Into::into),
             unbound_class: unbound_class(&c),
             modes: helpers::claim_access_modes(&c),
@@ -130,9 +178,14 @@ impl ClaimCache {
         self.claims.keys()
     }
 
-    /// Every claim (fresh copies).
-    pub fn values(&self) -> impl Iterator<Item = Arc<PersistentVolumeClaim>> + '_ {
-        self.claims.values().map(|e| e.claim.get())
+    /// Adds the claims to the metrics' counts: by phase, namespace, class and attributes class.
+    pub fn count_into(&self, c: &mut Counts) {
+        for (key, e) in &self.claims {
+            let ns = key.split_once('/').map_or("", |(ns, _)| ns).to_string();
+            let (class, vac) = self.labels.get(e.labels).clone();
+            let by = if e.bound { &mut c.bound_pvc } else { &mut c.unbound_pvc };
+            *by.entry((ns, class, vac)).or_default() += 1;
+        }
     }
 
     /// Number of claims.

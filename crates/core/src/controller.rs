@@ -136,7 +136,8 @@ impl Controller {
         match ev {
             ObjectEvent::Applied(v) => {
                 let name = helpers::name(&v.metadata).to_string();
-                let Some(v) = self.volumes.write().unwrap().store(v) else {
+                let plugin = self.volume_plugin_name(&v);
+                let Some(v) = self.volumes.write().unwrap().store(v, &plugin) else {
                     return;
                 };
                 self.volume_queue.add(&name);
@@ -292,26 +293,8 @@ impl Controller {
     /// bound when its *phase* is Bound; every PV also counts by plugin name and volume mode.
     pub fn collect_counts(&self) -> Counts {
         let mut c = Counts::default();
-        for v in self.volumes.read().unwrap().index.iter() {
-            let class = helpers::volume_class(&v).to_string();
-            let mode = helpers::volume_mode(&v).to_string();
-            *c.total_pv.entry((self.volume_plugin_name(&v), mode)).or_default() += 1;
-            if helpers::volume_phase(&v) == helpers::pv_phase::BOUND {
-                *c.bound_pv.entry(class).or_default() += 1;
-            } else {
-                *c.unbound_pv.entry(class).or_default() += 1;
-            }
-        }
-        for cl in self.claims.read().unwrap().values() {
-            let ns = cl.metadata.namespace.clone().unwrap_or_default();
-            let class = cl.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
-            let vac = helpers::claim_vac(&cl).to_string();
-            if helpers::claim_phase(&cl) == "Bound" {
-                *c.bound_pvc.entry((ns, class, vac)).or_default() += 1;
-            } else {
-                *c.unbound_pvc.entry((ns, class, vac)).or_default() += 1;
-            }
-        }
+        self.volumes.read().unwrap().count_into(&mut c);
+        self.claims.read().unwrap().count_into(&mut c);
         c
     }
 
@@ -347,9 +330,10 @@ impl Controller {
 
     pub(crate) fn store_volume(&self, v: PersistentVolume) -> Arc<PersistentVolume> {
         let name = helpers::name(&v.metadata).to_string();
+        let plugin = self.volume_plugin_name(&v);
         let mut volumes = self.volumes.write().unwrap();
         // Older than the cache (a watch event overtook the write's response): the newer one.
-        volumes.store(v).or_else(|| volumes.get(&name)).expect("a volume older than the cache is cached")
+        volumes.store(v, &plugin).or_else(|| volumes.get(&name)).expect("a volume older than the cache is cached")
     }
 
     /// Enqueues the volume when called (an operation's follow-up; see [`Operations::schedule`]).

@@ -33,6 +33,18 @@ struct Entry {
     capacity: Quantity,
     free: bool,
     claim_key: Option<String>,
+    bound: bool,
+    tag: u32,
+}
+
+/// What the index knows of a volume without reading it: for counting (metrics).
+pub struct Summary<'a> {
+    /// Its class.
+    pub class: &'a str,
+    /// Its phase is Bound.
+    pub bound: bool,
+    /// The caller's tag, given to [`VolumeIndex::apply_tagged`].
+    pub tag: u32,
 }
 
 /// All known volumes, indexed for matching. Synchronous state: `apply`, `delete`, `reset`.
@@ -85,9 +97,9 @@ impl VolumeIndex {
         self.entries.keys()
     }
 
-    /// Every volume (fresh copies), in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = Arc<PersistentVolume>> + '_ {
-        self.entries.values().map(|e| e.volume.get())
+    /// Every volume's [`Summary`], in no particular order, reading none of them.
+    pub fn summaries(&self) -> impl Iterator<Item = Summary<'_>> {
+        self.entries.values().map(|e| Summary { class: &e.class, bound: e.bound, tag: e.tag })
     }
 
     /// Volumes whose claimRef points to `claim_key` (`namespace/name`).
@@ -97,16 +109,24 @@ impl VolumeIndex {
 
     /// Adds or replaces a volume.
     pub fn apply(&mut self, volume: Arc<PersistentVolume>) {
+        self.apply_tagged(volume, 0);
+    }
+
+    /// Adds or replaces a volume, with a tag of the caller's (returned in its [`Summary`]).
+    pub fn apply_tagged(&mut self, volume: Arc<PersistentVolume>, tag: u32) {
         let name = helpers::name(&volume.metadata).to_string();
         self.remove(&name);
+        let bound = helpers::volume_phase(&volume) == helpers::pv_phase::BOUND;
         let entry = Entry {
+            bound,
+            tag,
             modes: helpers::volume_access_modes(&volume),
             class: helpers::volume_class(&volume).to_string(),
             capacity: helpers::volume_capacity(&volume),
             free: is_free(&volume),
             claim_key: helpers::claim_ref(&volume).map(helpers::claim_ref_key),
             resource_version: volume.metadata.resource_version.as_deref().map(Into::into),
-            volume: Held::new(volume.clone(), helpers::volume_phase(&volume) == helpers::pv_phase::BOUND),
+            volume: Held::new(volume.clone(), bound),
         };
         *self.mode_sets.entry((entry.modes.len(), entry.modes.0)).or_default() += 1;
         if entry.free {
