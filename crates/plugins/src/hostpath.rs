@@ -85,7 +85,7 @@ impl VolumePlugin for HostPathPlugin {
             return Err(PluginError::new(format!("invalid volume name {:?}", o.pv_name)));
         }
         // As upstream's host-path provisioner: a directory is no block device.
-        if o.claim.spec.as_ref().and_then(|s| s.volume_mode.as_deref()) == Some("Block") {
+        if helpers::claim_volume_mode(&o.claim) == "Block" {
             return Err(PluginError::new(format!("{} does not support block volume provisioning", self.name())));
         }
         let dir = self.root.join(&o.pv_name);
