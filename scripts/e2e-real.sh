@@ -1,0 +1,424 @@
+#!/usr/bin/env bash
+# End-to-end check of `pv-controller run` on a real Kubernetes control plane, deployed as an
+# operator would: kube-apiserver + etcd, kube-controller-manager with every controller but the PV
+# binder, kube-scheduler and a Node (scripts/real-cluster.sh, built from conformance/; needs Go).
+# The controller runs as the ServiceAccount of deploy/rbac.yaml with a token from
+# `kubectl create token`, so the real RBAC authorizer checks that the ClusterRole is enough.
+#
+# Checks: `kubectl apply --dry-run=server -k deploy/`; two replicas elect one leader (the standby
+# writes nothing); static binding, volumeName reservation, host-path provisioning (directory under
+# --hostpath-root), events, reclaim (Delete removes PV + directory, Retain gives Released); a
+# volume created after its claim binds it without waiting for the resync; the pv/pvc-protection
+# finalizers added by admission and removed by KCM's protection controllers (a claim in use by a
+# pod stays Terminating until the pod goes); WaitForFirstConsumer through kube-scheduler (the
+# scheduler pre-binds a static volume and sets volume.kubernetes.io/selected-node for a
+# provisioned one, the controller finishes both, the pod is bound to the node); a claim being
+# expanded keeps its expansion fields; /metrics counts; no request refused (403) or failed; the
+# standby takes over after kill -9 of the leader. Stops at the first failure and says why.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+GO="$(command -v go || echo /usr/local/go/bin/go)"
+if [[ ! -x "$GO" ]]; then echo "e2e-real: skipped: Go not installed"; exit 0; fi
+WORK="$(mktemp -d)"
+CLUSTER="$WORK/cluster"
+VOLUMES="$WORK/volumes"
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
+declare -A RPID RPORT
+cleanup() {
+  local p
+  for p in "${RPID[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  "$ROOT/scripts/real-cluster.sh" down "$CLUSTER" >/dev/null 2>&1 || true
+  [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL: $*" >&2
+  if [[ -f "$CLUSTER/kubeconfig" ]]; then
+    { echo "--- state at failure:"; kubectl get pv,pvc,pods -A -o wide; kubectl get events -A
+      for r in "${!RPID[@]}"; do echo "--- replica $r log:"; tail -30 "$WORK/replica-$r.log"; done
+      echo "--- kube-controller-manager log:"; grep -E '^E' "$CLUSTER/logs/kube-controller-manager.log" | tail -20
+    } >&2 2>&1 || true
+  fi
+  exit 1
+}
+now_ms() { date +%s%3N; }
+
+command -v kubectl >/dev/null || fail "kubectl not on PATH"
+(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+[[ -x "$BIN" ]] || fail "$BIN missing after the build"
+SECONDS=0
+
+PASSED=0
+pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
+k() {
+  local name="$1"; shift
+  if ! kubectl "$@" >"$WORK/out" 2>"$WORK/err"; then
+    echo "--- stdout:"; cat "$WORK/out"; echo "--- stderr:"; cat "$WORK/err"
+    fail "$name: kubectl $* exited non-zero"
+  fi
+  if [[ -s "$WORK/err" ]]; then
+    echo "--- stderr:"; cat "$WORK/err"
+    fail "$name: kubectl $* printed to stderr"
+  fi
+  pass "$name"
+}
+q() {
+  if ! kubectl "$@" 2>"$WORK/qerr" || [[ -s "$WORK/qerr" ]]; then
+    cat "$WORK/qerr" >&2; fail "kubectl $* failed"
+  fi
+}
+expect() { grep -Eq -- "$1" "$WORK/out" || { cat "$WORK/out"; fail "expected output matching: $1"; }; }
+wait_until() {
+  local desc="$1" timeout="$2"; shift 2
+  local t0; t0=$(now_ms)
+  until "$@"; do
+    (( $(now_ms) - t0 < timeout * 1000 )) || fail "timed out after ${timeout}s waiting for: $desc"
+    sleep 0.2
+  done
+  WAITED_MS=$(( $(now_ms) - t0 ))
+}
+claim_phase_is() { [[ "$(q get pvc -n "${3:-demo}" "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
+pv_phase_is() { [[ "$(q get pv "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
+pv_gone() { [[ -z "$(q get pv "$1" --ignore-not-found -o name)" ]]; }
+pvc_gone() { [[ -z "$(q get pvc -n "$2" "$1" --ignore-not-found -o name)" ]]; }
+finalizers() { q get "$@" -o jsonpath='{.metadata.finalizers}'; }
+
+# --- the cluster --------------------------------------------------------------------------------
+T_UP=$(now_ms)
+"$ROOT/scripts/real-cluster.sh" up "$CLUSTER" --kcm '*,-persistentvolume-binder-controller' --scheduler \
+  >"$WORK/up.out" 2>&1 || { cat "$WORK/up.out" >&2; fail "real-cluster.sh up"; }
+[[ "$(tail -2 "$WORK/up.out" | head -1)" == "kubeconfig: $CLUSTER/kubeconfig" ]] || { cat "$WORK/up.out"; fail "up: kubeconfig line"; }
+[[ "$(tail -1 "$WORK/up.out")" =~ ^server:\ https://127\.0\.0\.1:[0-9]+$ ]] || { cat "$WORK/up.out"; fail "up: server line"; }
+SERVER="$(sed -n 's/^server: //p' "$WORK/up.out")"
+echo "   real cluster up in $(( $(now_ms) - T_UP )) ms (build included): $SERVER"
+export KUBECONFIG="$CLUSTER/kubeconfig" KUBECACHEDIR="$WORK/kube-cache"
+k "server version" get --raw /version
+expect '"gitVersion": "v1\.37\.[0-9]+"'
+grep -q 'controller is disabled.*persistentvolume-binder-controller' "$CLUSTER/logs/kube-controller-manager.log" \
+  || fail "kube-controller-manager did not report the PV binder disabled"
+pass "KCM runs without its PV binder"
+
+# --- deploy/ ------------------------------------------------------------------------------------
+k "apply --dry-run=server -k deploy/" apply --dry-run=server -k "$ROOT/deploy/"
+for o in serviceaccount/pv-controller clusterrole.rbac.authorization.k8s.io/pv-controller \
+  clusterrolebinding.rbac.authorization.k8s.io/pv-controller role.rbac.authorization.k8s.io/pv-controller-leader-election \
+  rolebinding.rbac.authorization.k8s.io/pv-controller-leader-election deployment.apps/pv-controller \
+  poddisruptionbudget.policy/pv-controller; do
+  expect "^${o//./\\.} created \(server dry run\)$"
+done
+k "dry run created nothing" get deployment,serviceaccount -n kube-system -l app.kubernetes.io/name=pv-controller -o name
+[[ ! -s "$WORK/out" ]] || fail "the server dry run created objects: $(cat "$WORK/out")"
+k "apply deploy/rbac.yaml" apply -f "$ROOT/deploy/rbac.yaml"
+k "token for the ServiceAccount" create token pv-controller -n kube-system --duration=2h
+TOKEN="$(cat "$WORK/out")"
+SA_KC="$WORK/pv-controller.kubeconfig"
+cat >"$SA_KC" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: real-cluster
+  cluster: {server: "$SERVER", certificate-authority-data: "$(base64 -w0 <"$CLUSTER/pki/ca.crt")"}
+users:
+- name: pv-controller
+  user: {token: "$TOKEN"}
+contexts:
+- name: pv-controller
+  context: {cluster: real-cluster, user: pv-controller}
+current-context: pv-controller
+EOF
+k "whoami with the token" --kubeconfig "$SA_KC" auth whoami
+expect 'system:serviceaccount:kube-system:pv-controller'
+for verb_res in "update persistentvolumes" "update persistentvolumeclaims/status" "create events" "list nodes"; do
+  k "can $verb_res" --kubeconfig "$SA_KC" auth can-i $verb_res
+  expect '^yes$'
+done
+for verb_res in "delete persistentvolumeclaims" "create pods" "list secrets" "patch persistentvolumes"; do
+  if kubectl --kubeconfig "$SA_KC" auth can-i $verb_res >"$WORK/out" 2>/dev/null; then fail "the ServiceAccount may $verb_res"; fi
+  expect '^no$'
+  pass "cannot $verb_res"
+done
+
+# --- two replicas -------------------------------------------------------------------------------
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+start_replica() {
+  local r="$1"
+  RPORT[$r]="$(free_port)"
+  "$BIN" run --kubeconfig "$SA_KC" --leader-elect --leader-elect-namespace=kube-system \
+    --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s --leader-elect-retry-period 500ms \
+    --metrics-addr "127.0.0.1:${RPORT[$r]}" --resync-period 60s --hostpath-root "$VOLUMES" \
+    >/dev/null 2>"$WORK/replica-$r.log" &
+  RPID[$r]=$!
+}
+metrics() { curl -sf "http://127.0.0.1:${RPORT[$1]}/metrics" || true; }
+# metric R SERIES: the value of SERIES (exact name{labels}) in replica R's /metrics, or "".
+metric() { metrics "$1" | awk -v s="$2" '$1 == s {print $2}'; }
+LEADER_SERIES='leader_election_master_status{name="pv-controller"}'
+mkdir -p "$VOLUMES"
+start_replica a
+start_replica b
+one_leader() {
+  local a b
+  a="$(metric a "$LEADER_SERIES")" b="$(metric b "$LEADER_SERIES")"
+  [[ -n "$a" && -n "$b" ]] && (( ${a%.*} + ${b%.*} == 1 )) || return 1
+  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${RPORT[a]}/readyz")" == 200 ]] &&
+    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${RPORT[b]}/readyz")" == 200 ]]
+}
+wait_until "one leader among two ready replicas" 60 one_leader
+if [[ "$(metric a "$LEADER_SERIES")" == 1 ]]; then LEADER=a STANDBY=b; else LEADER=b STANDBY=a; fi
+k "lease holder" get lease -n kube-system pv-controller -o jsonpath='{.spec.holderIdentity}'
+HOLDER="$(cat "$WORK/out")"
+[[ -n "$HOLDER" ]] || fail "Lease kube-system/pv-controller has no holder"
+pass "replica $LEADER leads ($HOLDER), $STANDBY stands by"
+
+# --- examples/up/ -------------------------------------------------------------------------------
+T_APPLY=$(now_ms)
+k "apply examples/up/" apply -f "$ROOT/examples/up/"
+all_bound() {
+  [[ "$(q get pvc -n demo small logs reserved -o jsonpath='{range .items[*]}{.status.phase} {end}')" == "Bound Bound Bound " ]]
+}
+wait_until "demo/small, demo/logs, demo/reserved Bound" 30 all_bound
+echo "   all three claims Bound $(( $(now_ms) - T_APPLY )) ms after the apply started"
+pass "all three claims Bound"
+k "small bound to pv-5g" get pvc -n demo small -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
+expect '^pv-5g 5Gi$'
+k "pv-5g points back to small" get pv pv-5g -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/bound-by-controller}'
+expect '^demo/small Bound yes$'
+k "reserved bound to pv-20g" get pvc -n demo reserved -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
+expect '^pv-20g 20Gi$'
+k "uid of logs" get pvc -n demo logs -o jsonpath='{.metadata.uid}'
+LOGS_PV="pvc-$(cat "$WORK/out")"
+k "logs bound to the provisioned volume" get pvc -n demo logs -o jsonpath='{.spec.volumeName} {.metadata.annotations.pv\.kubernetes\.io/bind-completed} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner}'
+expect "^$LOGS_PV yes kubernetes.io/host-path\$"
+k "provisioned volume" get pv "$LOGS_PV" -o jsonpath='{.spec.storageClassName} {.spec.persistentVolumeReclaimPolicy} {.spec.capacity.storage} {.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} {.spec.hostPath.path}'
+expect "^local Delete 1Gi logs Bound kubernetes.io/host-path $VOLUMES/$LOGS_PV\$"
+[[ -d "$VOLUMES/$LOGS_PV" ]] || fail "$VOLUMES/$LOGS_PV is not a directory"
+pass "volume directory $LOGS_PV exists under --hostpath-root"
+
+# --- finalizers from admission ------------------------------------------------------------------
+[[ "$(finalizers pvc -n demo small)" == '["kubernetes.io/pvc-protection"]' ]] || fail "demo/small finalizers: $(finalizers pvc -n demo small)"
+pass "StorageObjectInUseProtection added kubernetes.io/pvc-protection to a claim"
+[[ "$(finalizers pv pv-5g)" == '["kubernetes.io/pv-protection"]' ]] || fail "pv-5g finalizers: $(finalizers pv pv-5g)"
+pass "StorageObjectInUseProtection added kubernetes.io/pv-protection to a volume"
+F="$(finalizers pv "$LOGS_PV")"
+[[ "$F" == *'"kubernetes.io/pv-protection"'* && "$F" == *'"kubernetes.io/pv-controller"'* ]] || fail "$LOGS_PV finalizers: $F"
+pass "provisioned volume carries kubernetes.io/pv-protection and kubernetes.io/pv-controller"
+
+# --- events -------------------------------------------------------------------------------------
+k "describe pvc logs" describe pvc -n demo logs
+expect "Normal +ProvisioningSucceeded .*Successfully provisioned volume $LOGS_PV using kubernetes.io/host-path"
+k "event source" get events -n demo --field-selector reason=ProvisioningSucceeded -o jsonpath='{.items[0].source.component} {.items[0].involvedObject.kind}/{.items[0].involvedObject.name}'
+expect '^persistentvolume-controller PersistentVolumeClaim/logs$'
+
+# --- /metrics -----------------------------------------------------------------------------------
+for pair in \
+  'pv_collector_bound_pv_count{storage_class=""} 2' \
+  'pv_collector_bound_pv_count{storage_class="local"} 1' \
+  'pv_collector_bound_pvc_count{namespace="demo",storage_class="",volume_attributes_class=""} 2' \
+  'pv_collector_bound_pvc_count{namespace="demo",storage_class="local",volume_attributes_class=""} 1' \
+  'pv_collector_total_pv_count{plugin_name="kubernetes.io/host-path",volume_mode="Filesystem"} 1' \
+  'pv_collector_total_pv_count{plugin_name="kubernetes.io/nfs",volume_mode="Filesystem"} 2'; do
+  series="${pair% *}" want="${pair##* }"
+  got="$(metric "$LEADER" "$series")"
+  [[ "$got" == "$want" ]] || { metrics "$LEADER" | grep '^pv_collector' >&2; fail "leader /metrics: $series is '$got', expected $want"; }
+done
+pass "leader /metrics counts the volumes and claims"
+writes() { metrics "$1" | grep '^rest_client_requests_total{' | grep -vc 'method="GET"' || true; }
+(( $(writes "$STANDBY") == 0 )) || { metrics "$STANDBY" | grep '^rest_client_requests_total' >&2; fail "the standby wrote"; }
+(( $(writes "$LEADER") > 0 )) || fail "the leader's /metrics counts no writes"
+pass "only the leader writes"
+
+# --- reclaim: Delete and Retain, finalizers removed by KCM --------------------------------------
+k "delete demo/logs" delete pvc -n demo logs --wait=false
+wait_until "demo/logs gone (pvc-protection finalizer removed by KCM)" 30 pvc_gone logs demo
+wait_until "provisioned PV $LOGS_PV deleted" 30 pv_gone "$LOGS_PV"
+pass "Delete policy: claim and provisioned PV gone (pv-protection and pv-controller finalizers lifted)"
+[[ ! -e "$VOLUMES/$LOGS_PV" ]] || fail "$VOLUMES/$LOGS_PV still exists after its PV was deleted"
+pass "Delete policy: directory removed"
+k "delete demo/small" delete pvc -n demo small --wait=false
+wait_until "pv-5g Released" 30 pv_phase_is pv-5g Released
+pass "Retain policy: pv-5g Released"
+k "pv-5g kept" get pv pv-5g -o jsonpath='{.spec.claimRef.name} {.spec.persistentVolumeReclaimPolicy} {.metadata.finalizers}'
+expect '^small Retain \["kubernetes.io/pv-protection"\]$'
+k "delete released pv-5g" delete pv pv-5g --wait=false
+wait_until "pv-5g gone (pv-protection lifted: not bound)" 30 pv_gone pv-5g
+pass "KCM's pv-protection lifts the finalizer of a Released volume"
+
+# --- a volume created after its claim -----------------------------------------------------------
+k "create late claim" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: late, namespace: demo}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 3Gi}}
+EOF
+late_failed_binding() {
+  q get events -n demo --field-selector involvedObject.name=late -o jsonpath='{range .items[*]}{.reason} {.type}{"\n"}{end}' | grep -q '^FailedBinding Normal$'
+}
+wait_until "FailedBinding event for demo/late" 20 late_failed_binding
+pass "FailedBinding event for the unmatched claim"
+sleep 1
+T0=$(now_ms)
+k "create matching volume pv-late" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-late}
+spec:
+  capacity: {storage: 3Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  nfs: {server: nfs.example.com, path: /exports/late}
+EOF
+k "wait for late Bound" wait -n demo pvc/late --for=jsonpath='{.status.phase}'=Bound --timeout=30s
+LATE_MS=$(( $(now_ms) - T0 ))
+echo "   claim→Bound after PV creation: ${LATE_MS} ms (resync period 60 s)"
+(( LATE_MS < 30000 )) || fail "demo/late bound only after ${LATE_MS} ms"
+pass "late claim bound without waiting for the resync"
+
+# --- WaitForFirstConsumer through kube-scheduler ------------------------------------------------
+k "create WaitForFirstConsumer classes, a static volume and two claims" create -f - <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: wffc}
+provisioner: kubernetes.io/host-path
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: wffc-static}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-node-1}
+spec:
+  capacity: {storage: 2Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: wffc-static
+  hostPath: {path: $VOLUMES/static-node-1, type: DirectoryOrCreate}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [node-1]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: wait-provisioned, namespace: demo}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: wffc
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: wait-static, namespace: demo}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: wffc-static
+  resources: {requests: {storage: 1Gi}}
+EOF
+wffc_event() {
+  q get events -n demo --field-selector involvedObject.name=wait-provisioned -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' | grep -q '^WaitForFirstConsumer$'
+}
+wait_until "WaitForFirstConsumer event for demo/wait-provisioned" 20 wffc_event
+k "both claims wait" get pvc -n demo wait-provisioned wait-static -o jsonpath='{range .items[*]}{.status.phase} {.spec.volumeName}|{end}'
+expect '^Pending \|Pending \|$'
+sa_exists() { [[ -n "$(q get serviceaccount -n demo default --ignore-not-found -o name)" ]]; }
+wait_until "ServiceAccount demo/default (KCM's serviceaccount controller)" 30 sa_exists
+k "create a pod using both claims" create -f - <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: consumer, namespace: demo}
+spec:
+  containers:
+  - name: c
+    image: registry.k8s.io/pause:3.10
+    volumeMounts: [{name: a, mountPath: /a}, {name: b, mountPath: /b}]
+  volumes:
+  - {name: a, persistentVolumeClaim: {claimName: wait-provisioned}}
+  - {name: b, persistentVolumeClaim: {claimName: wait-static}}
+EOF
+pod_scheduled() { [[ "$(q get pod -n demo consumer -o jsonpath='{.spec.nodeName}')" == node-1 ]]; }
+wait_until "pod demo/consumer bound to node-1 by kube-scheduler" 60 pod_scheduled
+pass "kube-scheduler bound the pod once both claims were bound (${WAITED_MS} ms)"
+k "selected node of the provisioned claim" get pvc -n demo wait-provisioned -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node} {.status.phase} {.spec.volumeName}'
+expect '^node-1 Bound pvc-'
+WAIT_PV="$(cut -d' ' -f3 "$WORK/out")"
+k "provisioned WaitForFirstConsumer volume" get pv "$WAIT_PV" -o jsonpath='{.spec.claimRef.name} {.status.phase} {.spec.hostPath.path}'
+expect "^wait-provisioned Bound $VOLUMES/$WAIT_PV\$"
+k "static claim bound to the volume the scheduler chose" get pvc -n demo wait-static -o jsonpath='{.status.phase} {.spec.volumeName} {.metadata.annotations.pv\.kubernetes\.io/bind-completed}'
+expect '^Bound pv-node-1 yes$'
+k "pv-node-1 pre-bound by the scheduler, finished by the controller" get pv pv-node-1 -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/bound-by-controller}'
+expect '^demo/wait-static Bound yes$'
+
+# --- expansion fields left alone ----------------------------------------------------------------
+k "expand demo/wait-provisioned" patch pvc -n demo wait-provisioned --type=merge -p '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}'
+k "a resizer's status" patch pvc -n demo wait-provisioned --subresource=status --type=merge \
+  -p '{"status":{"allocatedResources":{"storage":"2Gi"},"allocatedResourceStatuses":{"storage":"ControllerResizeInProgress"}}}'
+k "label the claim (an update for the controller to sync)" label pvc -n demo wait-provisioned resized=yes
+sleep 3
+k "expansion fields kept" get pvc -n demo wait-provisioned -o jsonpath='{.spec.resources.requests.storage} {.status.allocatedResources.storage} {.status.allocatedResourceStatuses.storage} {.status.capacity.storage} {.status.phase} {.spec.volumeName}'
+expect "^2Gi 2Gi ControllerResizeInProgress 1Gi Bound $WAIT_PV\$"
+
+# --- a claim in use stays until its pod goes ----------------------------------------------------
+k "delete demo/wait-static while the pod uses it" delete pvc -n demo wait-static --wait=false
+sleep 3
+k "claim in use is Terminating" get pvc -n demo wait-static -o jsonpath='{.metadata.deletionTimestamp} {.metadata.finalizers}'
+expect '^[0-9TZ:-]+ \["kubernetes.io/pvc-protection"\]$'
+k "force-delete the pod (no kubelet)" delete pod -n demo consumer --grace-period=0 --force
+wait_until "demo/wait-static gone once its pod is" 30 pvc_gone wait-static demo
+pass "KCM's pvc-protection lifted the finalizer when the pod went"
+wait_until "pv-node-1 Released" 30 pv_phase_is pv-node-1 Released
+pass "pv-node-1 Released (Retain)"
+
+# --- failover after kill -9 ---------------------------------------------------------------------
+kill -9 "${RPID[$LEADER]}"; wait "${RPID[$LEADER]}" 2>/dev/null || true
+unset "RPID[$LEADER]"
+k "create a pair after the leader died" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-failover}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  nfs: {server: nfs.example.com, path: /exports/failover}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: failover, namespace: demo}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 1Gi}}
+EOF
+T_KILL=$(now_ms)
+wait_until "demo/failover Bound by the standby" 60 claim_phase_is failover Bound
+echo "   standby bound the claim $(( $(now_ms) - T_KILL )) ms after the leader's kill -9 (lease 3 s)"
+[[ "$(metric "$STANDBY" "$LEADER_SERIES")" == 1 ]] || fail "the standby does not report leadership"
+k "new lease holder" get lease -n kube-system pv-controller -o jsonpath='{.spec.holderIdentity}'
+[[ "$(cat "$WORK/out")" != "$HOLDER" ]] || fail "the Lease is still held by $HOLDER"
+pass "standby took over after kill -9"
+
+# --- nothing refused, nothing failed ------------------------------------------------------------
+for r in a b; do
+  f="$WORK/replica-$r.log"
+  sed -i 's/\x1b\[[0-9;]*m//g' "$f"
+  if grep -Eiq 'forbidden|403' "$f"; then grep -Ei 'forbidden|403' "$f" >&2; fail "replica $r was refused a request (RBAC of deploy/rbac.yaml)"; fi
+  if grep -Eq 'panic|^error|[[:space:]]ERROR[[:space:]]' "$f"; then cat "$f" >&2; fail "replica $r logged errors"; fi
+  if grep -q ' WARN ' "$f"; then
+    echo "   note: replica $r logged $(grep -c ' WARN ' "$f") warning(s):"; grep ' WARN ' "$f" | sed 's/^/     /' | head -10
+  fi
+done
+if metrics "$STANDBY" | grep -q '^rest_client_requests_total{.*code="403"'; then fail "the controller got 403 answers"; fi
+pass "no request refused by RBAC, no errors logged"
+
+echo "e2e-real: ${SECONDS}s (cargo build excluded)"
+echo "$PASSED passed, 0 failed"
