@@ -24,7 +24,7 @@ K8S_VERSION="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$D
 MAJOR="${BASH_REMATCH[1]}" MINOR="${BASH_REMATCH[2]}"
 
 stamp() {
-  { "$GO" version; cat "$DIR/go.mod" "$DIR/go.sum" "$DIR/etcd/go.mod" "$DIR/etcd/go.sum" "$DIR/etcd/main.go" "$0"; } | sha256sum | cut -d' ' -f1
+  { "$GO" version; cat "$DIR/go.mod" "$DIR/go.sum" "$DIR/etcd/go.mod" "$DIR/etcd/go.sum" "$DIR/etcd/main.go" "$DIR/build.sh"; } | sha256sum | cut -d' ' -f1
 }
 WANT="$(stamp)"
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler etcd)

@@ -39,7 +39,7 @@ PIDS="$DIR/pids"
 # is_ours NAME PID: the PID still runs the binary NAME started for this cluster (not a reused PID).
 is_ours() {
   local cmdline
-  cmdline="$(tr '\0' ' ' <"/proc/$2/cmdline" 2>/dev/null)" || return 1
+  cmdline="$({ tr '\0' ' ' <"/proc/$2/cmdline"; } 2>/dev/null)" || return 1
   [[ "$cmdline" == *"/$1 "* && "$cmdline" == *"$DIR"* ]]
 }
 
@@ -193,6 +193,8 @@ start etcd --name=real-cluster --data-dir="$DIR/etcd" \
 wait_for etcd 60 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
 # --- kube-apiserver -----------------------------------------------------------------------------
+# --endpoint-reconciler-type=none: the `kubernetes` Service's endpoints may not be a loopback
+# address, and nothing in this cluster routes to it.
 # shellcheck disable=SC2086
 start kube-apiserver \
   --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -202,7 +204,8 @@ start kube-apiserver \
   --authorization-mode=Node,RBAC \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-  --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true --profiling=false \
+  --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none \
+  --allow-privileged=true --profiling=false \
   --cert-dir="$DIR/apiserver-certs" ${APISERVER_FLAGS:-}
 ADMIN_TOKEN="$(token_of admin)"
 wait_for kube-apiserver 120 curl -sf --cacert "$PKI/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER/readyz"
