@@ -97,8 +97,8 @@ echo "   real cluster up in $(( $(now_ms) - T_UP )) ms (build included): $SERVER
 export KUBECONFIG="$CLUSTER/kubeconfig" KUBECACHEDIR="$WORK/kube-cache"
 k "server version" get --raw /version
 expect '"gitVersion": "v1\.37\.[0-9]+"'
-grep -q 'controller is disabled.*persistentvolume-binder-controller' "$CLUSTER/logs/kube-controller-manager.log" \
-  || fail "kube-controller-manager did not report the PV binder disabled"
+binder_disabled() { grep -q 'controller is disabled.*persistentvolume-binder-controller' "$CLUSTER/logs/kube-controller-manager.log"; }
+wait_until "kube-controller-manager to report its PV binder disabled" 60 binder_disabled
 pass "KCM runs without its PV binder"
 
 # --- deploy/ ------------------------------------------------------------------------------------
@@ -132,11 +132,11 @@ EOF
 k "whoami with the token" --kubeconfig "$SA_KC" auth whoami
 expect 'system:serviceaccount:kube-system:pv-controller'
 for verb_res in "update persistentvolumes" "update persistentvolumeclaims/status" "create events" "list nodes"; do
-  k "can $verb_res" --kubeconfig "$SA_KC" auth can-i $verb_res
+  k "can $verb_res" --kubeconfig "$SA_KC" auth can-i --all-namespaces $verb_res
   expect '^yes$'
 done
 for verb_res in "delete persistentvolumeclaims" "create pods" "list secrets" "patch persistentvolumes"; do
-  if kubectl --kubeconfig "$SA_KC" auth can-i $verb_res >"$WORK/out" 2>/dev/null; then fail "the ServiceAccount may $verb_res"; fi
+  if kubectl --kubeconfig "$SA_KC" auth can-i --all-namespaces $verb_res >"$WORK/out" 2>/dev/null; then fail "the ServiceAccount may $verb_res"; fi
   expect '^no$'
   pass "cannot $verb_res"
 done
@@ -372,7 +372,10 @@ k "delete demo/wait-static while the pod uses it" delete pvc -n demo wait-static
 sleep 3
 k "claim in use is Terminating" get pvc -n demo wait-static -o jsonpath='{.metadata.deletionTimestamp} {.metadata.finalizers}'
 expect '^[0-9TZ:-]+ \["kubernetes.io/pvc-protection"\]$'
-k "force-delete the pod (no kubelet)" delete pod -n demo consumer --grace-period=0 --force
+# No kubelet confirms the pod's end: delete it at once (kubectl warns that it does so).
+kubectl delete pod -n demo consumer --grace-period=0 --force >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err"; fail "force-delete the pod"; }
+grep -v '^Warning: Immediate deletion does not wait' "$WORK/err" && fail "force-delete the pod printed to stderr"
+pass "force-delete the pod (no kubelet)"
 wait_until "demo/wait-static gone once its pod is" 30 pvc_gone wait-static demo
 pass "KCM's pvc-protection lifted the finalizer when the pod went"
 wait_until "pv-node-1 Released" 30 pv_phase_is pv-node-1 Released

@@ -193,6 +193,8 @@ start etcd --name=real-cluster --data-dir="$DIR/etcd" \
 wait_for etcd 60 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 
 # --- kube-apiserver -----------------------------------------------------------------------------
+# The requestheader flags (as kubeadm sets them; no front-proxy certificate is issued) fill the
+# extension-apiserver-authentication ConfigMap that KCM and the scheduler read at start.
 # --endpoint-reconciler-type=none: the `kubernetes` Service's endpoints may not be a loopback
 # address, and nothing in this cluster routes to it.
 # shellcheck disable=SC2086
@@ -201,6 +203,9 @@ start kube-apiserver \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
   --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/tokens.csv" \
+  --requestheader-client-ca-file="$PKI/ca.crt" --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
   --authorization-mode=Node,RBAC \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
