@@ -262,15 +262,16 @@ fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::required("spec.hostPath.path", ""));
         } else if path.split('/').any(|seg| seg == "..") {
             errs.push(FieldError::invalid("spec.hostPath.path", path, "must not contain '..'"));
-        } else if recycle && path.trim_end_matches('/').is_empty() {
+        } else if recycle && path.starts_with('/') && path.split('/').all(|seg| seg.is_empty() || seg == ".") {
+            // Recycle is allowed for every source; only a hostPath that cleans to "/" may not.
             errs.push(FieldError::forbidden(
                 "spec.persistentVolumeReclaimPolicy",
-                "may not be 'recycle' for a hostPath volume with path '/'",
+                "may not be 'recycle' for a hostPath mount of '/'",
             ));
         }
     }
-    if recycle && sources.len() == 1 && !matches!(sources[0], "hostPath" | "nfs") {
-        errs.push(FieldError::not_supported("spec.persistentVolumeReclaimPolicy", "Recycle", &["Delete", "Retain"]));
+    if sources == ["local"] && spec.get("nodeAffinity").is_none_or(Value::is_null) {
+        errs.push(FieldError::required("spec.nodeAffinity", "Local volume requires node affinity"));
     }
     if let Some(nfs) = spec.get("nfs").filter(|v| !v.is_null()) {
         if nfs.get("server").and_then(Value::as_str).unwrap_or("").is_empty() {
@@ -499,6 +500,47 @@ mod tests {
         assert!(text.contains(&"spec.capacity: Required value".to_string()), "{text:?}");
         assert!(text.contains(&"spec.accessModes: Required value".to_string()), "{text:?}");
         assert!(text.iter().any(|t| t.starts_with("spec: Required value")), "{text:?}");
+    }
+
+    fn pv_with(source: Value, policy: &str) -> Value {
+        let mut spec = json!({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": policy});
+        for (k, v) in source.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        json!({"metadata": {"name": "pv1"}, "spec": spec})
+    }
+
+    #[test]
+    fn recycle_is_refused_only_for_a_host_path_of_root() {
+        for source in [
+            json!({"csi": {"driver": "csi.example.com", "volumeHandle": "h"}}),
+            json!({"nfs": {"server": "nfs.example.com", "path": "/exports"}}),
+            json!({"hostPath": {"path": "/tmp/x"}}),
+        ] {
+            let errs = validate(pv_type(), &pv_with(source.clone(), "Recycle"));
+            assert!(errs.is_empty(), "{source}: {errs:?}");
+        }
+        for path in ["/", "//", "/./"] {
+            let errs = validate(pv_type(), &pv_with(json!({"hostPath": {"path": path}}), "Recycle"));
+            let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+            assert_eq!(
+                text,
+                ["spec.persistentVolumeReclaimPolicy: Forbidden: may not be 'recycle' for a hostPath mount of '/'"],
+                "{path}"
+            );
+            assert!(validate(pv_type(), &pv_with(json!({"hostPath": {"path": path}}), "Retain")).is_empty());
+        }
+    }
+
+    #[test]
+    fn a_local_volume_requires_node_affinity() {
+        let errs = validate(pv_type(), &pv_with(json!({"local": {"path": "/mnt/disk"}}), "Retain"));
+        let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(text, ["spec.nodeAffinity: Required value: Local volume requires node affinity"]);
+        let affinity = json!({"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}});
+        let mut pv = pv_with(json!({"local": {"path": "/mnt/disk"}}), "Retain");
+        pv["spec"]["nodeAffinity"] = affinity;
+        assert!(validate(pv_type(), &pv).is_empty(), "{:?}", validate(pv_type(), &pv));
     }
 
     #[test]
