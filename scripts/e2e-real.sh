@@ -421,6 +421,41 @@ for r in a b; do
   fi
 done
 if metrics "$STANDBY" | grep -q '^rest_client_requests_total{.*code="403"'; then fail "the controller got 403 answers"; fi
+# The audit log says what the ServiceAccount did: nothing refused, and which rules of the
+# ClusterRole/Role the run exercised (a rule never used is listed; the scenario may not reach it).
+kubectl get clusterrole pv-controller -o json >"$WORK/clusterrole.json"
+kubectl get role -n kube-system pv-controller-leader-election -o json >"$WORK/role.json"
+python3 - "$CLUSTER/logs/audit.log" "$WORK/clusterrole.json" "$WORK/role.json" >"$WORK/audit.txt" <<'PY' || { cat "$WORK/audit.txt" >&2; fail "the audit log shows refused requests of the ServiceAccount"; }
+import json, sys
+user = "system:serviceaccount:kube-system:pv-controller"
+used, refused = set(), []
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("user", {}).get("username") != user or "objectRef" not in e:
+        continue
+    o = e["objectRef"]
+    res = o.get("resource", "") + ("/" + o["subresource"] if o.get("subresource") else "")
+    key = (o.get("apiGroup", ""), res, e["verb"])
+    code = e.get("responseStatus", {}).get("code", 0)
+    if code == 403:
+        refused.append(f"{e['verb']} {res} {o.get('namespace', '')}/{o.get('name', '')}")
+    used.add(key)
+unused = []
+for f in sys.argv[2:]:
+    for rule in json.load(open(f)).get("rules", []):
+        for g in rule.get("apiGroups", []):
+            for r in rule.get("resources", []):
+                for v in rule.get("verbs", []):
+                    if (g, r, v) not in used:
+                        unused.append(f"{v} {g + '/' if g else ''}{r}")
+print(f"   the ServiceAccount made {len(used)} kinds of request (verb, resource)")
+if unused:
+    print("   role permissions this run did not use: " + ", ".join(sorted(unused)))
+for r in refused:
+    print("   refused (403): " + r)
+sys.exit(1 if refused else 0)
+PY
+cat "$WORK/audit.txt"
 pass "no request refused by RBAC, no errors logged"
 
 echo "e2e-real: ${SECONDS}s (cargo build excluded)"

@@ -19,7 +19,7 @@
 # system:kube-scheduler) and creates a Ready Node "node-1" (no kubelet: nothing runs the pods, but
 # the scheduler binds them). With no kubelet the node would go NotReady after the node lifecycle
 # controller's grace period, so KCM runs with --node-monitor-grace-period=24h.
-# Logs: DIR/logs/*.log. Extra flags: ETCD_FLAGS, APISERVER_FLAGS, KCM_FLAGS, SCHEDULER_FLAGS.
+# Logs: DIR/logs/*.log (audit.log: every API request, at level Metadata). Extra flags: ETCD_FLAGS, APISERVER_FLAGS, KCM_FLAGS, SCHEDULER_FLAGS.
 #
 # down: stops exactly the processes that up started in DIR (DIR/pids/*.pid; a PID is signalled
 # only while it still runs a binary of this cluster), scheduler and KCM first, etcd last.
@@ -197,6 +197,17 @@ wait_for etcd 60 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 # extension-apiserver-authentication ConfigMap that KCM and the scheduler read at start.
 # --endpoint-reconciler-type=none: the `kubernetes` Service's endpoints may not be a loopback
 # address, and nothing in this cluster routes to it.
+# Every API request (not health checks) at level Metadata in DIR/logs/audit.log, one JSON per
+# line: who did what to which resource, and the answer's code.
+cat >"$DIR/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version"]
+- level: Metadata
+EOF
 # shellcheck disable=SC2086
 start kube-apiserver \
   --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
@@ -211,6 +222,7 @@ start kube-apiserver \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
   --service-cluster-ip-range=10.0.0.0/24 --endpoint-reconciler-type=none \
   --allow-privileged=true --profiling=false \
+  --audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/logs/audit.log" \
   --cert-dir="$DIR/apiserver-certs" ${APISERVER_FLAGS:-}
 ADMIN_TOKEN="$(token_of admin)"
 wait_for kube-apiserver 120 curl -sf --cacert "$PKI/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER/readyz"
