@@ -12,10 +12,13 @@
 //! `meta` holds the resourceVersion counter under `rv`, written in the same transaction as
 //! every mutation, so the counter never goes back after a restart (a delete bumps it too).
 //!
-//! Throughput: the store calls `commit` with its lock held, one mutation at a time, so each
-//! write is one transaction and one fsync; concurrent writers cannot be grouped into one
-//! transaction from down here. Group commit needs the store to hand the mutation over, release
-//! its lock and wait for durability before it acknowledges (see the crate's report).
+//! Throughput: the store hands over every write queued while the previous commit ran as one
+//! batch, one transaction and one fsync ([`Backend::commit_batch`]).
+//!
+//! Failure (disk full, I/O error): the transaction is not committed, the store undoes the
+//! batch (no reader ever saw it) and answers its writers with the error. The counter is only
+//! ever raised: [`Backend::persist_counter`] writes it alone when the store checks whether
+//! storage works again, so the versions the failed writes took are never handed out twice.
 
 use pv_store::{Backend, Mutation, PendingWrite, Snapshot};
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
@@ -124,8 +127,7 @@ impl DurableBackend {
                     t.remove(key(resource, namespace, name).as_str())?;
                 }
             }
-            let mut meta = w.open_table(META)?;
-            meta.insert(RV_KEY, rv)?;
+            raise_counter(&mut w.open_table(META)?, rv)?;
         }
         w.commit()?;
         Ok(())
@@ -148,14 +150,22 @@ impl DurableBackend {
                     }
                 }
             }
-            let mut meta = w.open_table(META)?;
             if let Some(last) = batch.last() {
-                meta.insert(RV_KEY, last.rv)?;
+                raise_counter(&mut w.open_table(META)?, last.rv)?;
             }
         }
         w.commit()?;
         Ok(())
     }
+}
+
+/// Stores `rv` as the counter unless it already holds a higher one.
+fn raise_counter(meta: &mut redb::Table<'_, &str, u64>, rv: u64) -> Result<(), redb::StorageError> {
+    let stored = meta.get(RV_KEY)?.map(|g| g.value()).unwrap_or(0);
+    if rv > stored {
+        meta.insert(RV_KEY, rv)?;
+    }
+    Ok(())
 }
 
 impl Backend for DurableBackend {
@@ -167,6 +177,62 @@ impl Backend for DurableBackend {
     fn commit_batch(&self, batch: &[PendingWrite]) -> Result<(), String> {
         let (first, last) = (batch.first().map_or(0, |w| w.rv), batch.last().map_or(0, |w| w.rv));
         self.write_batch(batch).map_err(|e| format!("persisting resourceVersions {first}..={last}: {e}"))
+    }
+
+    fn persist_counter(&self, rv: u64) -> Result<(), String> {
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let w = self.db.begin_write()?;
+            raise_counter(&mut w.open_table(META)?, rv)?;
+            w.commit()?;
+            Ok(())
+        };
+        write().map_err(|e| format!("persisting resourceVersion {rv}: {e}"))
+    }
+}
+
+/// A durable backend whose disk can be made full, for tests of storage failure.
+#[cfg(test)]
+pub(crate) mod full_disk {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Fails every write with ENOSPC while `full` is set.
+    pub(crate) struct FullDisk {
+        pub(crate) inner: DurableBackend,
+        pub(crate) full: Arc<AtomicBool>,
+    }
+
+    impl FullDisk {
+        fn check(&self) -> Result<(), String> {
+            match self.full.load(Ordering::SeqCst) {
+                true => Err(std::io::Error::from_raw_os_error(28).to_string()),
+                false => Ok(()),
+            }
+        }
+    }
+
+    impl Backend for FullDisk {
+        fn commit(&self, rv: u64, m: &Mutation<'_>) -> Result<(), String> {
+            self.check()?;
+            self.inner.commit(rv, m)
+        }
+        fn commit_batch(&self, batch: &[PendingWrite]) -> Result<(), String> {
+            self.check()?;
+            self.inner.commit_batch(batch)
+        }
+        fn persist_counter(&self, rv: u64) -> Result<(), String> {
+            self.check()?;
+            self.inner.persist_counter(rv)
+        }
+    }
+
+    /// A store over `dir` and the switch that fills its disk.
+    pub(crate) fn store(dir: &Path) -> (pv_store::Store, Arc<AtomicBool>) {
+        let (inner, snapshot) = DurableBackend::open(dir).unwrap();
+        let full = Arc::new(AtomicBool::new(false));
+        let b = FullDisk { inner, full: full.clone() };
+        (pv_store::Store::builder().backend(Box::new(b), snapshot).build(), full)
     }
 }
 
@@ -243,6 +309,28 @@ mod tests {
         }
         let per_sec = writes as f64 / t1.elapsed().as_secs_f64();
         println!("startup at {n} objects: {startup:?}; durable creates: {per_sec:.0}/s");
+    }
+
+    #[test]
+    fn a_failed_commit_leaves_nothing_on_disk_and_its_versions_are_skipped_after_a_restart() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, full) = full_disk::store(dir.path());
+            s.create("persistentvolumes", pv("a")).unwrap();
+            full.store(true, Ordering::SeqCst);
+            assert_eq!(s.create("persistentvolumes", pv("b")).unwrap_err().code(), 500);
+            assert_eq!(s.create("persistentvolumes", pv("c")).unwrap_err().code(), 500);
+            assert_eq!(s.get("persistentvolumes", "", "b").unwrap_err().code(), 404);
+            assert!(s.check_storage().is_some());
+            full.store(false, Ordering::SeqCst);
+            assert!(s.check_storage().is_none(), "ready again once storage works");
+        }
+        let s = store_at(dir.path());
+        assert_eq!(s.get("persistentvolumes", "", "b").unwrap_err().code(), 404);
+        assert_eq!(s.list("persistentvolumes", &Default::default()).unwrap().0.len(), 1);
+        let d = s.create("persistentvolumes", pv("d")).unwrap();
+        assert_eq!(d["metadata"]["resourceVersion"], "4", "versions 2 and 3 went to the failed writes");
     }
 
     #[test]

@@ -348,7 +348,7 @@ pub fn delete_collection(st: &AppState, t: &Target, q: &Query) -> Result<Reply> 
             Err(e) => return Err(e.into()),
         }
     }
-    let rv = st.store.resource_version().to_string();
+    let rv = st.store.delivered_version().to_string();
     Ok((
         StatusCode::OK,
         json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),

@@ -5,20 +5,51 @@ use pv_core::{PluginError, ProvisionOptions, VolumePlugin};
 use pv_model::annotations::{CREATED_BY, HOST_PATH_PLUGIN};
 use pv_model::helpers;
 use pv_model::k8s::{K8sQuantity, ObjectMeta, PersistentVolume, PersistentVolumeSpec};
-use std::path::{Component, Path, PathBuf};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+mod confined;
 
 /// Provisions, deletes and recycles directories under `root`.
+///
+/// A volume of this plugin is one plain directory directly under the root (`ROOT/NAME`, the
+/// layout [`VolumePlugin::provision`] makes). Any other `hostPath` is refused: outside the root,
+/// nested deeper, `..`, or a symlink (to another volume or elsewhere). Deletion and recycling
+/// work by descriptor from the opened root (see [`confined`]), so a directory swapped for a
+/// symlink while they run cannot redirect them outside the volume.
 #[derive(Debug, Clone)]
 pub struct HostPathPlugin {
     root: PathBuf,
+    /// The root as given, when it differs from its canonical form (paths may use either).
+    given: Option<PathBuf>,
+    #[cfg(test)]
+    hook: Option<TestHook>,
+}
+
+/// Called before each step that opens or removes a name (tests race through it).
+#[cfg(test)]
+#[derive(Clone)]
+struct TestHook(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+#[cfg(test)]
+impl std::fmt::Debug for TestHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TestHook")
+    }
 }
 
 impl HostPathPlugin {
     /// A plugin rooted at `root` (created if missing).
     pub fn new(root: PathBuf) -> Self {
         let _ = std::fs::create_dir_all(&root);
-        let root = std::fs::canonicalize(&root).unwrap_or(root);
-        HostPathPlugin { root }
+        let given = std::path::absolute(&root).unwrap_or_else(|_| root.clone());
+        let canonical = std::fs::canonicalize(&root).unwrap_or_else(|_| given.clone());
+        HostPathPlugin {
+            given: (given != canonical).then_some(given),
+            root: canonical,
+            #[cfg(test)]
+            hook: None,
+        }
     }
 
     /// The root directory.
@@ -26,36 +57,46 @@ impl HostPathPlugin {
         &self.root
     }
 
-    /// The volume's directory, if it lies strictly inside the root (no `..`, no symlink escape).
-    fn checked_path(&self, volume: &PersistentVolume) -> Result<PathBuf, PluginError> {
+    fn hook(&self) -> Option<confined::Hook<'_>> {
+        #[cfg(test)]
+        if let Some(h) = &self.hook {
+            return Some(&*h.0);
+        }
+        None
+    }
+
+    /// The volume's name under the root, if its path is `ROOT/NAME` read literally: absolute,
+    /// no `.` or `..`, exactly one component below the root (given or canonical form).
+    fn volume_name(&self, volume: &PersistentVolume, role: &str) -> Result<OsString, PluginError> {
         let path = volume
             .spec
             .as_ref()
             .and_then(|s| s.host_path.as_ref())
             .map(|h| PathBuf::from(&h.path))
             .ok_or_else(|| PluginError::new("volume has no hostPath source"))?;
-        let outside = || {
+        let refuse = |why: &str| {
             PluginError::new(format!(
-                "host_path deleter only supports paths under {} but received provided {}",
+                "host_path {role} only supports paths under {} but received provided {}: {why}",
                 self.root.display(),
                 path.display()
             ))
         };
-        if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
-            return Err(outside());
+        let raw = path.as_os_str().as_encoded_bytes();
+        if !path.is_absolute() || raw.split(|b| *b == b'/').any(|c| c == b"." || c == b"..") {
+            return Err(refuse("not an absolute path without . or .."));
         }
-        // Resolve symlinks of whatever exists of the path.
-        let resolved = match std::fs::canonicalize(&path) {
-            Ok(p) => p,
-            Err(_) => match path.parent().map(std::fs::canonicalize) {
-                Some(Ok(parent)) => parent.join(path.file_name().unwrap_or_default()),
-                _ => path.clone(),
-            },
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(refuse("the root itself is not a volume"));
         };
-        if resolved == self.root || !resolved.starts_with(&self.root) {
-            return Err(outside());
+        if parent != self.root && self.given.as_deref() != Some(parent) {
+            return Err(refuse("a volume is a directory directly under the root"));
         }
-        Ok(resolved)
+        Ok(name.to_os_string())
+    }
+
+    fn open_root(&self) -> Result<confined::Root, PluginError> {
+        confined::Root::open(&self.root)
+            .map_err(|e| PluginError::new(format!("opening host-path root {}: {e}", self.root.display())))
     }
 }
 
@@ -89,7 +130,9 @@ impl VolumePlugin for HostPathPlugin {
             return Err(PluginError::new(format!("{} does not support block volume provisioning", self.name())));
         }
         let dir = self.root.join(&o.pv_name);
-        std::fs::create_dir_all(&dir).map_err(|e| PluginError::new(format!("creating {}: {e}", dir.display())))?;
+        self.open_root()?
+            .create_dir(o.pv_name.as_ref())
+            .map_err(|e| PluginError::new(format!("creating {}: {e}", dir.display())))?;
         let spec = o.claim.spec.clone().unwrap_or_default();
         let modes = spec.access_modes.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| vec!["ReadWriteOnce".into()]);
         let request = helpers::claim_request(&o.claim);
@@ -114,29 +157,20 @@ impl VolumePlugin for HostPathPlugin {
     }
 
     async fn delete(&self, volume: &PersistentVolume) -> Result<(), PluginError> {
-        let dir = self.checked_path(volume)?;
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(PluginError::new(format!("removing {}: {e}", dir.display()))),
-        }
+        let name = self.volume_name(volume, "deleter")?;
+        let dir = self.root.join(&name);
+        self.open_root()?
+            .remove_tree(&name, self.hook())
+            .map(|_| ())
+            .map_err(|e| PluginError::new(format!("removing {}: {e}", dir.display())))
     }
 
     async fn recycle(&self, volume: &PersistentVolume) -> Result<(), PluginError> {
-        let dir = self.checked_path(volume).map_err(|e| PluginError::new(e.message.replace("deleter", "recycler")))?;
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| PluginError::new(format!("reading {}: {e}", dir.display())))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| PluginError::new(e.to_string()))?;
-            let p = entry.path();
-            let r = if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                std::fs::remove_dir_all(&p)
-            } else {
-                std::fs::remove_file(&p)
-            };
-            r.map_err(|e| PluginError::new(format!("removing {}: {e}", p.display())))?;
-        }
-        Ok(())
+        let name = self.volume_name(volume, "recycler")?;
+        let dir = self.root.join(&name);
+        self.open_root()?
+            .empty(&name, self.hook())
+            .map_err(|e| PluginError::new(format!("recycling {}: {e}", dir.display())))
     }
 }
 
@@ -193,5 +227,204 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), &link).unwrap();
         assert!(p.delete(&pv_at(link.to_str().unwrap())).await.is_err());
         assert!(outside.path().exists());
+    }
+
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    fn hooked(p: HostPathPlugin, f: impl Fn(&str) + Send + Sync + 'static) -> HostPathPlugin {
+        HostPathPlugin { hook: Some(TestHook(Arc::new(f))), ..p }
+    }
+
+    /// Replaces the directory `dir` by a symlink to `target` (the directory moves aside).
+    fn swap_for_symlink(dir: &Path, target: &Path) {
+        let aside = dir.with_file_name(format!(".{}-aside", dir.file_name().unwrap().to_string_lossy()));
+        std::fs::rename(dir, aside).unwrap();
+        std::os::unix::fs::symlink(target, dir).unwrap();
+    }
+
+    /// Runs `f` the first time the plugin is about to open or remove `name`.
+    fn once_at(name: &'static str, f: impl Fn() + Send + Sync + 'static) -> impl Fn(&str) + Send + Sync + 'static {
+        let done = AtomicBool::new(false);
+        move |step| {
+            if step == name && !done.swap(true, Ordering::SeqCst) {
+                f()
+            }
+        }
+    }
+
+    fn victim(outside: &Path, name: &str) -> PathBuf {
+        let v = outside.join(name);
+        std::fs::create_dir_all(v.join("deep")).unwrap();
+        std::fs::write(v.join("keep"), "outside data").unwrap();
+        v
+    }
+
+    fn intact(v: &Path) -> bool {
+        v.join("keep").exists() && v.join("deep").is_dir()
+    }
+
+    #[tokio::test]
+    async fn a_parent_directory_swapped_for_a_symlink_cannot_redirect_delete_or_recycle() {
+        let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let v = victim(outside.path(), "vol");
+        for recycle in [false, true] {
+            let plain = HostPathPlugin::new(root.path().to_path_buf());
+            let flip = plain.root().join("flip");
+            let _ = std::fs::remove_file(&flip);
+            std::fs::create_dir_all(flip.join("vol")).unwrap();
+            let (f, o) = (flip.clone(), outside.path().to_path_buf());
+            let p = hooked(plain, once_at("vol", move || swap_for_symlink(&f, &o)));
+            let pv = pv_at(flip.join("vol").to_str().unwrap());
+            let r = if recycle { p.recycle(&pv).await } else { p.delete(&pv).await };
+            let err = r.unwrap_err();
+            assert!(err.message.contains("directly under the root"), "{err}");
+            assert!(intact(&v), "recycle={recycle}: the outside directory was touched");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_directory_swapped_for_a_symlink_inside_the_volume_is_unlinked_not_followed() {
+        let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        for recycle in [false, true] {
+            let v = victim(outside.path(), &format!("victim-{recycle}"));
+            let plain = HostPathPlugin::new(root.path().to_path_buf());
+            let dir = plain.root().join("pv1");
+            std::fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+            std::fs::write(dir.join("sub/deeper/f"), "volume data").unwrap();
+            std::fs::write(dir.join("top"), "volume data").unwrap();
+            let (sub, target) = (dir.join("sub"), v.clone());
+            let p = hooked(plain, once_at("sub", move || swap_for_symlink(&sub, &target)));
+            let pv = pv_at(dir.to_str().unwrap());
+            if recycle {
+                p.recycle(&pv).await.unwrap();
+                assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the volume is empty");
+            } else {
+                p.delete(&pv).await.unwrap();
+                assert!(!dir.exists());
+            }
+            assert!(intact(&v), "recycle={recycle}: the outside directory was touched");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_volume_swapped_for_a_symlink_before_it_is_opened_is_refused() {
+        let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let v = victim(outside.path(), "victim");
+        let plain = HostPathPlugin::new(root.path().to_path_buf());
+        let dir = plain.root().join("pv1");
+        std::fs::create_dir_all(&dir).unwrap();
+        let (d, target) = (dir.clone(), v.clone());
+        let p = hooked(plain, once_at("pv1", move || swap_for_symlink(&d, &target)));
+        let err = p.delete(&pv_at(dir.to_str().unwrap())).await.unwrap_err();
+        assert!(err.message.contains("not a plain directory"), "{err}");
+        assert!(p.recycle(&pv_at(dir.to_str().unwrap())).await.is_err());
+        assert!(intact(&v));
+    }
+
+    #[tokio::test]
+    async fn recycling_an_in_root_symlink_to_another_volume_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let p = HostPathPlugin::new(root.path().to_path_buf());
+        let other = p.root().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("data"), "another volume's data").unwrap();
+        let link = p.root().join("link");
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        let err = p.recycle(&pv_at(link.to_str().unwrap())).await.unwrap_err();
+        assert!(err.message.contains("not a plain directory"), "{err}");
+        assert!(p.delete(&pv_at(link.to_str().unwrap())).await.is_err());
+        assert!(other.join("data").exists(), "the other volume keeps its data");
+    }
+
+    #[tokio::test]
+    async fn a_path_through_an_in_root_symlink_is_refused_even_when_nothing_below_exists() {
+        let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let p = HostPathPlugin::new(root.path().to_path_buf());
+        std::os::unix::fs::symlink(outside.path(), p.root().join("outlink")).unwrap();
+        let tail = p.root().join("outlink/nonexistent/tail");
+        // Whatever appears there meanwhile must survive.
+        let planted = outside.path().join("nonexistent/tail");
+        let (t, o) = (planted.clone(), outside.path().to_path_buf());
+        let p = hooked(p, move |_| {
+            let _ = victim(&o, t.strip_prefix(&o).unwrap().to_str().unwrap());
+        });
+        assert!(p.delete(&pv_at(tail.to_str().unwrap())).await.is_err());
+        assert!(p.recycle(&pv_at(tail.to_str().unwrap())).await.is_err());
+        assert!(!planted.exists() || intact(&planted));
+    }
+
+    #[tokio::test]
+    async fn provision_refuses_a_symlink_where_the_volume_directory_goes() {
+        let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let p = HostPathPlugin::new(root.path().to_path_buf());
+        std::os::unix::fs::symlink(outside.path(), p.root().join("pvc-1")).unwrap();
+        let o = ProvisionOptions {
+            pv_name: "pvc-1".into(),
+            claim: Default::default(),
+            class: Default::default(),
+            reclaim_policy: "Delete".into(),
+            mount_options: vec![],
+            parameters: Default::default(),
+            selected_node: None,
+        };
+        let err = p.provision(&o).await.unwrap_err();
+        assert!(err.message.contains("not a plain directory"), "{err}");
+        let o = ProvisionOptions { pv_name: "pvc-2".into(), ..o };
+        let pv = p.provision(&o).await.unwrap();
+        assert_eq!(pv.spec.unwrap().host_path.unwrap().path, p.root().join("pvc-2").to_str().unwrap());
+        assert!(p.root().join("pvc-2").is_dir());
+    }
+
+    /// A thread flips directories between real and a symlink to an outside victim while delete
+    /// and recycle run, both inside a volume (`ROOT/pv-N/sub`) and above one
+    /// (`ROOT/nest-N/vol`). `HOSTPATH_RACE_ITERATIONS` sets the number of rounds (default 300).
+    #[tokio::test]
+    async fn racing_symlink_flips_never_touch_a_directory_outside_the_root() {
+        let rounds: usize = std::env::var("HOSTPATH_RACE_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+        let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let p = HostPathPlugin::new(root.path().to_path_buf());
+        let mut victims = Vec::new();
+        for i in 0..rounds {
+            let recycle = i % 2 == 1;
+            let inner_victim = victim(outside.path(), &format!("in-{i}"));
+            let outer_victim = victim(&outside.path().join(format!("out-{i}")), "vol");
+            let vol = p.root().join(format!("pv-{i}"));
+            for d in ["sub/a/b", "sub/c", "other"] {
+                std::fs::create_dir_all(vol.join(d)).unwrap();
+                std::fs::write(vol.join(d).join("f"), "x").unwrap();
+            }
+            let nest = p.root().join(format!("nest-{i}"));
+            std::fs::create_dir_all(nest.join("vol/deep")).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let racer = {
+                let stop = stop.clone();
+                let flips =
+                    [(vol.join("sub"), inner_victim.clone()), (nest.clone(), outer_victim.parent().unwrap().into())];
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        for (dir, target) in &flips {
+                            let aside = dir.with_extension("aside");
+                            if std::fs::rename(dir, &aside).is_ok() {
+                                let _ = std::os::unix::fs::symlink(target, dir);
+                                std::thread::yield_now();
+                                let _ = std::fs::remove_file(dir);
+                                let _ = std::fs::rename(&aside, dir);
+                            }
+                        }
+                    }
+                })
+            };
+            for pv in [pv_at(vol.to_str().unwrap()), pv_at(nest.join("vol").to_str().unwrap())] {
+                let _ = if recycle { p.recycle(&pv).await } else { p.delete(&pv).await };
+            }
+            stop.store(true, Ordering::Relaxed);
+            racer.join().unwrap();
+            victims.push(inner_victim);
+            victims.push(outer_victim);
+        }
+        let touched = victims.iter().filter(|v| !intact(v)).count();
+        println!("host-path race: {rounds} rounds, {} outside directories, touched: {touched}", victims.len());
+        assert_eq!(touched, 0);
     }
 }

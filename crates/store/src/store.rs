@@ -103,8 +103,9 @@ impl PendingWrite {
     }
 }
 
-/// Persistence under the store. The store acknowledges a write to its client only after the
-/// backend has made it durable.
+/// Persistence under the store. The store acknowledges a write to its client, and shows it to
+/// any reader (GET, LIST, WATCH), only after the backend has made it durable; a write whose
+/// commit fails is rolled back and answered with an error.
 ///
 /// Writers that arrive while a commit is in progress are batched: the next of them commits
 /// everything queued meanwhile with one `commit_batch` (one transaction, one fsync), so durable
@@ -119,6 +120,15 @@ pub trait Backend: Send + Sync {
         for w in batch {
             self.commit(w.rv, &w.mutation())?;
         }
+        Ok(())
+    }
+
+    /// Persists the resourceVersion counter alone, never lowering it. After a failed commit
+    /// the store calls this (from [`Store::check_storage`]) to learn whether storage works
+    /// again, and so that the versions the failed writes took are not handed out again after
+    /// a restart. The default does nothing.
+    fn persist_counter(&self, rv: u64) -> std::result::Result<(), String> {
+        let _ = rv;
         Ok(())
     }
 }
@@ -141,6 +151,9 @@ pub struct ListOptions {
 
 type Key = (String, String);
 
+/// A write not yet durable: its version and the object after it (`None`: deleted).
+type Unpublished = (u64, Option<Arc<Value>>);
+
 struct WatchSlot {
     resource: &'static str,
     namespace: Option<String>,
@@ -154,25 +167,50 @@ struct WatchSlot {
 struct Durability {
     durable_rv: u64,
     committing: bool,
-    /// A failed commit poisons the store: later writes fail rather than diverge from disk.
-    failed: Option<String>,
+    /// Version ranges whose commit failed (rolled back), with the backend's error. Their
+    /// writers get that error; ranges are few (one per outage of storage).
+    failed: Vec<(u64, u64, String)>,
+    /// The last commit's error, until a commit or [`Store::check_storage`] succeeds.
+    storage_error: Option<String>,
+}
+
+impl Durability {
+    fn failure_of(&self, rv: u64) -> Option<&str> {
+        self.failed.iter().rev().find(|(lo, hi, _)| (*lo..=*hi).contains(&rv)).map(|(_, _, e)| e.as_str())
+    }
 }
 
 struct Inner {
+    /// Last resourceVersion handed to a write (durable or not).
     rv: u64,
-    /// Objects by resource. Hashed, not ordered: point reads and writes are the hot path;
-    /// lists sort.
+    /// Objects by resource, as readers see them: durable writes only. Hashed, not ordered:
+    /// point reads and writes are the hot path; lists sort.
     objects: HashMap<&'static str, HashMap<Key, Arc<Value>>>,
+    /// Writes waiting for their commit, latest per object, with their version (`None`: a
+    /// deletion). Writers read through it, so that concurrency checks see every earlier
+    /// write; readers never do.
+    overlay: HashMap<&'static str, HashMap<Key, Unpublished>>,
     history: VecDeque<WatchEvent>,
     /// Events at or below this version are no longer in `history`.
     compacted: u64,
     watchers: Vec<WatchSlot>,
     creates: HashMap<String, u64>,
     writes: u64,
-    /// Writes applied in memory but not yet durable, with their watch events (durable mode).
+    /// Writes not yet durable, with their watch events (durable mode).
     pending: Vec<(PendingWrite, WatchEvent)>,
-    /// Highest version delivered to watchers.
+    /// Highest version delivered to watchers: every write up to it is durable and visible.
     delivered: u64,
+}
+
+impl Inner {
+    /// An object as writers see it: the latest write, durable or not.
+    fn latest(&self, plural: &'static str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        let key = (ns.to_string(), name.to_string());
+        if let Some((_, o)) = self.overlay.get(plural).and_then(|m| m.get(&key)) {
+            return o.clone();
+        }
+        self.objects.get(plural).and_then(|m| m.get(&key)).cloned()
+    }
 }
 
 /// How the store makes UIDs.
@@ -271,15 +309,16 @@ impl Store {
         self.inner.lock().unwrap().writes
     }
 
-    /// The current resourceVersion.
+    /// The last resourceVersion handed to a write, durable or not (see
+    /// [`Store::delivered_version`] for what readers may be told).
     pub fn resource_version(&self) -> u64 {
         self.inner.lock().unwrap().rv
     }
 
-    /// The version through which every change has gone out to watchers. Behind
-    /// [`Store::resource_version`] while writes wait for their group commit: a watch bookmark
-    /// must carry this one, or a client resuming from the bookmark would skip the writes still
-    /// in flight.
+    /// The version through which every change is durable, visible and gone out to watchers.
+    /// Behind [`Store::resource_version`] while writes wait for their group commit: a list or
+    /// a watch bookmark must carry this one, or a client resuming from it would skip the writes
+    /// still in flight.
     pub fn delivered_version(&self) -> u64 {
         self.inner.lock().unwrap().delivered
     }
@@ -330,7 +369,7 @@ impl Store {
         // In (namespace, name) order, as kube-apiserver lists (and as paging continues).
         items.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let items = items.into_iter().map(|(_, v)| v.clone()).collect();
-        Ok((items, inner.rv))
+        Ok((items, inner.delivered))
     }
 
     /// Starts a watch. With `since`, replays every later change still in history (410 Gone when
@@ -350,7 +389,7 @@ impl Store {
                 }
             }
         }
-        let since = since.unwrap_or(inner.rv);
+        let since = since.unwrap_or(inner.delivered);
         inner.watchers.push(WatchSlot { resource: rt.plural, namespace: ns, since, tx });
         Ok(rx)
     }
@@ -363,9 +402,9 @@ impl Store {
         }
     }
 
-    /// Records a change in memory. Without a backend its watch event goes out at once; with one,
-    /// the write waits in `pending` until [`Store::wait_durable`] commits it. Called with the lock
-    /// held.
+    /// Records a change. Without a backend it is applied and its watch event goes out at once;
+    /// with one, it waits in `pending` (seen by writers only) until [`Store::wait_durable`]
+    /// commits it. Called with the lock held.
     #[allow(clippy::too_many_arguments)]
     fn commit(
         &self,
@@ -376,33 +415,37 @@ impl Store {
         name: &str,
         obj: Arc<Value>,
         rv: u64,
-    ) -> Result<()> {
-        if let Some(reason) = &self.durability.lock().unwrap().failed {
-            return Err(StoreError::Internal(format!("the store is read-only after a storage failure: {reason}")));
-        }
+    ) {
         inner.rv = rv;
-        if rt.kind != "Event" {
-            inner.writes += 1;
-        }
-        let map = inner.objects.entry(rt.plural).or_default();
-        let key = (ns.to_string(), name.to_string());
-        match kind {
-            WatchEventType::Deleted => {
-                map.remove(&key);
-            }
-            _ => {
-                map.insert(key, obj.clone());
-            }
-        }
         let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv };
+        let object = (kind != WatchEventType::Deleted).then_some(obj);
+        let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
         if self.backend.is_some() {
-            let object = (kind != WatchEventType::Deleted).then_some(obj);
-            let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
+            let key = (w.namespace.clone(), w.name.clone());
+            inner.overlay.entry(rt.plural).or_default().insert(key, (rv, w.object.clone()));
             inner.pending.push((w, ev));
         } else {
-            self.deliver(inner, ev);
+            self.publish(inner, w, ev);
         }
-        Ok(())
+    }
+
+    /// Makes a durable change visible: into the objects readers see, to watchers, into history.
+    fn publish(&self, inner: &mut Inner, w: PendingWrite, ev: WatchEvent) {
+        if w.resource != "events" {
+            inner.writes += 1;
+        }
+        let key = (w.namespace, w.name);
+        if let Some(o) = inner.overlay.get_mut(w.resource) {
+            if o.get(&key).is_some_and(|(rv, _)| *rv == w.rv) {
+                o.remove(&key);
+            }
+        }
+        let map = inner.objects.entry(w.resource).or_default();
+        match w.object {
+            None => map.remove(&key),
+            Some(obj) => map.insert(key, obj),
+        };
+        self.deliver(inner, ev);
     }
 
     /// Sends a change to its watchers and into the history.
@@ -423,20 +466,25 @@ impl Store {
         }
     }
 
-    /// Returns once the write with version `rv` is durable (at once without a backend).
+    /// Returns once the write with version `rv` is durable and visible (at once without a
+    /// backend), or with the backend's error once it has been rolled back.
     ///
     /// Group commit without a thread: the first writer to find nobody committing takes every
-    /// pending write, commits them in one batch, publishes their watch events in order, and wakes
-    /// the others; a writer whose version is still not durable then becomes the next committer.
+    /// pending write, commits them in one batch, publishes them in order (objects, watchers,
+    /// history), and wakes the others; a writer whose version is still not durable then becomes
+    /// the next committer. When a commit fails, that batch and every write queued behind it
+    /// (each was computed from a state that never became durable) are dropped: no reader ever
+    /// saw them, their writers get the error, and their versions are not handed out again.
+    /// The next write tries storage afresh, so the store recovers when storage does.
     fn wait_durable(&self, rv: u64) -> Result<()> {
         let Some(backend) = &self.backend else { return Ok(()) };
         let mut d = self.durability.lock().unwrap();
         loop {
+            if let Some(reason) = d.failure_of(rv) {
+                return Err(StoreError::Internal(format!("the write was not persisted and is undone: {reason}")));
+            }
             if d.durable_rv >= rv {
                 return Ok(());
-            }
-            if let Some(reason) = &d.failed {
-                return Err(StoreError::Internal(reason.clone()));
             }
             if d.committing {
                 d = self.durable_cv.wait(d).unwrap();
@@ -446,29 +494,58 @@ impl Store {
             drop(d);
             let batch = std::mem::take(&mut self.inner.lock().unwrap().pending);
             let writes: Vec<PendingWrite> = batch.iter().map(|(w, _)| w.clone()).collect();
-            let top = writes.last().map(|w| w.rv);
             let result = if writes.is_empty() { Ok(()) } else { backend.commit_batch(&writes) };
-            if result.is_ok() {
-                let mut inner = self.inner.lock().unwrap();
-                for (_, ev) in batch {
-                    self.deliver(&mut inner, ev);
-                }
-            }
+            // Lock order: `inner`, then `durability`.
+            let mut inner = self.inner.lock().unwrap();
             d = self.durability.lock().unwrap();
             d.committing = false;
             match result {
                 Ok(()) => {
-                    if let Some(top) = top {
+                    if let Some(top) = writes.last().map(|w| w.rv) {
                         d.durable_rv = d.durable_rv.max(top);
+                        d.storage_error = None;
+                    }
+                    for (w, ev) in batch {
+                        self.publish(&mut inner, w, ev);
                     }
                 }
                 Err(e) => {
-                    tracing::error!(error = %e, "storage commit failed; the store is now read-only");
-                    d.failed = Some(e);
+                    let first = writes.first().map_or(inner.rv, |w| w.rv);
+                    tracing::error!(error = %e, versions = %format!("{first}..={}", inner.rv),
+                        "storage commit failed; the writes are undone");
+                    inner.pending.clear();
+                    inner.overlay.clear();
+                    match d.failed.last_mut() {
+                        // One range per outage: consecutive failures extend it.
+                        Some(last) if last.1 + 1 >= first => *last = (last.0, inner.rv, e.clone()),
+                        _ => d.failed.push((first, inner.rv, e.clone())),
+                    }
+                    d.storage_error = Some(e);
                 }
             }
+            drop(inner);
             self.durable_cv.notify_all();
         }
+    }
+
+    /// `None` when storage works; else the error of the last failed commit. While failing,
+    /// each call tries storage again (persisting the resourceVersion counter), so the answer
+    /// recovers once storage does even if no write comes; `/readyz` and `/healthz` ask this.
+    pub fn check_storage(&self) -> Option<String> {
+        let backend = self.backend.as_ref()?;
+        let mut d = self.durability.lock().unwrap();
+        if d.storage_error.is_none() || d.committing {
+            return d.storage_error.clone();
+        }
+        d.committing = true;
+        drop(d);
+        let rv = self.inner.lock().unwrap().rv;
+        let result = backend.persist_counter(rv);
+        d = self.durability.lock().unwrap();
+        d.committing = false;
+        d.storage_error = result.err();
+        self.durable_cv.notify_all();
+        d.storage_error.clone()
     }
 
     fn stamp(obj: &mut Value, rv: u64) {
@@ -526,7 +603,7 @@ impl Store {
         }
         let mut inner = self.inner.lock().unwrap();
         let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
-        if inner.objects.get(rt.plural).is_some_and(|m| m.contains_key(&(ns.clone(), name.clone()))) {
+        if inner.latest(rt.plural, &ns, &name).is_some() {
             return Err(StoreError::AlreadyExists { resource: rt.qualified(), name });
         }
         self.prepare_new(&mut inner, rt, &mut obj);
@@ -537,7 +614,7 @@ impl Store {
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
         let obj = Arc::new(obj);
-        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv);
         drop(inner);
         self.wait_durable(rv)?;
         if fault == Some(FaultKind::LostResponse) {
@@ -555,7 +632,7 @@ impl Store {
         Self::check_valid(rt, &name, validation::validate(rt, &obj))?;
         let mut inner = self.inner.lock().unwrap();
         let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
-        if inner.objects.get(rt.plural).is_some_and(|m| m.contains_key(&(ns.clone(), name.clone()))) {
+        if inner.latest(rt.plural, &ns, &name).is_some() {
             return Err(StoreError::AlreadyExists { resource: rt.qualified(), name });
         }
         let generation = meta(&obj).and_then(|m| m.get("generation")).cloned();
@@ -566,7 +643,7 @@ impl Store {
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
         let obj = Arc::new(obj);
-        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv);
         Ok(obj)
     }
 
@@ -587,10 +664,7 @@ impl Store {
         }
         let mut inner = self.inner.lock().unwrap();
         let old = inner
-            .objects
-            .get(rt.plural)
-            .and_then(|m| m.get(&(ns.clone(), name.clone())))
-            .cloned()
+            .latest(rt.plural, &ns, &name)
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.clone() })?;
         let given_rv = meta_str(&obj, "resourceVersion").to_string();
         if !given_rv.is_empty() && given_rv != meta_str(&old, "resourceVersion") {
@@ -682,9 +756,9 @@ impl Store {
         let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let new = Arc::new(new);
         if deleting && finalizers(&new).is_empty() {
-            self.commit(&mut inner, rt, WatchEventType::Deleted, &ns, &name, new.clone(), rv)?;
+            self.commit(&mut inner, rt, WatchEventType::Deleted, &ns, &name, new.clone(), rv);
         } else {
-            self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, new.clone(), rv)?;
+            self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, new.clone(), rv);
         }
         drop(inner);
         self.wait_durable(rv)?;
@@ -712,10 +786,7 @@ impl Store {
         }
         let mut inner = self.inner.lock().unwrap();
         let old = inner
-            .objects
-            .get(rt.plural)
-            .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
-            .cloned()
+            .latest(rt.plural, ns, name)
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })?;
         if let Some(u) = uid.filter(|u| !u.is_empty()) {
             if u != meta_str(&old, "uid") {
@@ -746,7 +817,7 @@ impl Store {
             let mut gone = (*old).clone();
             Self::stamp(&mut gone, rv);
             let gone = Arc::new(gone);
-            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, gone.clone(), rv)?;
+            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, gone.clone(), rv);
             gone
         } else if meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
             old
@@ -757,7 +828,7 @@ impl Store {
             m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
             Self::stamp(&mut marked, rv);
             let marked = Arc::new(marked);
-            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv)?;
+            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv);
             marked
         };
         let committed = inner.rv == rv;
@@ -839,6 +910,7 @@ impl StoreBuilder {
             inner: Mutex::new(Inner {
                 rv: self.snapshot.rv,
                 objects,
+                overlay: HashMap::new(),
                 history: VecDeque::new(),
                 compacted: self.snapshot.rv,
                 watchers: Vec::new(),
@@ -847,7 +919,7 @@ impl StoreBuilder {
                 pending: Vec::new(),
                 delivered: self.snapshot.rv,
             }),
-            durability: Mutex::new(Durability { durable_rv: self.snapshot.rv, committing: false, failed: None }),
+            durability: Mutex::new(Durability { durable_rv: self.snapshot.rv, ..Default::default() }),
             durable_cv: std::sync::Condvar::new(),
             backend: self.backend,
             faults: Mutex::new(None),
@@ -890,13 +962,129 @@ mod tests {
         while s.resource_version() < 1 {
             std::thread::yield_now();
         }
-        // Applied and versioned, but neither durable nor sent: a bookmark must not claim it.
+        // Versioned, but neither durable nor visible: no read, list, watch or bookmark shows it.
         assert_eq!((s.resource_version(), s.delivered_version()), (1, 0));
         assert!(w.try_recv().is_err());
+        assert_eq!(s.get("persistentvolumes", "", "a").unwrap_err().code(), 404);
+        let (items, rv) = s.list("persistentvolumes", &ListOptions::default()).unwrap();
+        assert_eq!((items.len(), rv), (0, 0));
+        // Writers do see it: a second create of the same name conflicts.
+        assert_eq!(s.create("persistentvolumes", pv("a")).unwrap_err().code(), 409);
         open.send(()).unwrap();
         writer.join().unwrap().unwrap();
         assert_eq!(s.delivered_version(), 1);
         assert_eq!(w.try_recv().unwrap().rv, 1);
+        assert_eq!(s.get("persistentvolumes", "", "a").unwrap()["metadata"]["resourceVersion"], "1");
+    }
+
+    /// A backend whose disk can fill up.
+    #[derive(Clone, Default)]
+    struct Disk {
+        full: Arc<std::sync::atomic::AtomicBool>,
+        counter: Arc<Mutex<u64>>,
+    }
+    impl Disk {
+        fn check(&self) -> std::result::Result<(), String> {
+            match self.full.load(std::sync::atomic::Ordering::SeqCst) {
+                true => Err("No space left on device (os error 28)".into()),
+                false => Ok(()),
+            }
+        }
+        fn fill(&self, full: bool) {
+            self.full.store(full, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    impl Backend for Disk {
+        fn commit(&self, rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
+            self.check()?;
+            *self.counter.lock().unwrap() = rv;
+            Ok(())
+        }
+        fn persist_counter(&self, rv: u64) -> std::result::Result<(), String> {
+            self.check()?;
+            let mut c = self.counter.lock().unwrap();
+            *c = (*c).max(rv);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_write_whose_commit_fails_is_never_visible_and_the_store_recovers_with_storage() {
+        let disk = Disk::default();
+        let s = Store::builder().backend(Box::new(disk.clone()), Snapshot::default()).build();
+        let mut w = s.watch("persistentvolumes", None, Some(0)).unwrap();
+        let a = s.create("persistentvolumes", pv("a")).unwrap();
+        assert_eq!(s.check_storage(), None);
+        disk.fill(true);
+        let err = s.create("persistentvolumes", pv("b")).unwrap_err();
+        assert_eq!(err.code(), 500);
+        assert!(err.to_string().contains("No space left on device"), "{err}");
+        let mut a2 = (*a).clone();
+        a2["metadata"]["labels"] = json!({"x": "1"});
+        assert_eq!(s.update("persistentvolumes", a2.clone(), false).unwrap_err().code(), 500);
+        assert_eq!(s.delete("persistentvolumes", "", "a", None, None).unwrap_err().code(), 500);
+        // Nothing of the failed writes shows: not b, not a's new label, not a's deletion.
+        assert_eq!(s.get("persistentvolumes", "", "b").unwrap_err().code(), 404);
+        assert_eq!(*s.get("persistentvolumes", "", "a").unwrap(), *a);
+        let (items, rv) = s.list("persistentvolumes", &ListOptions::default()).unwrap();
+        assert_eq!((items.len(), rv), (1, 1));
+        assert_eq!(w.try_recv().unwrap().rv, 1);
+        assert!(w.try_recv().is_err());
+        assert!(s.check_storage().unwrap().contains("No space left"), "not ready while storage fails");
+        // Space returns: the probe persists the counter past the failed versions.
+        disk.fill(false);
+        assert_eq!(s.check_storage(), None);
+        assert_eq!(*disk.counter.lock().unwrap(), 4);
+        // The failed writes can be made again, with versions never handed out before.
+        let b = s.create("persistentvolumes", pv("b")).unwrap();
+        assert_eq!(b["metadata"]["resourceVersion"], "5");
+        let a3 = s.update("persistentvolumes", a2, false).unwrap();
+        assert_eq!(a3["metadata"]["resourceVersion"], "6");
+        assert_eq!((w.try_recv().unwrap().rv, w.try_recv().unwrap().rv), (5, 6));
+    }
+
+    /// A backend that fails the first batch once the test lets it, and passes the rest.
+    struct FailFirst(std::sync::Mutex<std::sync::mpsc::Receiver<()>>, std::sync::atomic::AtomicBool);
+    impl Backend for FailFirst {
+        fn commit(&self, _rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
+            Ok(())
+        }
+        fn commit_batch(&self, _batch: &[PendingWrite]) -> std::result::Result<(), String> {
+            if self.1.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                self.0.lock().unwrap().recv().map_err(|e| e.to_string())?;
+                return Err("No space left on device (os error 28)".into());
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn writes_queued_behind_a_failed_commit_are_undone_too() {
+        let (release, gate) = std::sync::mpsc::channel();
+        let backend = FailFirst(std::sync::Mutex::new(gate), true.into());
+        let s = Arc::new(Store::builder().backend(Box::new(backend), Snapshot::default()).build());
+        let spawn = |name: &'static str| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                s.create("persistentvolumes", pv(name)).map(|o| o["metadata"]["resourceVersion"].clone())
+            })
+        };
+        let first = spawn("a");
+        while s.resource_version() < 1 {
+            std::thread::yield_now();
+        }
+        // "b" is computed while "a" is being committed; "a" then fails.
+        let second = spawn("b");
+        while s.resource_version() < 2 {
+            std::thread::yield_now();
+        }
+        release.send(()).unwrap();
+        assert_eq!(first.join().unwrap().unwrap_err().code(), 500);
+        assert_eq!(second.join().unwrap().unwrap_err().code(), 500);
+        assert_eq!(s.list("persistentvolumes", &ListOptions::default()).unwrap().0.len(), 0);
+        // Undone for writers too: the names are free, and the versions move on.
+        let a = s.create("persistentvolumes", pv("a")).unwrap();
+        assert_eq!(a["metadata"]["resourceVersion"], "3");
     }
 
     #[test]
