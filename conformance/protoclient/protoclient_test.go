@@ -239,7 +239,7 @@ func TestEveryServedKind(t *testing.T) {
 	}, metav1.CreateOptions{})
 	must("pod", err)
 	holder, secs := "me", int32(15)
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(time.Now().Truncate(time.Microsecond))
 	_, err = cs.CoordinationV1().Leases(ns).Create(c, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: "lease"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &now},
