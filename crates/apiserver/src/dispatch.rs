@@ -4,7 +4,7 @@ use crate::discovery;
 use crate::error::{ApiError, Result};
 use crate::handlers::{self, Format, Query, Reply};
 use crate::routes::{self, Route};
-use crate::{auth, watch, AppState};
+use crate::{auth, protobuf, watch, AppState};
 use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -21,6 +21,15 @@ fn json(reply: Reply) -> Response {
     (reply.0, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// The answer in the representation the client asked for.
+fn encoded(reply: Reply, protobuf: bool) -> Result<Response> {
+    if !protobuf {
+        return Ok(json(reply));
+    }
+    let body = protobuf::encode(&reply.1)?;
+    Ok((reply.0, [(header::CONTENT_TYPE, protobuf::MEDIA_TYPE)], body).into_response())
+}
+
 fn ok(v: Value) -> Result<Response> {
     Ok(json((StatusCode::OK, v)))
 }
@@ -34,9 +43,13 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let started = std::time::Instant::now();
+    let proto = protobuf::accepts(header_str(req.headers(), header::ACCEPT));
     let resp = match handle(st, req).await {
         Ok(r) => r,
-        Err(e) => e.into_response(),
+        Err(e) => {
+            let code = StatusCode::from_u16(e.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            encoded((code, e.status()), proto).unwrap_or_else(|e| e.into_response())
+        }
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), elapsed = ?started.elapsed(), "request");
     resp
@@ -76,9 +89,16 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
             let format = Format::new(accept, &q);
             let is_watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
             let body: Body = req.into_body();
-            let bytes = to_bytes(body, MAX_BODY)
+            let mut bytes = to_bytes(body, MAX_BODY)
                 .await
                 .map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+            let mut ct = ct;
+            if protobuf::is_protobuf(ct) && matches!(method, Method::POST | Method::PUT | Method::DELETE) {
+                // Decoded at the edge: the handlers see the JSON a JSON client would send.
+                let v = protobuf::decode(t.served.kind(), &bytes)?;
+                bytes = serde_json::to_vec(&v).unwrap_or_default().into();
+                ct = "application/json";
+            }
             let reply = match method {
                 Method::GET if is_watch => return watch::watch(st, &t, &q, format),
                 Method::GET if t.name.is_some() => handlers::get(&st, &t, &q, format)?,
@@ -102,7 +122,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                 }
                 _ => return Err(ApiError::MethodNotAllowed),
             };
-            Ok(json(reply))
+            encoded(reply, format.protobuf)
         }
     }
 }

@@ -32,6 +32,8 @@ pub type Reply = (StatusCode, Value);
 pub struct Format {
     /// Some: as a Table, with this row object.
     pub table: Option<IncludeObject>,
+    /// Objects in protobuf (Tables are JSON only).
+    pub protobuf: bool,
 }
 
 impl Format {
@@ -39,7 +41,8 @@ impl Format {
     pub fn new(accept: &str, q: &Query) -> Self {
         let table =
             tables::wants_table(accept).then(|| IncludeObject::parse(q.get("includeObject").map(String::as_str)));
-        Format { table }
+        let protobuf = table.is_none() && crate::protobuf::accepts(accept);
+        Format { table, protobuf }
     }
 }
 

@@ -12,7 +12,8 @@
 //!
 //! Modules, in the order a request meets them: [`dispatch`] (auth, routing, body),
 //! [`routes`] (paths), [`handlers`] and [`watch`] (verbs), [`patch`], [`select`], [`tables`],
-//! [`events`] (the events.k8s.io conversion), [`discovery`], [`error`]; [`durable`] persists
+//! [`events`] (the events.k8s.io conversion), [`protobuf`] (the wire format client-go
+//! prefers), [`discovery`], [`error`]; [`durable`] persists
 //! the store; [`server`] starts and stops everything.
 
 pub mod auth;

@@ -1,4 +1,5 @@
-//! Watch: a chunked stream of newline-delimited `{"type": ..., "object": ...}` events.
+//! Watch: a chunked stream of newline-delimited `{"type": ..., "object": ...}` events, or of
+//! length-prefixed protobuf `WatchEvent` frames for clients that accept protobuf.
 //!
 //! Semantics follow kube-apiserver: without a resourceVersion (or with "0") the stream starts
 //! with an ADDED event for every matching object, then follows changes; with one it replays
@@ -55,6 +56,18 @@ fn line(v: &Value) -> Bytes {
 }
 
 impl Stream {
+    /// Queues one event, as a JSON line or a protobuf frame.
+    fn emit(&mut self, ty: &str, obj: Value) {
+        let b = if self.format.protobuf {
+            // An object that cannot be encoded is reported as an ERROR event, not skipped.
+            crate::protobuf::watch_frame(ty, &obj)
+                .unwrap_or_else(|e| crate::protobuf::watch_frame("ERROR", &e.status()).unwrap_or_default())
+        } else {
+            line(&json!({"type": ty, "object": obj})).to_vec()
+        };
+        self.pending.push_back(Bytes::from(b));
+    }
+
     fn render(&self, obj: &Value) -> Value {
         match self.format.table {
             Some(inc) => {
@@ -68,7 +81,7 @@ impl Stream {
     fn event(&mut self, ty: &str, obj: &Value, rv: u64) {
         if self.sel.matches(obj) {
             let o = self.render(obj);
-            self.pending.push_back(line(&json!({"type": ty, "object": o})));
+            self.emit(ty, o);
         }
         self.last_rv = self.last_rv.max(rv);
     }
@@ -83,7 +96,7 @@ impl Stream {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj = json!({"kind": self.target.served.kind(), "apiVersion": self.target.served.api_version(), "metadata": meta});
-        self.pending.push_back(line(&json!({"type": "BOOKMARK", "object": obj})));
+        self.emit("BOOKMARK", obj);
     }
 
     /// Reads the delivered version, then drains what the channel holds, then bookmarks it.
@@ -120,10 +133,6 @@ impl Stream {
             }
         }
     }
-}
-
-fn gone_event(e: &StoreError) -> Bytes {
-    line(&json!({"type": "ERROR", "object": ApiError::Store(e.clone()).status()}))
 }
 
 /// Answers a `?watch=true` request.
@@ -172,13 +181,14 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         s.last_rv = since;
         match st.store.watch(coll.served.plural(), ns, Some(since)) {
             Ok(rx) => s.rx = Some(rx),
-            Err(e @ StoreError::Gone { .. }) => s.pending.push_back(gone_event(&e)),
+            Err(e @ StoreError::Gone { .. }) => s.emit("ERROR", ApiError::Store(e).status()),
             Err(e) => return Err(e.into()),
         }
     }
     let body = Body::from_stream(futures_util::stream::unfold(s, |mut s| async move {
         s.next().await.map(|b| (Ok::<_, std::convert::Infallible>(b), s))
     }));
-    Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache")], body)
+    let content_type = if format.protobuf { crate::protobuf::WATCH_MEDIA_TYPE } else { "application/json" };
+    Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body)
         .into_response())
 }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# End-to-end check of protobuf with upstream's own client: the Go tests in
+# conformance/protoclient use client-go (k8s.io/client-go, the version the project pins) with
+# protobuf as their only content type, as kube-controller-manager and kube-scheduler talk, to
+# create, get, list, watch (plain and through an informer), update, update status and delete
+# every served kind against `pv-controller up --no-controller`.
+# Needs Go (the module proxy the first time); skipped, saying so, when `go` is not installed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+if ! command -v go >/dev/null 2>&1; then
+  echo "skipped: go is not installed (conformance/protoclient needs it)"
+  exit 0
+fi
+(cd "$ROOT" && cargo build --quiet --release --locked)
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
+cd "$ROOT/conformance/protoclient"
+PV_CONTROLLER="$BIN" go test -count=1 ./...
