@@ -169,7 +169,8 @@ fn fill_zero<T: DeserializeOwned>(value: &mut Value, at: &serde_path_to_error::P
     let Some(pointer) = json_pointer(at) else { return false };
     let parent = go_path(at);
     let here = if parent.is_empty() { field.to_string() } else { format!("{parent}.{field}") };
-    let zeros = [Value::from(""), Value::Array(Vec::new()), Value::Object(Map::new()), Value::from(0), Value::from(false)];
+    let zeros =
+        [Value::from(""), Value::Array(Vec::new()), Value::Object(Map::new()), Value::from(0), Value::from(false)];
     for zero in zeros {
         let Some(obj) = value.pointer_mut(&pointer).and_then(Value::as_object_mut) else { return false };
         obj.insert(field.to_string(), zero);
@@ -389,7 +390,8 @@ mod tests {
         let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(
-            err.to_string().ends_with("json: cannot unmarshal number into Go struct field .spec.storageClassName of type string"),
+            err.to_string()
+                .ends_with("json: cannot unmarshal number into Go struct field .spec.storageClassName of type string"),
             "{err}"
         );
         let v = pv(json!({"spec": {"mountOptions": "ro"}}));

@@ -108,7 +108,10 @@ fn dry_run_values(values: &[String], options_kind: &str) -> Result<bool> {
             options_kind,
             FieldError {
                 path: "dryRun".into(),
-                kind: FieldErrorKind::NotSupportedValue(format!("[]string{{{}}}", quoted.join(", ")), vec!["All".into()]),
+                kind: FieldErrorKind::NotSupportedValue(
+                    format!("[]string{{{}}}", quoted.join(", ")),
+                    vec!["All".into()],
+                ),
                 detail: String::new(),
             },
         ));
@@ -121,7 +124,10 @@ fn write_options(q: &Query, options_kind: &str) -> Result<WriteOptions> {
     let dry_run = dry_run_values(&dry, options_kind)?;
     let given = q.get("fieldValidation").map_or("", String::as_str);
     let fields = FieldValidation::parse(given).ok_or_else(|| {
-        options_invalid(options_kind, FieldError::not_supported("fieldValidation", given, &["", "Ignore", "Strict", "Warn"]))
+        options_invalid(
+            options_kind,
+            FieldError::not_supported("fieldValidation", given, &["", "Ignore", "Strict", "Warn"]),
+        )
     })?;
     Ok(WriteOptions { dry_run, fields })
 }

@@ -190,9 +190,7 @@ fn merge_map(base: &mut Map<String, Value>, patch: &Map<String, Value>, schema: 
             Value::Array(pa) => {
                 let merging = schema.merges(k);
                 let merged = match (base.get(k), schema.merge_key(k)) {
-                    (Some(Value::Array(ba)), Some(key)) if merging => {
-                        merge_list_by_key(ba, pa, key, schema.child(k))?
-                    }
+                    (Some(Value::Array(ba)), Some(key)) if merging => merge_list_by_key(ba, pa, key, schema.child(k))?,
                     (Some(Value::Array(ba)), None) if merging => {
                         let mut out = ba.clone();
                         for x in pa {
@@ -285,7 +283,9 @@ mod tests {
     #[test]
     fn json_patch_applies_operations_and_reports_failures() {
         let t = json!({"spec": {"a": 1}});
-        let out = apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "replace", "path": "/spec/a", "value": 2}])).unwrap();
+        let out =
+            apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "replace", "path": "/spec/a", "value": 2}]))
+                .unwrap();
         assert_eq!(out["spec"]["a"], 2);
         let err = apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "remove", "path": "/nope"}]));
         assert_eq!(err.unwrap_err().code(), 400);
@@ -304,9 +304,13 @@ mod tests {
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
         assert_eq!(out["spec"]["containers"], json!([{"name": "c", "image": "y"}]));
         assert_eq!(out["spec"]["accessModes"], json!(["ReadWriteMany"]));
-        let out =
-            apply(PatchKind::Strategic, "Pod", &out, &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}))
-                .unwrap();
+        let out = apply(
+            PatchKind::Strategic,
+            "Pod",
+            &out,
+            &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
+        )
+        .unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["b"]));
     }
 
@@ -314,18 +318,34 @@ mod tests {
     fn strategic_patch_takes_list_strategies_from_the_api_definitions() {
         // NodeSpec.taints is atomic: the patch's list replaces the stored one (`kubectl taint
         // node N key-` sends the remaining taints).
-        let node = json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoSchedule"}]}});
-        let out = apply(PatchKind::Strategic, "Node", &node, &json!({"spec": {"taints": [{"key": "b", "effect": "NoSchedule"}]}}))
-            .unwrap();
+        let node =
+            json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoSchedule"}]}});
+        let out = apply(
+            PatchKind::Strategic,
+            "Node",
+            &node,
+            &json!({"spec": {"taints": [{"key": "b", "effect": "NoSchedule"}]}}),
+        )
+        .unwrap();
         assert_eq!(out["spec"]["taints"], json!([{"key": "b", "effect": "NoSchedule"}]));
         // NodeStatus.addresses merges by `type`; ObjectMeta.ownerReferences by `uid`.
         let node = json!({"status": {"addresses": [{"type": "InternalIP", "address": "1"}, {"type": "Hostname", "address": "h"}]}});
-        let out = apply(PatchKind::Strategic, "Node", &node, &json!({"status": {"addresses": [{"type": "Hostname", "address": "g"}]}}))
-            .unwrap();
-        assert_eq!(out["status"]["addresses"], json!([{"type": "InternalIP", "address": "1"}, {"type": "Hostname", "address": "g"}]));
+        let out = apply(
+            PatchKind::Strategic,
+            "Node",
+            &node,
+            &json!({"status": {"addresses": [{"type": "Hostname", "address": "g"}]}}),
+        )
+        .unwrap();
+        assert_eq!(
+            out["status"]["addresses"],
+            json!([{"type": "InternalIP", "address": "1"}, {"type": "Hostname", "address": "g"}])
+        );
         // A PV's access modes have no strategy: replaced.
         let pv = json!({"spec": {"accessModes": ["ReadWriteOnce"]}});
-        let out = apply(PatchKind::Strategic, "PersistentVolume", &pv, &json!({"spec": {"accessModes": ["ReadOnlyMany"]}})).unwrap();
+        let out =
+            apply(PatchKind::Strategic, "PersistentVolume", &pv, &json!({"spec": {"accessModes": ["ReadOnlyMany"]}}))
+                .unwrap();
         assert_eq!(out["spec"]["accessModes"], json!(["ReadOnlyMany"]));
     }
 

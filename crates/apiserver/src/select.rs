@@ -97,7 +97,8 @@ impl LabelSelector {
     }
 }
 
-const NAME_PART: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const NAME_PART: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 fn label_token_ok(s: &str) -> bool {
     let b = s.as_bytes();
@@ -359,7 +360,11 @@ mod tests {
         let ev = json!({"kind": "Event", "reason": "ProvisioningSucceeded", "type": "Normal",
                         "involvedObject": {"kind": "PersistentVolumeClaim", "name": "c"},
                         "source": {"component": "persistentvolume-controller"}});
-        for ok in ["source=persistentvolume-controller", "reason=ProvisioningSucceeded,type=Normal", "involvedObject.kind=PersistentVolumeClaim"] {
+        for ok in [
+            "source=persistentvolume-controller",
+            "reason=ProvisioningSucceeded,type=Normal",
+            "involvedObject.kind=PersistentVolumeClaim",
+        ] {
             assert!(sel(ok, &events).unwrap().matches(&ev), "{ok}");
         }
         let v1 = served("events.k8s.io", "events");

@@ -83,7 +83,8 @@ async fn dry_run_deletes_nothing_whether_options_come_in_the_body_or_the_query()
         assert_eq!(a.post(PVS, &pv(n)).await.code, StatusCode::CREATED);
     }
     // What `kubectl delete --dry-run=server` sends.
-    let opts = json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background", "dryRun": ["All"]});
+    let opts =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background", "dryRun": ["All"]});
     let r = a.delete(&format!("{PVS}/a"), Some(&opts)).await;
     assert_eq!(r.code, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["metadata"]["name"], "a");
@@ -144,9 +145,21 @@ async fn dry_run_writes_answer_as_the_real_write_would_without_storing() {
     assert_eq!(r.body["metadata"]["labels"]["x"], "1");
     upd["metadata"]["resourceVersion"] = json!("999");
     assert_eq!(a.put(&format!("{PVS}/a?dryRun=All"), &upd).await.code, StatusCode::CONFLICT);
-    let r = a.patch(&format!("{PVS}/a?dryRun=All"), "application/merge-patch+json", &json!({"spec": {"accessModes": ["Bogus"]}})).await;
+    let r = a
+        .patch(
+            &format!("{PVS}/a?dryRun=All"),
+            "application/merge-patch+json",
+            &json!({"spec": {"accessModes": ["Bogus"]}}),
+        )
+        .await;
     assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
-    let r = a.patch(&format!("{PVS}/a?dryRun=All"), "application/merge-patch+json", &json!({"metadata": {"labels": {"y": "2"}}})).await;
+    let r = a
+        .patch(
+            &format!("{PVS}/a?dryRun=All"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"y": "2"}}}),
+        )
+        .await;
     assert_eq!(r.code, StatusCode::OK);
     assert_eq!(r.body["metadata"]["labels"]["y"], "2");
     let now = a.get(&format!("{PVS}/a")).await.body;
@@ -187,15 +200,21 @@ async fn bodies_are_decoded_into_their_types_under_field_validation() {
     v["spec"]["mountOptions"] = json!("ro");
     let r = a.post(PVS, &v).await;
     assert_eq!(r.code, StatusCode::BAD_REQUEST, "{}", r.body);
-    assert!(r.body["message"].as_str().unwrap().starts_with("PersistentVolume in version \"v1\" cannot be handled as a PersistentVolume: json: cannot unmarshal"));
-    let r = a.patch(&format!("{PVS}/ignored"), "application/merge-patch+json", &json!({"spec": {"mountOptions": "ro"}})).await;
+    assert!(r.body["message"].as_str().unwrap().starts_with(
+        "PersistentVolume in version \"v1\" cannot be handled as a PersistentVolume: json: cannot unmarshal"
+    ));
+    let r = a
+        .patch(&format!("{PVS}/ignored"), "application/merge-patch+json", &json!({"spec": {"mountOptions": "ro"}}))
+        .await;
     assert_eq!(r.code, StatusCode::BAD_REQUEST, "{}", r.body);
     let list = a.get(PVS).await.body;
     let _: k8s_openapi::List<k8s_openapi::api::core::v1::PersistentVolume> = serde_json::from_value(list).unwrap();
 
     // Duplicate keys.
     let raw = r#"{"metadata": {"name": "dup", "name": "dup"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}}"#;
-    let r = a.send(Method::POST, &format!("{PVS}?fieldValidation=Strict"), Some("application/json"), Some(raw.into())).await;
+    let r = a
+        .send(Method::POST, &format!("{PVS}?fieldValidation=Strict"), Some("application/json"), Some(raw.into()))
+        .await;
     assert_eq!(r.code, StatusCode::BAD_REQUEST);
     assert!(r.body["message"].as_str().unwrap().ends_with("strict decoding error: duplicate field \"metadata.name\""));
     let r = a.post(&format!("{PVS}?fieldValidation=Sometimes"), &pv("x")).await;
@@ -313,6 +332,9 @@ async fn services_are_served_for_cluster_info_and_recycle_is_allowed_beyond_host
     root["spec"]["persistentVolumeReclaimPolicy"] = json!("Recycle");
     let r = a.post(PVS, &root).await;
     assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(r.body["details"]["causes"][0]["message"], "Forbidden: may not be 'recycle' for a hostPath mount of '/'");
+    assert_eq!(
+        r.body["details"]["causes"][0]["message"],
+        "Forbidden: may not be 'recycle' for a hostPath mount of '/'"
+    );
     a.h.shutdown().await.unwrap();
 }

@@ -553,7 +553,11 @@ mod tests {
             v["spec"].as_object_mut().unwrap().extend(source.as_object().unwrap().clone());
             v
         };
-        for ok in [json!({"csi": {"driver": "d", "volumeHandle": "h"}}), json!({"hostPath": {"path": "/data"}}), json!({"nfs": {"server": "s", "path": "/"}})] {
+        for ok in [
+            json!({"csi": {"driver": "d", "volumeHandle": "h"}}),
+            json!({"hostPath": {"path": "/data"}}),
+            json!({"nfs": {"server": "s", "path": "/"}}),
+        ] {
             assert!(validate(pv_type(), &pv(ok.clone())).is_empty(), "{ok}");
         }
         for root in ["/", "//", "/./"] {
