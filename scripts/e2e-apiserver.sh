@@ -3,7 +3,8 @@
 #
 # Starts `cargo run -p pv-apiserver --example serve` on a free port in a fresh data directory,
 # then drives it with kubectl: apply, get (table, yaml, json, wide, -w), describe, patch (merge,
-# json, strategic), edit (KUBE_EDITOR=sed), label, delete, a rejected manifest, and a kill -9 +
+# json, strategic), edit (KUBE_EDITOR=sed), label, delete, a rejected manifest, server-side dry
+# runs, field validation, taints, field selectors, cluster-info, namespace deletion, and a kill -9 +
 # restart that must keep every acknowledged write. Every kubectl command must succeed with an
 # empty stderr (no discovery warnings); the script stops at the first failure and prints it.
 set -euo pipefail
@@ -194,6 +195,80 @@ k "describe shows events" describe pv pv1
 expect 'E2ETest'
 k "delete pvc" delete pvc c1
 expect 'persistentvolumeclaim "c1" deleted'
+
+# Server-side dry runs write nothing, whether the options travel in the body or the query.
+k "dry-run delete" delete pv pv1 --dry-run=server
+expect 'persistentvolume "pv1" deleted \(server dry run\)'
+k "still there after dry-run delete" get pv pv1 -o name
+k "dry-run delete all" delete pv --all --dry-run=server
+k "still there after dry-run delete --all" get pv pv1 -o name
+if kubectl create -f - --dry-run=server >"$WORK/out" 2>"$WORK/err" <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv1}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/pv1}}
+EOF
+then fail "dry-run create of an existing name succeeded"; fi
+grep -q 'already exists' "$WORK/err" || { cat "$WORK/err"; fail "dry-run create: unexpected error text"; }
+echo "ok: dry-run create reports AlreadyExists"; PASSED=$((PASSED + 1))
+
+# Unknown fields: kubectl create sends fieldValidation=Strict; --validate=warn gets a warning.
+if kubectl create -f - >"$WORK/out" 2>"$WORK/err" <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: bogus}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/b}, bogusField: 42}
+EOF
+then fail "unknown field accepted under Strict"; fi
+grep -q 'strict decoding error: unknown field "spec.bogusField"' "$WORK/err" || { cat "$WORK/err"; fail "strict: unexpected error text"; }
+echo "ok: unknown field refused"; PASSED=$((PASSED + 1))
+kubectl create --validate=warn -f - >"$WORK/out" 2>"$WORK/err" <<'EOF' || { cat "$WORK/err"; fail "create --validate=warn failed"; }
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: bogus}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/b}, bogusField: 42}
+EOF
+grep -q 'Warning: unknown field "spec.bogusField"' "$WORK/err" || { cat "$WORK/err"; fail "warn: no warning"; }
+echo "ok: unknown field dropped with a warning"; PASSED=$((PASSED + 1))
+k "unknown field not stored" get pv bogus -o json
+if grep -q bogusField "$WORK/out"; then fail "unknown field stored"; fi
+k "delete bogus" delete pv bogus
+
+# Taints are an atomic list: removing one by key works.
+k "create node" create -f - <<'EOF'
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+EOF
+k "taint" taint node n1 dedicated=storage:NoSchedule other=x:NoSchedule
+k "untaint" taint node n1 dedicated-
+k "taints left" get node n1 -o jsonpath='{.spec.taints[*].key}'
+expect '^other$'
+
+# Field selectors kube-apiserver supports, and its error for the others.
+k "field selector on events" get events --field-selector reason=E2ETest -o name
+expect 'pv1.e2e'
+if kubectl get events --field-selector foo=bar >"$WORK/out" 2>"$WORK/err"; then fail "unsupported field selector accepted"; fi
+grep -q 'field label not supported: foo' "$WORK/err" || { cat "$WORK/err"; fail "field selector: unexpected error text"; }
+echo "ok: unsupported field selector refused"; PASSED=$((PASSED + 1))
+k "cluster-info" cluster-info
+expect 'Kubernetes control plane'
+
+# Namespaces: no collection delete; deleting one removes what is in it.
+if kubectl delete --raw /api/v1/namespaces >"$WORK/out" 2>"$WORK/err"; then fail "namespace collection delete accepted"; fi
+k "default survives" get ns default -o name
+k "ns for lifecycle" create namespace doomed
+k "claim in ns" -n doomed create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: inside}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+EOF
+k "ns label" get ns doomed -o jsonpath='{.metadata.labels.kubernetes\.io/metadata\.name}'
+expect '^doomed$'
+k "delete ns" delete namespace doomed
+if kubectl -n doomed get pvc inside >"$WORK/out" 2>"$WORK/err"; then fail "claim survived its namespace"; fi
+echo "ok: namespace contents deleted"; PASSED=$((PASSED + 1))
 
 # kill -9 loses nothing acknowledged; the restart resumes the resourceVersion sequence.
 k "create before crash" create -f - <<'EOF'

@@ -30,6 +30,17 @@ fn encoded(reply: Reply, protobuf: bool) -> Result<Response> {
     Ok((reply.0, [(header::CONTENT_TYPE, protobuf::MEDIA_TYPE)], body).into_response())
 }
 
+/// Adds one `Warning: 299 - "..."` header per text, as kube-apiserver sends them.
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let quoted = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
+        if let Ok(v) = header::HeaderValue::from_str(&quoted) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
 fn ok(v: Value) -> Result<Response> {
     Ok(json((StatusCode::OK, v)))
 }
@@ -99,10 +110,13 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                 bytes = serde_json::to_vec(&v).unwrap_or_default().into();
                 ct = "application/json";
             }
-            let reply = match method {
-                Method::GET if is_watch => return watch::watch(st, &t, &q, format),
-                Method::GET if t.name.is_some() => handlers::get(&st, &t, &q, format)?,
-                Method::GET => handlers::list(&st, &t, &q, format)?,
+            let (reply, warnings) = match method {
+                Method::GET if is_watch => {
+                    handlers::selectors_for(&t, &q)?;
+                    return watch::watch(st, &t, &q, format);
+                }
+                Method::GET if t.name.is_some() => (handlers::get(&st, &t, &q, format)?, Vec::new()),
+                Method::GET => (handlers::list(&st, &t, &q, format)?, Vec::new()),
                 Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
                     // A write returns once it is durable: the wait (a group commit's fsync, or
                     // the commit before it) runs off the async workers, so they keep reading
@@ -114,15 +128,15 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                             Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
                             Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
                             Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
-                            _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes),
-                            _ => handlers::delete_collection(&st, &t, &q),
+                            _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
+                            _ => handlers::delete_collection(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
                         })
                         .await
                         .map_err(|e| ApiError::Store(StoreError::Internal(format!("request handler failed: {e}"))))??
                 }
                 _ => return Err(ApiError::MethodNotAllowed),
             };
-            encoded(reply, format.protobuf)
+            Ok(with_warnings(encoded(reply, format.protobuf)?, &warnings))
         }
     }
 }

@@ -28,8 +28,8 @@ pub enum ApiError {
     /// The verb is not allowed on this path (405).
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
-    /// Unknown patch or body content type (415).
-    #[error("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {0})")]
+    /// Unknown patch or body content type (415); carries the accepted media types.
+    #[error("the body of the request was in an unknown format - accepted media types include: {0}")]
     UnsupportedMediaType(String),
     /// A continue token whose list is no longer held (410 `Expired`).
     #[error("{0}")]

@@ -5,8 +5,11 @@
 //! List or Table kubectl expects. What kube-apiserver does around the storage call lives here
 //! too: namespaces from the path, `generateName`, the check that a namespace exists before
 //! anything is created in it, retrying a PATCH whose base changed underneath it, DeleteOptions
-//! preconditions, `dryRun`, and the `events.k8s.io` conversion.
+//! (from the body, or the query when there is none), `dryRun` (the whole write checked and
+//! answered, nothing stored), `fieldValidation`, and the `events.k8s.io` conversion. Every body
+//! and every patched object goes through [`crate::decode`] into its typed form first.
 
+use crate::decode::{self, FieldValidation};
 use crate::error::{ApiError, Result};
 use crate::events;
 use crate::patch::{self, PatchKind};
@@ -15,7 +18,7 @@ use crate::select::{self, FieldSelector, LabelSelector, Selectors};
 use crate::tables::{self, IncludeObject};
 use crate::AppState;
 use axum::http::StatusCode;
-use pv_store::{validation, ListOptions, StoreError};
+use pv_store::{FieldError, FieldErrorKind, ListOptions, StoreError};
 use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -26,6 +29,9 @@ pub type Query = HashMap<String, String>;
 
 /// A JSON answer with its status code.
 pub type Reply = (StatusCode, Value);
+
+/// A write's answer and the `Warning` header texts that go with it.
+pub type Written = (Reply, Vec<String>);
 
 /// How the client wants objects back.
 #[derive(Clone, Copy, Debug)]
@@ -81,28 +87,72 @@ fn status_write(t: &Target) -> Result<bool> {
     }
 }
 
-/// Parses a request body (JSON, YAML when the content type says so, protobuf for Namespaces).
-pub fn parse_object(t: &Target, content_type: &str, body: &[u8]) -> Result<Value> {
-    if content_type.contains("protobuf") {
-        return crate::protobuf::decode(t.served.kind(), body);
-    }
-    if content_type.contains("cbor") {
-        return Err(ApiError::UnsupportedMediaType(content_type.into()));
-    }
-    let v: Value = if content_type.contains("yaml") {
-        serde_norway::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?
-    } else {
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("the body of the request was in an unknown format: {e}")))?
-    };
-    if !v.is_object() {
-        return Err(ApiError::BadRequest("the body of the request must be a JSON object".into()));
-    }
-    Ok(v)
+/// What a write takes from its query: `dryRun` and `fieldValidation`, checked as upstream
+/// checks its Create/Update/PatchOptions (422 naming the options kind).
+#[derive(Clone, Copy, Debug)]
+struct WriteOptions {
+    dry_run: bool,
+    fields: FieldValidation,
 }
 
-fn dry_run(q: &Query) -> bool {
-    q.get("dryRun").is_some_and(|v| !v.is_empty())
+fn options_invalid(options_kind: &str, error: FieldError) -> ApiError {
+    ApiError::Store(StoreError::Invalid {
+        kind: format!("{options_kind}.meta.k8s.io"),
+        name: String::new(),
+        errors: vec![error],
+    })
+}
+
+/// `dryRun` values: only `All` is known.
+fn dry_run_values(values: &[String], options_kind: &str) -> Result<bool> {
+    if values.iter().any(|v| v != "All") {
+        let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+        return Err(options_invalid(
+            options_kind,
+            FieldError {
+                path: "dryRun".into(),
+                kind: FieldErrorKind::NotSupportedValue(
+                    format!("[]string{{{}}}", quoted.join(", ")),
+                    vec!["All".into()],
+                ),
+                detail: String::new(),
+            },
+        ));
+    }
+    Ok(!values.is_empty())
+}
+
+fn write_options(q: &Query, options_kind: &str) -> Result<WriteOptions> {
+    let dry: Vec<String> = q.get("dryRun").into_iter().cloned().collect();
+    let dry_run = dry_run_values(&dry, options_kind)?;
+    let given = q.get("fieldValidation").map_or("", String::as_str);
+    let fields = FieldValidation::parse(given).ok_or_else(|| {
+        options_invalid(
+            options_kind,
+            FieldError::not_supported("fieldValidation", given, &["", "Ignore", "Strict", "Warn"]),
+        )
+    })?;
+    Ok(WriteOptions { dry_run, fields })
+}
+
+/// The schema name patches of this endpoint follow.
+fn patch_schema(t: &Target) -> &'static str {
+    if t.served.events_v1 {
+        "events.k8s.io/Event"
+    } else {
+        t.served.kind()
+    }
+}
+
+/// Moves a terminating namespace on after a write that may have emptied it.
+fn progress_namespace(st: &AppState, t: &Target, ns: &str) {
+    let ns = if t.served.kind() == "Namespace" { t.name.as_deref().unwrap_or("") } else { ns };
+    if ns.is_empty() || !(t.served.rt.namespaced || t.served.kind() == "Namespace") {
+        return;
+    }
+    if let Err(e) = st.store.sweep_namespace(ns) {
+        tracing::warn!(namespace = ns, error = %e, "could not finish terminating the namespace");
+    }
 }
 
 /// Puts path namespace and name into the body, rejecting contradictions as kube-apiserver does.
@@ -169,6 +219,12 @@ pub fn selectors(q: &Query) -> Result<Selectors> {
     })
 }
 
+/// Selectors from the query, field labels checked against what the endpoint supports.
+pub fn selectors_for(t: &Target, q: &Query) -> Result<Selectors> {
+    let sel = selectors(q)?;
+    Ok(Selectors { labels: sel.labels, fields: sel.fields.for_endpoint(&t.served)? })
+}
+
 /// The matching objects and the list's resourceVersion.
 pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Arc<Value>>, u64)> {
     let opts = ListOptions { namespace: t.namespace.clone() };
@@ -178,7 +234,7 @@ pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Arc<V
 
 /// LIST.
 pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
-    let sel = selectors(q)?;
+    let sel = selectors_for(t, q)?;
     let limit: usize = q.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
     let page =
         st.pages.page(limit, q.get("continue").map(String::as_str), select::object_key, || matching(st, t, &sel))?;
@@ -211,14 +267,16 @@ fn generated_name(prefix: &str) -> String {
 }
 
 /// POST.
-pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Reply> {
+pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Written> {
     if t.name.is_some() {
         return Err(ApiError::MethodNotAllowed);
     }
     if t.served.rt.namespaced && t.namespace.is_none() {
         return Err(ApiError::NoRoute);
     }
-    let mut obj = into_store(t, parse_object(t, ct, body)?);
+    let opts = write_options(q, "CreateOptions")?;
+    let decoded = decode::decode(&t.served, ct, body, opts.fields)?;
+    let mut obj = into_store(t, decoded.object);
     pin_identity(t, &mut obj)?;
     check_namespace(st, t)?;
     let prefix = select::field_value(&obj, "metadata.generateName");
@@ -228,21 +286,13 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
         if !named && !prefix.is_empty() {
             attempt["metadata"]["name"] = json!(generated_name(&prefix));
         }
-        if dry_run(q) {
-            validation::default(t.served.rt, &mut attempt);
-            let errs = validation::validate(t.served.rt, &attempt);
-            if !errs.is_empty() {
-                return Err(StoreError::Invalid {
-                    kind: t.served.kind().into(),
-                    name: select::field_value(&attempt, "metadata.name"),
-                    errors: errs,
-                }
-                .into());
-            }
-            return Ok((StatusCode::CREATED, out(t, &attempt)));
-        }
-        match st.store.create(t.served.plural(), attempt) {
-            Ok(o) => return Ok((StatusCode::CREATED, out(t, &o))),
+        let result = if opts.dry_run {
+            st.store.create_dry_run(t.served.plural(), attempt)
+        } else {
+            st.store.create(t.served.plural(), attempt)
+        };
+        match result {
+            Ok(o) => return Ok(((StatusCode::CREATED, out(t, &o)), decoded.warnings)),
             Err(StoreError::AlreadyExists { .. }) if !named && !prefix.is_empty() => continue,
             Err(e) => return Err(e.into()),
         }
@@ -251,24 +301,32 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
 }
 
 /// PUT.
-pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Reply> {
+pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Written> {
     name_of(t)?;
     let status = status_write(t)?;
-    let mut obj = into_store(t, parse_object(t, ct, body)?);
+    let opts = write_options(q, "UpdateOptions")?;
+    let decoded = decode::decode(&t.served, ct, body, opts.fields)?;
+    let mut obj = into_store(t, decoded.object);
     pin_identity(t, &mut obj)?;
-    if dry_run(q) {
-        st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?;
-        return Ok((StatusCode::OK, out(t, &obj)));
+    let o = if t.subresource.as_deref() == Some("finalize") {
+        st.store.finalize_namespace(obj, opts.dry_run)?
+    } else if opts.dry_run {
+        st.store.update_dry_run(t.served.plural(), obj, status)?
+    } else {
+        st.store.update(t.served.plural(), obj, status)?
+    };
+    if !opts.dry_run {
+        progress_namespace(st, t, ns_of(t));
     }
-    let o = st.store.update(t.served.plural(), obj, status)?;
-    Ok((StatusCode::OK, out(t, &o)))
+    Ok(((StatusCode::OK, out(t, &o)), decoded.warnings))
 }
 
 /// PATCH (merge, JSON, strategic, apply).
-pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Reply> {
+pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Written> {
     let name = name_of(t)?;
     let status = status_write(t)?;
     let kind = PatchKind::from_content_type(ct)?;
+    let opts = write_options(q, "PatchOptions")?;
     let p = patch::parse_body(kind, body)?;
     for _ in 0..5 {
         let current = match st.store.get(t.served.plural(), ns_of(t), name) {
@@ -284,22 +342,30 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
             Err(e) => return Err(e.into()),
         };
         let current_rv = select::field_value(&current, "metadata.resourceVersion");
-        let patched = patch::apply(kind, &out(t, &current), &p)?;
+        let patched = patch::apply(kind, patch_schema(t), &out(t, &current), &p)?;
         if !patched.is_object() {
             return Err(ApiError::BadRequest("the patched object is not a JSON object".into()));
         }
-        let mut obj = into_store(t, patched);
+        let decoded = decode::typed(&t.served, patched, opts.fields)?;
+        let mut obj = into_store(t, decoded.object);
         pin_identity(t, &mut obj)?;
         let given_rv = select::field_value(&obj, "metadata.resourceVersion");
         let pinned = !given_rv.is_empty() && given_rv != current_rv;
         if given_rv.is_empty() {
             obj["metadata"]["resourceVersion"] = json!(current_rv);
         }
-        if dry_run(q) {
-            return Ok((StatusCode::OK, out(t, &obj)));
-        }
-        match st.store.update(t.served.plural(), obj, status) {
-            Ok(o) => return Ok((StatusCode::OK, out(t, &o))),
+        let result = if opts.dry_run {
+            st.store.update_dry_run(t.served.plural(), obj, status)
+        } else {
+            st.store.update(t.served.plural(), obj, status)
+        };
+        match result {
+            Ok(o) => {
+                if !opts.dry_run {
+                    progress_namespace(st, t, ns_of(t));
+                }
+                return Ok(((StatusCode::OK, out(t, &o)), decoded.warnings));
+            }
             Err(StoreError::Conflict { .. }) if !pinned => continue,
             Err(e) => return Err(e.into()),
         }
@@ -311,15 +377,45 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
     }))
 }
 
-/// Preconditions from the DeleteOptions body and the query.
-fn preconditions(body: &[u8], q: &Query) -> Result<(Option<String>, Option<String>)> {
-    let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
-        Value::Null
+/// The DeleteOptions a delete honours.
+#[derive(Debug, Default)]
+struct DeleteOptions {
+    dry_run: bool,
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+/// DeleteOptions from the body, or from the query when there is no body, as kube-apiserver
+/// reads them (kubectl sends `{"propagationPolicy": ..., "dryRun": ["All"]}` in the body).
+fn delete_options(body: &[u8], q: &Query) -> Result<DeleteOptions> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+    let (dry, policy, pre) = if body.iter().all(u8::is_ascii_whitespace) {
+        let dry: Vec<String> = q.get("dryRun").into_iter().cloned().collect();
+        // A bare `resourceVersion` query is taken as a precondition, as before.
+        let pre = meta::Preconditions { resource_version: q.get("resourceVersion").cloned(), uid: None };
+        (dry, q.get("propagationPolicy").cloned(), pre)
     } else {
-        serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid DeleteOptions: {e}")))?
+        let mut v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::BadRequest(format!("the body of the request was in an unknown format: {e}")))?;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("apiVersion");
+            o.remove("kind");
+        }
+        let opts: meta::DeleteOptions = serde_path_to_error::deserialize(&v)
+            .map_err(|e| ApiError::BadRequest(format!("invalid DeleteOptions: {}: {}", e.path(), e.inner())))?;
+        (opts.dry_run.unwrap_or_default(), opts.propagation_policy, opts.preconditions.unwrap_or_default())
     };
-    let pre = |f: &str| opts.pointer(&format!("/preconditions/{f}")).and_then(Value::as_str).map(str::to_string);
-    Ok((pre("uid"), pre("resourceVersion").or_else(|| q.get("resourceVersion").cloned())))
+    if let Some(p) = policy.filter(|p| !matches!(p.as_str(), "Foreground" | "Background" | "Orphan")) {
+        return Err(options_invalid(
+            "DeleteOptions",
+            FieldError::not_supported("propagationPolicy", p, &["Foreground", "Background", "Orphan", "nil"]),
+        ));
+    }
+    Ok(DeleteOptions {
+        dry_run: dry_run_values(&dry, "DeleteOptions")?,
+        uid: pre.uid,
+        resource_version: pre.resource_version,
+    })
 }
 
 /// DELETE of one object.
@@ -328,27 +424,43 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply
     if t.subresource.is_some() {
         return Err(ApiError::MethodNotAllowed);
     }
-    let (uid, rv) = preconditions(body, q)?;
-    if dry_run(q) {
-        let o = st.store.get(t.served.plural(), ns_of(t), name)?;
-        return Ok((StatusCode::OK, out(t, &o)));
+    let opts = delete_options(body, q)?;
+    let (uid, rv) = (opts.uid.as_deref(), opts.resource_version.as_deref());
+    let o = if opts.dry_run {
+        st.store.delete_dry_run(t.served.plural(), ns_of(t), name, uid, rv)?
+    } else {
+        st.store.delete(t.served.plural(), ns_of(t), name, uid, rv)?
+    };
+    if !opts.dry_run {
+        progress_namespace(st, t, ns_of(t));
     }
-    let o = st.store.delete(t.served.plural(), ns_of(t), name, uid.as_deref(), rv.as_deref())?;
     Ok((StatusCode::OK, out(t, &o)))
 }
 
-/// DELETE of a collection (with selectors).
-pub fn delete_collection(st: &AppState, t: &Target, q: &Query) -> Result<Reply> {
-    let sel = selectors(q)?;
+/// DELETE of a collection (with selectors). Namespaces have none, as in kube-apiserver.
+pub fn delete_collection(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply> {
+    if t.served.kind() == "Namespace" {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let opts = delete_options(body, q)?;
+    let sel = selectors_for(t, q)?;
     let (items, _) = matching(st, t, &sel)?;
     let mut deleted = Vec::new();
     for o in items {
         let ns = select::field_value(&o, "metadata.namespace");
         let name = select::field_value(&o, "metadata.name");
-        match st.store.delete(t.served.plural(), &ns, &name, None, None) {
+        let result = if opts.dry_run {
+            st.store.delete_dry_run(t.served.plural(), &ns, &name, None, None)
+        } else {
+            st.store.delete(t.served.plural(), &ns, &name, None, None)
+        };
+        match result {
             Ok(d) => deleted.push(out(t, &d)),
             Err(StoreError::NotFound { .. }) => {}
             Err(e) => return Err(e.into()),
+        }
+        if !opts.dry_run {
+            progress_namespace(st, t, &ns);
         }
     }
     let rv = st.store.delivered_version().to_string();

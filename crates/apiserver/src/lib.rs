@@ -17,6 +17,7 @@
 //! the store; [`server`] starts and stops everything.
 
 pub mod auth;
+pub mod decode;
 pub mod discovery;
 pub mod dispatch;
 pub mod durable;

@@ -1,9 +1,12 @@
 //! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch and
 //! server-side apply, each turned into the full object that is then written as an update.
 //!
-//! Strategic merge patch is approximated without schemas: it is a merge patch in which lists
-//! named in [`MERGE_KEYS`] merge element-wise by their key, `finalizers` merges as a set, and
-//! the directives kubectl emits are honoured (`$patch: delete|replace` in maps and list items,
+//! Strategic merge patch follows each field's patch strategy and merge key as the API
+//! definitions declare them (`patch_strategies.json`, derived from upstream's OpenAPI spec by
+//! `scripts/gen-patch-strategies.py`): a list with strategy `merge` and a key merges
+//! element-wise by that key, one without a key merges as a set, every other list (e.g.
+//! `spec.taints`, which upstream declares atomic) is replaced; a field with strategy `replace`
+//! is replaced whole. The directives kubectl emits are honoured (`$patch: delete|replace` in maps and list items,
 //! `$deleteFromPrimitiveList/<field>`, `$retainKeys`; `$setElementOrder/<field>` is dropped).
 //! For the kinds served here that is what kubectl `apply`, `edit` and `patch` rely on.
 //!
@@ -13,6 +16,8 @@
 
 use crate::error::{ApiError, Result};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// The kinds of PATCH body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,30 +41,65 @@ impl PatchKind {
             "application/json-patch+json" => Ok(PatchKind::Json),
             "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
             "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(PatchKind::Apply),
-            other => Err(ApiError::UnsupportedMediaType(other.to_string())),
+            _ => Err(ApiError::UnsupportedMediaType(
+                "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml".into(),
+            )),
         }
     }
 }
 
-/// List fields that merge element-wise, and the key that identifies an element.
-pub const MERGE_KEYS: &[(&str, &str)] = &[
-    ("containers", "name"),
-    ("initContainers", "name"),
-    ("ephemeralContainers", "name"),
-    ("volumes", "name"),
-    ("volumeMounts", "mountPath"),
-    ("volumeDevices", "devicePath"),
-    ("env", "name"),
-    ("imagePullSecrets", "name"),
-    ("ports", "containerPort"),
-    ("conditions", "type"),
-    ("ownerReferences", "uid"),
-    ("addresses", "type"),
-    ("taints", "key"),
-];
+/// A field's patch facts from the API definitions: the type it leads to, its patch strategy
+/// (`merge`, `retainKeys`, `replace`, or several joined by commas) and its merge key.
+#[derive(Clone, Debug, serde::Deserialize)]
+struct FieldInfo(Option<String>, Option<String>, Option<String>);
 
-/// Lists of scalars that merge as sets.
-const PRIMITIVE_MERGE: &[&str] = &["finalizers"];
+/// The table `scripts/gen-patch-strategies.py` derives from upstream's OpenAPI spec.
+#[derive(Debug, serde::Deserialize)]
+struct Strategies {
+    roots: HashMap<String, String>,
+    types: HashMap<String, HashMap<String, FieldInfo>>,
+}
+
+fn strategies() -> &'static Strategies {
+    static TABLE: OnceLock<Strategies> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_json::from_str(include_str!("patch_strategies.json")).expect("patch_strategies.json is valid")
+    })
+}
+
+/// Where a strategic merge stands in the schema: the type of the map being merged (None: no
+/// schema, so lists are replaced and maps merged, as for a JSON merge patch).
+#[derive(Clone, Copy)]
+struct Schema(Option<&'static HashMap<String, FieldInfo>>);
+
+impl Schema {
+    /// The schema of a served kind (`events.k8s.io/Event` for the events.k8s.io form).
+    fn root(kind: &str) -> Self {
+        let t = strategies();
+        Schema(t.roots.get(kind).and_then(|n| t.types.get(n)))
+    }
+
+    fn field(&self, name: &str) -> Option<&'static FieldInfo> {
+        self.0.and_then(|m| m.get(name))
+    }
+
+    /// The schema of a field's value (or of its list items).
+    fn child(&self, name: &str) -> Schema {
+        Schema(self.field(name).and_then(|f| f.0.as_ref()).and_then(|n| strategies().types.get(n)))
+    }
+
+    fn merges(&self, name: &str) -> bool {
+        self.field(name).and_then(|f| f.1.as_deref()).is_some_and(|s| s.split(',').any(|x| x == "merge"))
+    }
+
+    fn replaces(&self, name: &str) -> bool {
+        self.field(name).and_then(|f| f.1.as_deref()).is_some_and(|s| s.split(',').any(|x| x == "replace"))
+    }
+
+    fn merge_key(&self, name: &str) -> Option<&'static str> {
+        self.field(name).and_then(|f| f.2.as_deref())
+    }
+}
 
 /// Parses a body as JSON, or YAML for apply patches.
 pub fn parse_body(kind: PatchKind, body: &[u8]) -> Result<Value> {
@@ -71,8 +111,9 @@ pub fn parse_body(kind: PatchKind, body: &[u8]) -> Result<Value> {
     serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
 }
 
-/// Applies a patch to `target`, returning the patched object.
-pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value> {
+/// Applies a patch to `target` (an object of kind `schema`, as [`Schema::root`] names it),
+/// returning the patched object.
+pub fn apply(kind: PatchKind, schema: &str, target: &Value, patch: &Value) -> Result<Value> {
     let mut out = target.clone();
     match kind {
         PatchKind::Merge => {
@@ -94,18 +135,14 @@ pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value> {
             let base = out
                 .as_object_mut()
                 .ok_or_else(|| ApiError::BadRequest("the object to patch is not a JSON object".into()))?;
-            merge_map(base, p)?;
+            merge_map(base, p, Schema::root(schema))?;
         }
     }
     Ok(out)
 }
 
-fn merge_key(field: &str) -> Option<&'static str> {
-    MERGE_KEYS.iter().find(|(f, _)| *f == field).map(|(_, k)| *k)
-}
-
 /// Strategic merge of `patch` into `base`.
-fn merge_map(base: &mut Map<String, Value>, patch: &Map<String, Value>) -> Result<()> {
+fn merge_map(base: &mut Map<String, Value>, patch: &Map<String, Value>, schema: Schema) -> Result<()> {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("replace") => {
             let mut p = patch.clone();
@@ -137,18 +174,24 @@ fn merge_map(base: &mut Map<String, Value>, patch: &Map<String, Value>) -> Resul
             Value::Object(pm) if pm.get("$patch").and_then(Value::as_str) == Some("delete") => {
                 base.remove(k);
             }
+            Value::Object(pm) if schema.replaces(k) => {
+                let mut p = pm.clone();
+                strip_directives(&mut p);
+                base.insert(k.clone(), Value::Object(p));
+            }
             Value::Object(pm) => match base.get_mut(k) {
-                Some(Value::Object(bm)) => merge_map(bm, pm)?,
+                Some(Value::Object(bm)) => merge_map(bm, pm, schema.child(k))?,
                 _ => {
                     let mut fresh = Map::new();
-                    merge_map(&mut fresh, pm)?;
+                    merge_map(&mut fresh, pm, schema.child(k))?;
                     base.insert(k.clone(), Value::Object(fresh));
                 }
             },
             Value::Array(pa) => {
-                let merged = match (base.get(k), merge_key(k)) {
-                    (Some(Value::Array(ba)), Some(key)) => merge_list_by_key(ba, pa, key)?,
-                    (Some(Value::Array(ba)), None) if PRIMITIVE_MERGE.contains(&k.as_str()) => {
+                let merging = schema.merges(k);
+                let merged = match (base.get(k), schema.merge_key(k)) {
+                    (Some(Value::Array(ba)), Some(key)) if merging => merge_list_by_key(ba, pa, key, schema.child(k))?,
+                    (Some(Value::Array(ba)), None) if merging => {
                         let mut out = ba.clone();
                         for x in pa {
                             if !out.contains(x) {
@@ -191,7 +234,7 @@ fn strip_directives(m: &mut Map<String, Value>) {
     }
 }
 
-fn merge_list_by_key(base: &[Value], patch: &[Value], key: &str) -> Result<Vec<Value>> {
+fn merge_list_by_key(base: &[Value], patch: &[Value], key: &str, schema: Schema) -> Result<Vec<Value>> {
     if patch.len() == 1 && patch[0].get("$patch").and_then(Value::as_str) == Some("replace") {
         return Ok(Vec::new());
     }
@@ -211,12 +254,12 @@ fn merge_list_by_key(base: &[Value], patch: &[Value], key: &str) -> Result<Vec<V
             (None, true) => {}
             (Some(i), false) => {
                 if let Some(bm) = out[i].as_object_mut() {
-                    merge_map(bm, pm)?;
+                    merge_map(bm, pm, schema)?;
                 }
             }
             (None, false) => {
                 let mut fresh = Map::new();
-                merge_map(&mut fresh, pm)?;
+                merge_map(&mut fresh, pm, schema)?;
                 out.push(Value::Object(fresh));
             }
         }
@@ -233,16 +276,18 @@ mod tests {
     fn merge_patch_replaces_lists_and_null_deletes() {
         let t = json!({"spec": {"a": 1, "l": [1, 2]}, "metadata": {"labels": {"x": "1"}}});
         let p = json!({"spec": {"l": [3]}, "metadata": {"labels": {"x": null}}});
-        let out = apply(PatchKind::Merge, &t, &p).unwrap();
+        let out = apply(PatchKind::Merge, "PersistentVolume", &t, &p).unwrap();
         assert_eq!(out, json!({"spec": {"a": 1, "l": [3]}, "metadata": {"labels": {}}}));
     }
 
     #[test]
     fn json_patch_applies_operations_and_reports_failures() {
         let t = json!({"spec": {"a": 1}});
-        let out = apply(PatchKind::Json, &t, &json!([{"op": "replace", "path": "/spec/a", "value": 2}])).unwrap();
+        let out =
+            apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "replace", "path": "/spec/a", "value": 2}]))
+                .unwrap();
         assert_eq!(out["spec"]["a"], 2);
-        let err = apply(PatchKind::Json, &t, &json!([{"op": "remove", "path": "/nope"}]));
+        let err = apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "remove", "path": "/nope"}]));
         assert_eq!(err.unwrap_err().code(), 400);
     }
 
@@ -255,14 +300,53 @@ mod tests {
             "spec": {"containers": [{"name": "c", "image": "y"}, {"name": "d", "$patch": "delete"}],
                       "accessModes": ["ReadWriteMany"]},
         });
-        let out = apply(PatchKind::Strategic, &t, &p).unwrap();
+        let out = apply(PatchKind::Strategic, "Pod", &t, &p).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
         assert_eq!(out["spec"]["containers"], json!([{"name": "c", "image": "y"}]));
         assert_eq!(out["spec"]["accessModes"], json!(["ReadWriteMany"]));
-        let out =
-            apply(PatchKind::Strategic, &out, &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}))
-                .unwrap();
+        let out = apply(
+            PatchKind::Strategic,
+            "Pod",
+            &out,
+            &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}}),
+        )
+        .unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["b"]));
+    }
+
+    #[test]
+    fn strategic_patch_takes_list_strategies_from_the_api_definitions() {
+        // NodeSpec.taints is atomic: the patch's list replaces the stored one (`kubectl taint
+        // node N key-` sends the remaining taints).
+        let node =
+            json!({"spec": {"taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoSchedule"}]}});
+        let out = apply(
+            PatchKind::Strategic,
+            "Node",
+            &node,
+            &json!({"spec": {"taints": [{"key": "b", "effect": "NoSchedule"}]}}),
+        )
+        .unwrap();
+        assert_eq!(out["spec"]["taints"], json!([{"key": "b", "effect": "NoSchedule"}]));
+        // NodeStatus.addresses merges by `type`; ObjectMeta.ownerReferences by `uid`.
+        let node = json!({"status": {"addresses": [{"type": "InternalIP", "address": "1"}, {"type": "Hostname", "address": "h"}]}});
+        let out = apply(
+            PatchKind::Strategic,
+            "Node",
+            &node,
+            &json!({"status": {"addresses": [{"type": "Hostname", "address": "g"}]}}),
+        )
+        .unwrap();
+        assert_eq!(
+            out["status"]["addresses"],
+            json!([{"type": "InternalIP", "address": "1"}, {"type": "Hostname", "address": "g"}])
+        );
+        // A PV's access modes have no strategy: replaced.
+        let pv = json!({"spec": {"accessModes": ["ReadWriteOnce"]}});
+        let out =
+            apply(PatchKind::Strategic, "PersistentVolume", &pv, &json!({"spec": {"accessModes": ["ReadOnlyMany"]}}))
+                .unwrap();
+        assert_eq!(out["spec"]["accessModes"], json!(["ReadOnlyMany"]));
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! List filtering: label selectors, field selectors and `limit`/`continue` paging.
 //!
 //! Label selectors follow Kubernetes' grammar (`a=b`, `a==b`, `a!=b`, `a in (x,y)`,
-//! `a notin (x)`, `a`, `!a`). Field selectors accept `=`, `==` and `!=` on any dotted path into
-//! the object (`metadata.name`, `spec.volumeName`, `involvedObject.uid`, `status.phase`); a
-//! missing field reads as the empty string, as kube-apiserver's field sets do. Continue tokens
+//! `a notin (x)`, `a`, `!a`), with keys and values checked as label syntax (400 otherwise).
+//! Field selectors accept `=`, `==` and `!=` on the fields kube-apiserver selects by for each
+//! kind ([`supported_field`]: events by `involvedObject.*`, `reason`, `source`, `type`, ...,
+//! pods by `spec.nodeName`, `status.phase`, ..., every kind by `metadata.name` and (namespaced)
+//! `metadata.namespace`); any other field is a 400 with upstream's message. A missing field
+//! reads as the empty string, as kube-apiserver's field sets do. Continue tokens
 //! are opaque base64 of the last returned `namespace/name`: paging walks the store's key order.
 
 use crate::error::{ApiError, Result};
+use crate::resources::Served;
 use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -72,6 +76,7 @@ impl LabelSelector {
             } else {
                 LabelReq::Exists(part.into())
             };
+            check_label_requirement(&req)?;
             reqs.push(req);
         }
         Ok(LabelSelector(reqs))
@@ -89,6 +94,146 @@ impl LabelSelector {
             LabelReq::Exists(k) => get(k).is_some(),
             LabelReq::NotExists(k) => get(k).is_none(),
         })
+    }
+}
+
+const NAME_PART: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+fn label_token_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// Checks a label key (`[prefix/]name`) and values as kube-apiserver's selector parser does.
+fn check_label_requirement(req: &LabelReq) -> Result<()> {
+    let (key, values): (&str, Vec<&String>) = match req {
+        LabelReq::Eq(k, v) | LabelReq::Ne(k, v) => (k, vec![v]),
+        LabelReq::In(k, vs) | LabelReq::NotIn(k, vs) => (k, vs.iter().collect()),
+        LabelReq::Exists(k) | LabelReq::NotExists(k) => (k, Vec::new()),
+    };
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let bad_key = if name.is_empty() || name.len() > 63 || !label_token_ok(name) {
+        Some(format!("name part {NAME_PART}"))
+    } else if prefix.is_some_and(|p| !pv_store::validation::is_dns_subdomain(p)) {
+        Some("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".into())
+    } else {
+        None
+    };
+    if let Some(why) = bad_key {
+        return Err(ApiError::BadRequest(format!("unable to parse requirement: key: Invalid value: {key:?}: {why}")));
+    }
+    for (i, v) in values.into_iter().enumerate() {
+        if !v.is_empty() && (v.len() > 63 || !label_token_ok(v)) {
+            return Err(ApiError::BadRequest(format!(
+                "unable to parse requirement: values[{i}][{key}]: Invalid value: {v:?}: a valid label must be an empty string or {}",
+                NAME_PART.trim_start_matches("must ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The field label a selector may use on an endpoint, as kube-apiserver converts it (the
+/// events.k8s.io names map onto the core Event fields), or upstream's error for one it does
+/// not support.
+pub fn supported_field(served: &Served, label: &str) -> Result<String> {
+    let core = |ok: &[&str]| -> Result<String> {
+        if ok.contains(&label) {
+            Ok(label.to_string())
+        } else {
+            Err(ApiError::BadRequest(format!("field label not supported: {label}")))
+        }
+    };
+    if served.events_v1 {
+        let mapped = match label {
+            "reason" | "type" | "metadata.namespace" | "metadata.name" => label.to_string(),
+            "reportingController" => "reportingComponent".into(),
+            l => match l.strip_prefix("regarding.") {
+                Some(f @ ("kind" | "namespace" | "name" | "uid" | "apiVersion" | "resourceVersion" | "fieldPath")) => {
+                    format!("involvedObject.{f}")
+                }
+                _ => return Err(ApiError::BadRequest(format!("field label not supported: {label}"))),
+            },
+        };
+        return Ok(mapped);
+    }
+    match served.kind() {
+        "Event" => core(&[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "metadata.namespace",
+            "metadata.name",
+        ]),
+        "Pod" if label == "spec.host" => Ok("spec.nodeName".into()),
+        "Pod" => core(&[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ]),
+        "Node" => core(&["metadata.name", "spec.unschedulable"]),
+        "Namespace" => core(&["status.phase", "metadata.name"]),
+        _ if matches!(label, "metadata.name" | "metadata.namespace") => Ok(label.to_string()),
+        _ => Err(ApiError::BadRequest(format!(
+            "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        ))),
+    }
+}
+
+/// The value of a selectable field of a stored object, as upstream's field sets compute it
+/// (booleans as `true`/`false`, an Event's `source` falling back to its reporting controller,
+/// a Pod's `status.podIP` from its first `podIPs` entry).
+pub fn selectable_value(obj: &Value, label: &str) -> String {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let label = match (kind, label) {
+        (_, "reportingController") => "reportingComponent",
+        ("Pod", "spec.host") => "spec.nodeName",
+        (_, l) => l,
+    };
+    let label = match label.strip_prefix("regarding.") {
+        Some(f) => format!("involvedObject.{f}"),
+        None => label.to_string(),
+    };
+    match (kind, label.as_str()) {
+        ("Event", "source") => {
+            let s = field_value(obj, "source.component");
+            if s.is_empty() {
+                field_value(obj, "reportingComponent")
+            } else {
+                s
+            }
+        }
+        ("Pod", "spec.hostNetwork") | ("Node", "spec.unschedulable") => {
+            (obj.pointer(&format!("/{}", label.replace('.', "/"))) == Some(&Value::Bool(true))).to_string()
+        }
+        ("Pod", "status.podIP") => {
+            let first = obj.pointer("/status/podIPs/0/ip").and_then(Value::as_str).map(str::to_string);
+            first.unwrap_or_else(|| field_value(obj, "status.podIP"))
+        }
+        ("Pod", "status.podIPs") => String::new(),
+        _ => field_value(obj, &label),
     }
 }
 
@@ -133,7 +278,18 @@ impl FieldSelector {
 
     /// True when every requirement holds.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(k, eq, v)| (field_value(obj, k) == *v) == *eq)
+        self.0.iter().all(|(k, eq, v)| (selectable_value(obj, k) == *v) == *eq)
+    }
+
+    /// Checks every field against what the endpoint supports, converting the names to the
+    /// stored object's ([`supported_field`]).
+    pub fn for_endpoint(self, served: &Served) -> Result<Self> {
+        let reqs = self
+            .0
+            .into_iter()
+            .map(|(k, eq, v)| supported_field(served, &k).map(|k| (k, eq, v)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(FieldSelector(reqs))
     }
 
     /// The value required for `metadata.name`, if the selector pins it.
@@ -184,6 +340,50 @@ mod tests {
             assert_eq!(LabelSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
         }
         assert!(LabelSelector::parse("a in x").is_err());
+    }
+
+    #[test]
+    fn invalid_label_selectors_are_refused() {
+        for bad in ["a b=c", "app=a b", "-x", "app in (a$)", "Bad_Prefix/x=y"] {
+            let err = LabelSelector::parse(bad).unwrap_err();
+            assert_eq!(err.code(), 400, "{bad}");
+            assert!(err.to_string().starts_with("unable to parse requirement"), "{bad}: {err}");
+        }
+        assert!(LabelSelector::parse("example.com/app=db,tier in (a_b, c.d),!x").is_ok());
+    }
+
+    #[test]
+    fn field_selectors_take_the_fields_each_kind_supports() {
+        let served = |g: &str, p: &str| crate::resources::lookup(g, "v1", p).unwrap();
+        let events = served("", "events");
+        let sel = |s: &str, on: &Served| FieldSelector::parse(s).unwrap().for_endpoint(on);
+        let ev = json!({"kind": "Event", "reason": "ProvisioningSucceeded", "type": "Normal",
+                        "involvedObject": {"kind": "PersistentVolumeClaim", "name": "c"},
+                        "source": {"component": "persistentvolume-controller"}});
+        for ok in [
+            "source=persistentvolume-controller",
+            "reason=ProvisioningSucceeded,type=Normal",
+            "involvedObject.kind=PersistentVolumeClaim",
+        ] {
+            assert!(sel(ok, &events).unwrap().matches(&ev), "{ok}");
+        }
+        let v1 = served("events.k8s.io", "events");
+        assert!(sel("regarding.name=c,reason=ProvisioningSucceeded", &v1).unwrap().matches(&ev));
+        let reported = json!({"kind": "Event", "reportingComponent": "kubelet"});
+        assert!(sel("source=kubelet", &events).unwrap().matches(&reported));
+        assert_eq!(sel("foo=bar", &events).unwrap_err().to_string(), "field label not supported: foo");
+        assert_eq!(sel("count=3", &v1).unwrap_err().code(), 400);
+        let pods = served("", "pods");
+        let pod = json!({"kind": "Pod", "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        assert!(sel("spec.nodeName=n1,status.phase=Running,spec.hostNetwork=false", &pods).unwrap().matches(&pod));
+        assert!(sel("spec.host=n1", &pods).unwrap().matches(&pod));
+        assert!(sel("spec.volumes=x", &pods).is_err());
+        let pvs = served("", "persistentvolumes");
+        assert_eq!(
+            sel("spec.storageClassName=x", &pvs).unwrap_err().to_string(),
+            "\"spec.storageClassName\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+        assert!(sel("metadata.name=a", &pvs).is_ok());
     }
 
     #[test]

@@ -11,6 +11,9 @@ pub enum FieldErrorKind {
     Invalid(String),
     /// The value is not among the supported ones.
     NotSupported(String, Vec<String>),
+    /// Like `NotSupported`, for a value already written as upstream prints it
+    /// (`[]string{"x"}`).
+    NotSupportedValue(String, Vec<String>),
     /// The field may not be set or changed.
     Forbidden,
     /// The value is too long.
@@ -54,7 +57,7 @@ impl FieldError {
         match self.kind {
             FieldErrorKind::Required => "FieldValueRequired",
             FieldErrorKind::Invalid(_) => "FieldValueInvalid",
-            FieldErrorKind::NotSupported(..) => "FieldValueNotSupported",
+            FieldErrorKind::NotSupported(..) | FieldErrorKind::NotSupportedValue(..) => "FieldValueNotSupported",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong(_) => "FieldValueTooLong",
         }
@@ -70,6 +73,10 @@ impl fmt::Display for FieldError {
             FieldErrorKind::NotSupported(v, s) => {
                 let quoted: Vec<String> = s.iter().map(|x| format!("{x:?}")).collect();
                 write!(f, "Unsupported value: {v:?}: supported values: {}", quoted.join(", "))?
+            }
+            FieldErrorKind::NotSupportedValue(v, s) => {
+                let quoted: Vec<String> = s.iter().map(|x| format!("{x:?}")).collect();
+                write!(f, "Unsupported value: {v}: supported values: {}", quoted.join(", "))?
             }
             FieldErrorKind::Forbidden => write!(f, "Forbidden")?,
             FieldErrorKind::TooLong(n) => write!(f, "Too long: may not be more than {n} bytes")?,
@@ -103,6 +110,16 @@ pub enum StoreError {
     /// 409 on a stale write or failed precondition.
     #[error("Operation cannot be fulfilled on {resource} {name:?}: {message}")]
     Conflict {
+        /// Resource.
+        resource: String,
+        /// Object name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// 403: admission refused the request (a create in a namespace being terminated).
+    #[error("{resource} {name:?} is forbidden: {message}")]
+    Forbidden {
         /// Resource.
         resource: String,
         /// Object name.
@@ -145,6 +162,7 @@ impl StoreError {
         match self {
             StoreError::NotFound { .. } => 404,
             StoreError::AlreadyExists { .. } | StoreError::Conflict { .. } => 409,
+            StoreError::Forbidden { .. } => 403,
             StoreError::Invalid { .. } => 422,
             StoreError::Gone { .. } => 410,
             StoreError::BadRequest(_) => 400,
@@ -159,6 +177,7 @@ impl StoreError {
             StoreError::NotFound { .. } => "NotFound",
             StoreError::AlreadyExists { .. } => "AlreadyExists",
             StoreError::Conflict { .. } => "Conflict",
+            StoreError::Forbidden { .. } => "Forbidden",
             StoreError::Invalid { .. } => "Invalid",
             StoreError::Gone { .. } => "Expired",
             StoreError::BadRequest(_) => "BadRequest",

@@ -106,6 +106,16 @@ pub const RESOURCE_TYPES: &[ResourceType] = &[
     ResourceType {
         group: "",
         version: "v1",
+        kind: "Service",
+        plural: "services",
+        singular: "service",
+        namespaced: true,
+        status_subresource: true,
+        short_names: &["svc"],
+    },
+    ResourceType {
+        group: "",
+        version: "v1",
         kind: "Event",
         plural: "events",
         singular: "event",

@@ -14,6 +14,7 @@
 pub mod error;
 pub mod faults;
 pub mod kinds;
+pub mod namespaces;
 pub mod store;
 pub mod validation;
 

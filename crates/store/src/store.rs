@@ -257,12 +257,30 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     m.as_object_mut().expect("metadata object")
 }
 
+/// What holds an object's deletion: `metadata.finalizers`, and for a Namespace also
+/// `spec.finalizers` (upstream's `kubernetes` finalizer, removed once the contents are gone).
 fn finalizers(obj: &Value) -> Vec<String> {
-    meta(obj)
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    let mut all = strings(meta(obj).and_then(|m| m.get("finalizers")));
+    if obj.get("kind").and_then(Value::as_str) == Some("Namespace") {
+        all.extend(strings(obj.get("spec").and_then(|s| s.get("finalizers"))));
+    }
+    all
+}
+
+/// Which part of an object an update writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// The main resource (status kept from the stored object).
+    Main,
+    /// The `status` subresource.
+    Status,
+    /// A Namespace's `finalize` subresource: only `spec.finalizers`.
+    Finalize,
 }
 
 impl Store {
@@ -578,7 +596,17 @@ impl Store {
 
     /// Creates an object through the API: server fields set, status reset for kinds with a
     /// status subresource (a PV starts Pending), validated and defaulted.
-    pub fn create(&self, resource: &str, mut obj: Value) -> Result<Arc<Value>> {
+    pub fn create(&self, resource: &str, obj: Value) -> Result<Arc<Value>> {
+        self.create_inner(resource, obj, false)
+    }
+
+    /// Everything [`Store::create`] does but the write: the object it would create, or the
+    /// error it would answer (AlreadyExists, Invalid, Forbidden).
+    pub fn create_dry_run(&self, resource: &str, obj: Value) -> Result<Arc<Value>> {
+        self.create_inner(resource, obj, true)
+    }
+
+    fn create_inner(&self, resource: &str, mut obj: Value, dry_run: bool) -> Result<Arc<Value>> {
         let rt = Self::rt(resource)?;
         if !obj.is_object() {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
@@ -595,9 +623,12 @@ impl Store {
             m.remove("uid");
             m.remove("creationTimestamp");
         }
+        if rt.kind == "Namespace" {
+            crate::namespaces::prepare_for_create(&mut obj);
+        }
         validation::default(rt, &mut obj);
         Self::check_valid(rt, &name, validation::validate(rt, &obj))?;
-        let fault = self.draw_fault(rt);
+        let fault = if dry_run { None } else { self.draw_fault(rt) };
         if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
             return Err(f.error(&rt.qualified(), &name));
         }
@@ -606,10 +637,14 @@ impl Store {
         if inner.latest(rt.plural, &ns, &name).is_some() {
             return Err(StoreError::AlreadyExists { resource: rt.qualified(), name });
         }
+        crate::namespaces::admit_create(&inner.objects, rt, &ns, &name)?;
         self.prepare_new(&mut inner, rt, &mut obj);
         if rt.kind == "PersistentVolume" {
             let now = format_time((self.now)());
             obj["status"]["lastPhaseTransitionTime"] = Value::String(now);
+        }
+        if dry_run {
+            return Ok(Arc::new(obj));
         }
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
@@ -651,14 +686,25 @@ impl Store {
     /// kinds with a status subresource); `status == true` writes only the status. A non-empty
     /// `metadata.resourceVersion` must be current (else 409). An update that changes nothing
     /// returns the stored object without a new version.
-    pub fn update(&self, resource: &str, mut obj: Value, status: bool) -> Result<Arc<Value>> {
+    pub fn update(&self, resource: &str, obj: Value, status: bool) -> Result<Arc<Value>> {
+        self.update_inner(resource, obj, if status { Part::Status } else { Part::Main }, false)
+    }
+
+    /// Everything [`Store::update`] does but the write: the object it would store, or the
+    /// error it would answer (Conflict, Invalid, NotFound).
+    pub fn update_dry_run(&self, resource: &str, obj: Value, status: bool) -> Result<Arc<Value>> {
+        self.update_inner(resource, obj, if status { Part::Status } else { Part::Main }, true)
+    }
+
+    pub(crate) fn update_inner(&self, resource: &str, mut obj: Value, part: Part, dry_run: bool) -> Result<Arc<Value>> {
         let rt = Self::rt(resource)?;
+        let status = part == Part::Status;
         if !obj.is_object() {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
         }
         let name = meta_str(&obj, "name").to_string();
         let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
-        let fault = self.draw_fault(rt);
+        let fault = if dry_run { None } else { self.draw_fault(rt) };
         if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
             return Err(f.error(&rt.qualified(), &name));
         }
@@ -683,7 +729,15 @@ impl Store {
                 None => n.as_object_mut().unwrap().remove("status"),
             };
             n
+        } else if part == Part::Finalize {
+            let mut n = (*old).clone();
+            let fin = obj.get("spec").and_then(|s| s.get("finalizers")).cloned().unwrap_or(Value::Array(Vec::new()));
+            n.as_object_mut().unwrap().entry("spec").or_insert_with(|| Value::Object(Map::new()))["finalizers"] = fin;
+            n
         } else {
+            if rt.kind == "Namespace" {
+                crate::namespaces::keep_spec_finalizers(&old, &mut obj);
+            }
             if rt.status_subresource {
                 match old.get("status") {
                     Some(s) => obj.as_object_mut().unwrap().insert("status".into(), s.clone()),
@@ -729,7 +783,10 @@ impl Store {
         }
         // Compare without the resourceVersion to detect no-op writes.
         meta_mut(&mut new).insert("resourceVersion".into(), Value::String(meta_str(&old, "resourceVersion").into()));
-        if new == *old {
+        if new == *old || dry_run {
+            if dry_run && new != *old {
+                return Ok(Arc::new(new));
+            }
             drop(inner);
             if fault == Some(FaultKind::LostResponse) {
                 return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
@@ -778,9 +835,35 @@ impl Store {
         uid: Option<&str>,
         rv_pre: Option<&str>,
     ) -> Result<Arc<Value>> {
+        self.delete_inner(resource, namespace, name, uid, rv_pre, false)
+    }
+
+    /// Everything [`Store::delete`] does but the write: the object as the deletion would leave
+    /// or mark it, or the error it would answer.
+    pub fn delete_dry_run(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+        rv_pre: Option<&str>,
+    ) -> Result<Arc<Value>> {
+        self.delete_inner(resource, namespace, name, uid, rv_pre, true)
+    }
+
+    fn delete_inner(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+        rv_pre: Option<&str>,
+        dry_run: bool,
+    ) -> Result<Arc<Value>> {
         let rt = Self::rt(resource)?;
         let ns = if rt.namespaced { namespace } else { "" };
-        let fault = self.draw_fault(rt);
+        crate::namespaces::admit_delete(rt, name)?;
+        let fault = if dry_run { None } else { self.draw_fault(rt) };
         if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
             return Err(f.error(&rt.qualified(), name));
         }
@@ -813,6 +896,14 @@ impl Store {
             }
         }
         let rv = inner.rv + 1;
+        if dry_run {
+            let mut would = (*old).clone();
+            if !finalizers(&old).is_empty() && !meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+                meta_mut(&mut would).insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
+                crate::namespaces::mark_terminating(rt, &mut would);
+            }
+            return Ok(Arc::new(would));
+        }
         let result = if finalizers(&old).is_empty() {
             let mut gone = (*old).clone();
             Self::stamp(&mut gone, rv);
@@ -826,6 +917,7 @@ impl Store {
             let m = meta_mut(&mut marked);
             m.insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
             m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            crate::namespaces::mark_terminating(rt, &mut marked);
             Self::stamp(&mut marked, rv);
             let marked = Arc::new(marked);
             self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv);

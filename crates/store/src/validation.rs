@@ -411,6 +411,7 @@ pub fn default(rt: &ResourceType, obj: &mut Value) {
             o.entry("volumeBindingMode").or_insert_with(|| "Immediate".into());
         }
         "Namespace" => {
+            crate::namespaces::set_name_label(obj);
             let status = obj_mut(obj, "status");
             status.entry("phase").or_insert_with(|| "Active".into());
         }
@@ -584,6 +585,31 @@ mod tests {
         let mut rebind = bind.clone();
         rebind["spec"]["volumeName"] = json!("pv2");
         assert_eq!(validate_update(rt, &bind, &rebind).len(), 1);
+    }
+
+    #[test]
+    fn recycle_is_refused_only_for_a_host_path_of_root() {
+        let pv = |source: Value| {
+            let mut v = json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Recycle"}});
+            v["spec"].as_object_mut().unwrap().extend(source.as_object().unwrap().clone());
+            v
+        };
+        for ok in [
+            json!({"csi": {"driver": "d", "volumeHandle": "h"}}),
+            json!({"hostPath": {"path": "/data"}}),
+            json!({"nfs": {"server": "s", "path": "/"}}),
+        ] {
+            assert!(validate(pv_type(), &pv(ok.clone())).is_empty(), "{ok}");
+        }
+        for root in ["/", "//", "/./"] {
+            let errs = validate(pv_type(), &pv(json!({"hostPath": {"path": root}})));
+            let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+            assert_eq!(
+                text,
+                vec!["spec.persistentVolumeReclaimPolicy: Forbidden: may not be 'recycle' for a hostPath mount of '/'"],
+                "{root}"
+            );
+        }
     }
 
     #[test]

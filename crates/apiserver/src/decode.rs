@@ -1,0 +1,431 @@
+//! Request bodies into typed objects, as kube-apiserver decodes them.
+//!
+//! Every object a write stores passes through the kind's k8s-openapi type: a body is parsed by
+//! its content type (JSON, YAML or protobuf; anything else is 415), decoded into the typed
+//! object, and what is stored is what that object serializes to. So a field of the wrong type
+//! is a 400 at the door (`PersistentVolume in version "v1" cannot be handled as a
+//! PersistentVolume: ...`) instead of an object that every typed client then fails to read, and
+//! no unknown field survives. Unknown and duplicate fields follow the request's
+//! `fieldValidation`: `Strict` fails with `strict decoding error: unknown field "spec.x"`,
+//! `Warn` (the default) drops them and answers a `Warning` header per field, `Ignore` drops
+//! them silently. Field paths are written as upstream's decoder writes them
+//! (`spec.containers[0].bogus`).
+//!
+//! A field the type requires but the body leaves out decodes as its zero value, as Go's
+//! decoder does, so validation (not decoding) reports it, with upstream's 422.
+//!
+//! [`decode`] is the single entry point for bodies; [`typed`] checks an object that was built
+//! on the server (the result of a PATCH).
+
+use crate::error::{ApiError, Result};
+use crate::resources::Served;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// What the server does with unknown and duplicate fields (`fieldValidation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them, with a `Warning` header each.
+    #[default]
+    Warn,
+    /// Refuse the request (400).
+    Strict,
+}
+
+impl FieldValidation {
+    /// From the `fieldValidation` query value (empty: Warn). Other values are refused by the
+    /// caller with upstream's `Unsupported value` error.
+    pub fn parse(v: &str) -> Option<Self> {
+        match v {
+            "" | "Warn" => Some(FieldValidation::Warn),
+            "Ignore" => Some(FieldValidation::Ignore),
+            "Strict" => Some(FieldValidation::Strict),
+            _ => None,
+        }
+    }
+}
+
+/// A decoded object and the warnings to send with the answer.
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    /// The object as its type serializes it.
+    pub object: Value,
+    /// `Warning` header texts (`unknown field "spec.x"`).
+    pub warnings: Vec<String>,
+}
+
+/// Media types a body may have, in upstream's order (its 415 lists them).
+pub const BODY_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
+
+/// Decodes a request body of the given content type into an object of the served kind.
+/// No content type means JSON, as in kube-apiserver.
+pub fn decode(served: &Served, content_type: &str, body: &[u8], fv: FieldValidation) -> Result<Decoded> {
+    let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let (value, duplicates) = match media.as_str() {
+        "" | "application/json" => parse_json(body)?,
+        "application/yaml" => (parse_yaml(body)?, Vec::new()),
+        "application/vnd.kubernetes.protobuf" => (crate::protobuf::decode(served.kind(), body)?, Vec::new()),
+        _ => return Err(ApiError::UnsupportedMediaType(BODY_MEDIA_TYPES.join(", "))),
+    };
+    if !value.is_object() {
+        return Err(cannot_handle(served, "the body of the request must be an object".into()));
+    }
+    check(served, value, duplicates, fv)
+}
+
+/// Checks an object built on the server (a patched object) against its type, with the same
+/// rules as a body.
+pub fn typed(served: &Served, value: Value, fv: FieldValidation) -> Result<Decoded> {
+    check(served, value, Vec::new(), fv)
+}
+
+fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldValidation) -> Result<Decoded> {
+    let (api_version, kind) = (served.api_version(), served.kind());
+    if let Some(o) = value.as_object_mut() {
+        // Missing type fields are the endpoint's; others are checked by the type.
+        if let Some(k) = o.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty() && *k != kind) {
+            return Err(ApiError::BadRequest(format!(
+                "the kind in the body ({k}) does not match the kind of the resource ({kind})"
+            )));
+        }
+        for (field, value) in [("apiVersion", api_version.as_str()), ("kind", kind)] {
+            if o.get(field).is_none_or(|v| v.is_null() || v == "") {
+                o.insert(field.into(), Value::String(value.into()));
+            }
+        }
+        if o.get("apiVersion").is_some_and(|v| v.as_str() != Some(&api_version)) {
+            let got = o.get("apiVersion").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
+            return Err(ApiError::BadRequest(format!(
+                "the API version in the data ({}) does not match the expected API version ({api_version})",
+                got.unwrap_or_default()
+            )));
+        }
+    }
+    let object = roundtrip(served, &value).map_err(|e| cannot_handle(served, e))?;
+    let mut problems: Vec<String> = Vec::new();
+    let mut unknown = Vec::new();
+    unknown_fields(&value, &object, "", &mut unknown);
+    problems.extend(unknown.into_iter().map(|p| format!("unknown field {p:?}")));
+    problems.extend(duplicates.into_iter().map(|p| format!("duplicate field {p:?}")));
+    match fv {
+        FieldValidation::Strict if !problems.is_empty() => {
+            Err(cannot_handle(served, format!("strict decoding error: {}", problems.join(", "))))
+        }
+        FieldValidation::Warn => Ok(Decoded { object, warnings: problems }),
+        _ => Ok(Decoded { object, warnings: Vec::new() }),
+    }
+}
+
+/// Upstream's 400 for a body its type cannot take.
+fn cannot_handle(served: &Served, why: String) -> ApiError {
+    let kind = served.kind();
+    ApiError::BadRequest(format!("{kind} in version {:?} cannot be handled as a {kind}: {why}", served.version))
+}
+
+/// The object as its k8s-openapi type reads and writes it.
+fn roundtrip(served: &Served, value: &Value) -> std::result::Result<Value, String> {
+    use k8s_openapi::api::{coordination, core, events, storage};
+    match (served.events_v1, served.kind()) {
+        (true, _) => through::<events::v1::Event>(value),
+        (_, "PersistentVolume") => through::<core::v1::PersistentVolume>(value),
+        (_, "PersistentVolumeClaim") => through::<core::v1::PersistentVolumeClaim>(value),
+        (_, "Pod") => through::<core::v1::Pod>(value),
+        (_, "Node") => through::<core::v1::Node>(value),
+        (_, "Namespace") => through::<core::v1::Namespace>(value),
+        (_, "Event") => through::<core::v1::Event>(value),
+        (_, "Service") => through::<core::v1::Service>(value),
+        (_, "StorageClass") => through::<storage::v1::StorageClass>(value),
+        (_, "Lease") => through::<coordination::v1::Lease>(value),
+        (_, other) => Err(format!("no type is known for kind {other}")),
+    }
+}
+
+/// Decodes into `T` and serializes back. A missing required field is filled with the first
+/// zero value its type accepts and the decode retried, as Go leaves it at its zero value.
+fn through<T: DeserializeOwned + Serialize>(value: &Value) -> std::result::Result<Value, String> {
+    let mut value = value.clone();
+    for _ in 0..32 {
+        let err = match serde_path_to_error::deserialize::<_, T>(&value) {
+            Ok(typed) => return serde_json::to_value(&typed).map_err(|e| e.to_string()),
+            Err(e) => e,
+        };
+        let path = go_path(err.path());
+        let inner = err.inner().to_string();
+        match inner.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')) {
+            Some(field) if fill_zero::<T>(&mut value, err.path(), field) => continue,
+            _ => return Err(go_type_error(&path, &inner)),
+        }
+    }
+    Err("too many missing fields".into())
+}
+
+/// Inserts a zero value for `field` in the object at `at`: the first of `""`, `[]`, `{}`, `0`,
+/// `false` that its type accepts. False when none does.
+fn fill_zero<T: DeserializeOwned>(value: &mut Value, at: &serde_path_to_error::Path, field: &str) -> bool {
+    let Some(pointer) = json_pointer(at) else { return false };
+    let parent = go_path(at);
+    let here = if parent.is_empty() { field.to_string() } else { format!("{parent}.{field}") };
+    let zeros =
+        [Value::from(""), Value::Array(Vec::new()), Value::Object(Map::new()), Value::from(0), Value::from(false)];
+    for zero in zeros {
+        let Some(obj) = value.pointer_mut(&pointer).and_then(Value::as_object_mut) else { return false };
+        obj.insert(field.to_string(), zero);
+        match serde_path_to_error::deserialize::<_, T>(&*value) {
+            Ok(_) => return true,
+            Err(e) if !(go_path(e.path()) == here && e.inner().to_string().starts_with("invalid type")) => return true,
+            Err(_) => {}
+        }
+    }
+    if let Some(obj) = value.pointer_mut(&pointer).and_then(Value::as_object_mut) {
+        obj.remove(field);
+    }
+    false
+}
+
+fn json_pointer(path: &serde_path_to_error::Path) -> Option<String> {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        match seg {
+            Segment::Map { key } => out.push_str(&format!("/{}", key.replace('~', "~0").replace('/', "~1"))),
+            Segment::Seq { index } => out.push_str(&format!("/{index}")),
+            Segment::Enum { .. } | Segment::Unknown => return None,
+        }
+    }
+    Some(out)
+}
+
+/// `spec.containers[0].name`, as upstream prints field paths.
+fn go_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Enum { variant } => out.push_str(variant),
+            Segment::Unknown => out.push('?'),
+        }
+    }
+    out
+}
+
+/// serde's `invalid type: integer `123`, expected a string` in Go's words:
+/// `json: cannot unmarshal number into Go struct field .spec.storageClassName of type string`.
+fn go_type_error(path: &str, inner: &str) -> String {
+    let Some(rest) = inner.strip_prefix("invalid type: ") else {
+        return format!("json: {path}: {inner}");
+    };
+    let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, "?"));
+    let got = match got.split_whitespace().next().unwrap_or("") {
+        "integer" | "floating" => "number",
+        "string" => "string",
+        "sequence" => "array",
+        "map" => "object",
+        "boolean" => "bool",
+        other => other,
+    };
+    let expected = match expected {
+        "a string" => "string".to_string(),
+        "a boolean" => "bool".to_string(),
+        "i32" | "i64" | "u32" | "u64" => format!("int{}", &expected[1..]),
+        "a sequence" => "array".to_string(),
+        e if e.starts_with("a map") => "object".to_string(),
+        e => e.trim_start_matches("a ").trim_start_matches("an ").to_string(),
+    };
+    format!("json: cannot unmarshal {got} into Go struct field .{path} of type {expected}")
+}
+
+/// Paths of fields present (and not null) in `given` that the typed object dropped.
+fn unknown_fields(given: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
+    match (given, kept) {
+        (Value::Object(g), Value::Object(k)) => {
+            for (key, gv) in g {
+                let p = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                match k.get(key) {
+                    Some(kv) => unknown_fields(gv, kv, &p, out),
+                    None if !gv.is_null() => out.push(p),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(k)) if g.len() == k.len() => {
+            for (i, (gv, kv)) in g.iter().zip(k).enumerate() {
+                unknown_fields(gv, kv, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Parses JSON, keeping the last of duplicate keys (as Go does) and naming each duplicate.
+fn parse_json(body: &[u8]) -> Result<(Value, Vec<String>)> {
+    let mut dups = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let v = TrackedValue { path: String::new(), dups: &mut dups }
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| ApiError::BadRequest(format!("the body of the request was in an unknown format: {e}")))?;
+    Ok((v, dups))
+}
+
+fn parse_yaml(body: &[u8]) -> Result<Value> {
+    serde_norway::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))
+}
+
+/// Builds a [`Value`] while recording the path of every key seen twice in one object.
+struct TrackedValue<'a> {
+    path: String,
+    dups: &'a mut Vec<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for TrackedValue<'_> {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TrackedValue<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Vec::new();
+        loop {
+            let path = format!("{}[{}]", self.path, out.len());
+            match seq.next_element_seed(TrackedValue { path, dups: &mut *self.dups })? {
+                Some(v) => out.push(v),
+                None => return Ok(Value::Array(out)),
+            }
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            let v = map.next_value_seed(TrackedValue { path: path.clone(), dups: &mut *self.dups })?;
+            if out.insert(key, v).is_some() && !self.dups.contains(&path) {
+                self.dups.push(path);
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources;
+    use serde_json::json;
+
+    fn pv_endpoint() -> Served {
+        resources::lookup("", "v1", "persistentvolumes").unwrap()
+    }
+
+    fn pv(extra: Value) -> Value {
+        let mut v = json!({"metadata": {"name": "a"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}});
+        json_patch::merge(&mut v, &extra);
+        v
+    }
+
+    fn body(v: &Value) -> Vec<u8> {
+        serde_json::to_vec(v).unwrap()
+    }
+
+    #[test]
+    fn unknown_fields_follow_field_validation() {
+        let v = pv(json!({"spec": {"bogusField": 42}}));
+        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Strict).unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert_eq!(
+            err.to_string(),
+            "PersistentVolume in version \"v1\" cannot be handled as a PersistentVolume: strict decoding error: unknown field \"spec.bogusField\""
+        );
+        let warned = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Warn).unwrap();
+        assert_eq!(warned.warnings, vec!["unknown field \"spec.bogusField\"".to_string()]);
+        assert!(warned.object["spec"].get("bogusField").is_none());
+        let ignored = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap();
+        assert!(ignored.warnings.is_empty() && ignored.object["spec"].get("bogusField").is_none());
+    }
+
+    #[test]
+    fn wrong_types_are_bad_requests_naming_the_field() {
+        let v = pv(json!({"spec": {"storageClassName": 123}}));
+        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert!(
+            err.to_string()
+                .ends_with("json: cannot unmarshal number into Go struct field .spec.storageClassName of type string"),
+            "{err}"
+        );
+        let v = pv(json!({"spec": {"mountOptions": "ro"}}));
+        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        assert!(err.to_string().contains("cannot unmarshal string into Go struct field .spec.mountOptions"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_strict_errors_or_warnings() {
+        let raw = br#"{"metadata": {"name": "a", "name": "b"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}}"#;
+        let err = decode(&pv_endpoint(), "application/json", raw, FieldValidation::Strict).unwrap_err();
+        assert!(err.to_string().ends_with("strict decoding error: duplicate field \"metadata.name\""), "{err}");
+        let warned = decode(&pv_endpoint(), "application/json", raw, FieldValidation::Warn).unwrap();
+        assert_eq!(warned.object["metadata"]["name"], "b", "the last one wins, as in Go");
+        assert_eq!(warned.warnings, vec!["duplicate field \"metadata.name\"".to_string()]);
+    }
+
+    #[test]
+    fn other_media_types_are_unsupported() {
+        let v = body(&pv(json!({})));
+        for ct in ["text/plain", "application/x-www-form-urlencoded", "application/xml"] {
+            let err = decode(&pv_endpoint(), ct, &v, FieldValidation::Warn).unwrap_err();
+            assert_eq!(err.code(), 415, "{ct}");
+        }
+        assert!(decode(&pv_endpoint(), "", &v, FieldValidation::Warn).is_ok(), "no content type reads as JSON");
+        assert!(decode(&pv_endpoint(), "application/json; charset=utf-8", &v, FieldValidation::Warn).is_ok());
+    }
+
+    #[test]
+    fn missing_required_fields_decode_as_zero_values_for_validation_to_report() {
+        let pod = resources::lookup("", "v1", "pods").unwrap();
+        let v = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"volumes": [{"name": "v", "persistentVolumeClaim": {}}]}});
+        let d = decode(&pod, "application/json", &body(&v), FieldValidation::Strict).unwrap();
+        assert_eq!(d.object["spec"]["containers"], json!([]));
+        assert_eq!(d.object["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "");
+    }
+}
