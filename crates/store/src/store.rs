@@ -679,6 +679,8 @@ impl Store {
         Self::stamp(&mut obj, rv);
         let obj = Arc::new(obj);
         self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv);
+        drop(inner);
+        self.wait_durable(rv)?;
         Ok(obj)
     }
 
