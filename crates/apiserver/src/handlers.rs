@@ -81,7 +81,7 @@ fn status_write(t: &Target) -> Result<bool> {
     }
 }
 
-/// Parses a request body (JSON, YAML when the content type says so, protobuf for Namespaces).
+/// Parses a request body (JSON, YAML or protobuf, as the content type says).
 pub fn parse_object(t: &Target, content_type: &str, body: &[u8]) -> Result<Value> {
     if content_type.contains("protobuf") {
         return crate::protobuf::decode(t.served.kind(), body);
