@@ -137,6 +137,10 @@ pub enum StoreError {
     /// 504: no answer (what an injected `timeout` or `lost-response` fault returns).
     #[error("the server was unable to return a response in the time allotted")]
     Timeout,
+    /// The object is larger than the store keeps. kube-apiserver passes etcd's refusal on as
+    /// it comes: a 500 with no reason and etcd's message.
+    #[error("etcdserver: request is too large")]
+    TooLarge,
 }
 
 impl StoreError {
@@ -148,7 +152,7 @@ impl StoreError {
             StoreError::Invalid { .. } => 422,
             StoreError::Gone { .. } => 410,
             StoreError::BadRequest(_) => 400,
-            StoreError::Internal(_) => 500,
+            StoreError::Internal(_) | StoreError::TooLarge => 500,
             StoreError::Timeout => 504,
         }
     }
@@ -164,6 +168,7 @@ impl StoreError {
             StoreError::BadRequest(_) => "BadRequest",
             StoreError::Internal(_) => "InternalError",
             StoreError::Timeout => "Timeout",
+            StoreError::TooLarge => "",
         }
     }
 }
