@@ -1,7 +1,9 @@
 //! Bearer-token authentication and the kubeconfig that carries the token.
 //!
 //! The server listens on loopback by default, but any local user could still reach it, so
-//! every request except the health probes must carry `Authorization: Bearer <token>`. The
+//! every request except the health probes and `/version` must carry
+//! `Authorization: Bearer <token>`; those two accept anonymous requests but, like
+//! kube-apiserver, refuse a wrong token. The
 //! token is 32 random bytes, kept in `DATA_DIR/token` (mode 0600) so that a restart on the same
 //! data directory keeps working kubeconfigs; the kubeconfig itself is rewritten on every start
 //! because the port may change.
@@ -11,15 +13,41 @@ use rand::RngCore;
 use std::io::Write;
 use std::path::Path;
 
-/// True when the request carries the right token. Compared in constant time.
+/// What a request's `Authorization` header proves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Credential {
+    /// The right bearer token.
+    Valid,
+    /// No bearer token at all (no header, another scheme, or an empty token): anonymous, which
+    /// only the health probes and `/version` accept.
+    Anonymous,
+    /// A bearer token that is wrong: 401 everywhere, probes included, as kube-apiserver
+    /// rejects an invalid token before it looks at the path.
+    Invalid,
+}
+
+/// Reads the bearer token as kube-apiserver's token authenticator does (`Bearer` in any case,
+/// the token up to the next space) and compares it in constant time.
+pub fn credential(h: &HeaderMap, token: &str) -> Credential {
+    let Some(v) = h.get(header::AUTHORIZATION) else { return Credential::Anonymous };
+    let Ok(v) = v.to_str() else { return Credential::Invalid };
+    let mut parts = v.splitn(3, ' ');
+    let scheme = parts.next().unwrap_or("");
+    let given = parts.next().unwrap_or("");
+    if !scheme.eq_ignore_ascii_case("bearer") || given.is_empty() {
+        return Credential::Anonymous;
+    }
+    let (a, b) = (given.as_bytes(), token.as_bytes());
+    if a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0 {
+        Credential::Valid
+    } else {
+        Credential::Invalid
+    }
+}
+
+/// True when the request carries the right token.
 pub fn authorized(h: &HeaderMap, token: &str) -> bool {
-    let Some(given) =
-        h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let (a, b) = (given.trim().as_bytes(), token.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    credential(h, token) == Credential::Valid
 }
 
 /// A fresh random token (64 hex characters).
@@ -90,6 +118,20 @@ mod tests {
         assert!(!authorized(&h, "abc"));
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
         assert!(authorized(&h, "abc"));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer abc"));
+        assert!(authorized(&h, "abc"));
+    }
+
+    #[test]
+    fn no_token_is_anonymous_and_a_wrong_one_is_invalid() {
+        let mut h = HeaderMap::new();
+        assert_eq!(credential(&h, "abc"), Credential::Anonymous);
+        for anon in ["Basic dTpw", "Bearer ", "Bearer"] {
+            h.insert(header::AUTHORIZATION, HeaderValue::from_static(anon));
+            assert_eq!(credential(&h, "abc"), Credential::Anonymous, "{anon}");
+        }
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer abd"));
+        assert_eq!(credential(&h, "abc"), Credential::Invalid);
     }
 
     #[test]

@@ -1,20 +1,26 @@
 //! The one HTTP handler: authenticate, route, read the body, call the verb, shape the answer.
+//!
+//! Bounds from [`crate::limits`] apply here: a request that is not a watch must finish within
+//! the request timeout (504 otherwise, as kube-apiserver's timeout filter answers); its body
+//! may not pass the size limit (413, told from `Content-Length` before anything is read when
+//! the client declares it) and its flow nesting is checked before any parser runs (400).
 
 use crate::discovery;
 use crate::error::{ApiError, Result};
 use crate::handlers::{self, Format, Query, Reply};
 use crate::routes::{self, Route};
-use crate::{auth, protobuf, watch, AppState};
-use axum::body::{to_bytes, Body};
+use crate::{auth, health, limits, protobuf, watch, AppState};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use pv_store::StoreError;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// Largest accepted request body.
-pub const MAX_BODY: usize = 8 * 1024 * 1024;
+/// Largest accepted request body (kube-apiserver's default).
+pub const MAX_BODY: usize = limits::MAX_BODY;
 
 fn json(reply: Reply) -> Response {
     let body = serde_json::to_vec(&reply.1).unwrap_or_default();
@@ -55,7 +61,22 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
     let path = req.uri().path().to_string();
     let started = std::time::Instant::now();
     let proto = protobuf::accepts(header_str(req.headers(), header::ACCEPT));
-    let resp = match handle(st, req).await {
+    let is_watch = axum::extract::Query::<Query>::try_from_uri(req.uri())
+        .is_ok_and(|q| q.0.get("watch").is_some_and(|w| w == "true" || w == "1"));
+    let timeout = st.limits.request_timeout;
+    let result = if is_watch {
+        handle(st, req).await
+    } else {
+        // Body read included: a client that sends its body slowly cannot hold the request
+        // (and its buffer) open longer than this.
+        match tokio::time::timeout(timeout, handle(st, req)).await {
+            Ok(r) => r,
+            Err(_) => Err(ApiError::Timeout(
+                "request did not complete within requested timeout - context deadline exceeded".into(),
+            )),
+        }
+    };
+    let resp = match result {
         Ok(r) => r,
         Err(e) => {
             let code = StatusCode::from_u16(e.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -66,10 +87,33 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
     resp
 }
 
+/// Reads a request body of at most `max` bytes: 413 as soon as the declared length or the
+/// bytes received pass it.
+async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Vec<u8>> {
+    let too_large = || ApiError::RequestEntityTooLarge(format!("Request entity too large: limit is {max}"));
+    let declared = header_str(headers, header::CONTENT_LENGTH).parse::<u64>().ok();
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut out = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+        if out.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
 async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
     let route = routes::parse(req.uri().path());
-    if !matches!(route, Some(Route::Health)) && !auth::authorized(req.headers(), &st.token) {
-        return Err(ApiError::Unauthorized);
+    let public = matches!(route, Some(Route::Health { .. } | Route::Version));
+    match auth::credential(req.headers(), &st.token) {
+        auth::Credential::Valid => {}
+        auth::Credential::Anonymous if public => {}
+        _ => return Err(ApiError::Unauthorized),
     }
     let route = route.ok_or(ApiError::NoRoute)?;
     let q: Query = axum::extract::Query::<Query>::try_from_uri(req.uri())
@@ -81,7 +125,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
     let ct = header_str(&headers, header::CONTENT_TYPE);
     let read_only = matches!(method, Method::GET | Method::HEAD);
     match route {
-        Route::Health => Ok(health(&st, req.uri().path()).await),
+        Route::Health { probe, check } => Ok(health::probe(&st, probe, check.as_deref(), q.contains_key("verbose"))),
         _ if !read_only && !matches!(route, Route::Resource(_)) => Err(ApiError::MethodNotAllowed),
         Route::Version => ok(discovery::version()),
         Route::Api => ok(discovery::api_versions(&st.server_address)),
@@ -100,15 +144,15 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
             let format = Format::new(accept, &q);
             let is_watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
             let body: Body = req.into_body();
-            let mut bytes = to_bytes(body, MAX_BODY)
-                .await
-                .map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+            let mut bytes = read_body(&headers, body, st.limits.max_body).await?;
             let mut ct = ct;
             if protobuf::is_protobuf(ct) && matches!(method, Method::POST | Method::PUT | Method::DELETE) {
                 // Decoded at the edge: the handlers see the JSON a JSON client would send.
                 let v = protobuf::decode(t.served.kind(), &bytes)?;
                 bytes = serde_json::to_vec(&v).unwrap_or_default().into();
                 ct = "application/json";
+            } else {
+                limits::check_depth(&bytes, st.limits.max_yaml_depth)?;
             }
             let (reply, warnings) = match method {
                 Method::GET if is_watch => {
@@ -141,27 +185,11 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
     }
 }
 
-/// `/livez` says the process serves. `/healthz` and `/readyz` also need working storage, as
-/// kube-apiserver's need etcd: 500 (reason withheld, as upstream on its public probes) from a
-/// failed commit until storage works again; each probe meanwhile tries it afresh.
-async fn health(st: &AppState, path: &str) -> Response {
-    let name = path.trim_start_matches('/').split('/').next().unwrap_or_default().to_string();
-    if name != "livez" {
-        let store = st.store.clone();
-        let failing =
-            tokio::task::spawn_blocking(move || store.check_storage()).await.unwrap_or_else(|e| Some(e.to_string()));
-        if failing.is_some() {
-            let body = format!("[-]storage failed: reason withheld\n{name} check failed");
-            return (StatusCode::INTERNAL_SERVER_ERROR, body).into_response();
-        }
-    }
-    (StatusCode::OK, "ok").into_response()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::durable::full_disk;
+    use axum::body::to_bytes;
     use std::sync::atomic::Ordering;
 
     async fn call(st: &Arc<AppState>, method: Method, path: &str, body: &str) -> (StatusCode, String) {
@@ -189,6 +217,7 @@ mod tests {
             shutdown: tokio::sync::watch::channel(false).1,
             pages: Default::default(),
             writes: tokio_util::task::TaskTracker::new(),
+            limits: Default::default(),
         });
         let pv = |name: &str| {
             format!(

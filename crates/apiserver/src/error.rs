@@ -34,6 +34,15 @@ pub enum ApiError {
     /// A continue token whose list is no longer held (410 `Expired`).
     #[error("{0}")]
     Expired(String),
+    /// The request body, or what it asks for, is too large (413).
+    #[error("{0}")]
+    RequestEntityTooLarge(String),
+    /// The request is well-formed but cannot be carried out (422 without field causes).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// The request did not finish in time (504).
+    #[error("Timeout: {0}")]
+    Timeout(String),
 }
 
 /// Result with an [`ApiError`].
@@ -61,6 +70,9 @@ impl ApiError {
             ApiError::MethodNotAllowed => 405,
             ApiError::UnsupportedMediaType(_) => 415,
             ApiError::Expired(_) => 410,
+            ApiError::RequestEntityTooLarge(_) => 413,
+            ApiError::Unprocessable(_) => 422,
+            ApiError::Timeout(_) => 504,
         }
     }
 
@@ -75,11 +87,20 @@ impl ApiError {
             ApiError::MethodNotAllowed => ("MethodNotAllowed", Value::Null),
             ApiError::UnsupportedMediaType(_) => ("UnsupportedMediaType", Value::Null),
             ApiError::Expired(_) => ("Expired", Value::Null),
+            ApiError::RequestEntityTooLarge(_) => ("RequestEntityTooLarge", Value::Null),
+            ApiError::Unprocessable(_) => ("Invalid", Value::Null),
+            ApiError::Timeout(_) => ("Timeout", Value::Null),
         };
         let mut s = json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": self.to_string(), "reason": reason, "code": self.code(),
         });
+        if reason.is_empty() {
+            // kube-apiserver omits an unknown reason (etcd's "request is too large").
+            if let Some(o) = s.as_object_mut() {
+                o.remove("reason");
+            }
+        }
         if !details.is_null() {
             s["details"] = details;
         }

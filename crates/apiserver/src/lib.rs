@@ -13,10 +13,12 @@
 //! Modules, in the order a request meets them: [`dispatch`] (auth, routing, body),
 //! [`routes`] (paths), [`handlers`] and [`watch`] (verbs), [`patch`], [`select`], [`tables`],
 //! [`events`] (the events.k8s.io conversion), [`protobuf`] (the wire format client-go
-//! prefers), [`discovery`], [`error`]; [`durable`] persists
-//! the store; [`server`] starts and stops everything.
+//! prefers), [`discovery`], [`health`], [`error`]; [`durable`] persists the store; [`server`]
+//! starts and stops everything, and [`conn`] serves each connection within the bounds of
+//! [`limits`].
 
 pub mod auth;
+pub mod conn;
 pub mod decode;
 pub mod discovery;
 pub mod dispatch;
@@ -24,6 +26,8 @@ pub mod durable;
 pub mod error;
 pub mod events;
 pub mod handlers;
+pub mod health;
+pub mod limits;
 pub mod paging;
 pub mod patch;
 pub mod protobuf;
@@ -56,4 +60,6 @@ pub struct AppState {
     /// Writes running off the async workers; shutdown waits for them, so that no write is left
     /// half-done against a store about to close, even when its client has gone.
     pub writes: tokio_util::task::TaskTracker,
+    /// Per-request bounds (body size, timeouts, YAML depth).
+    pub limits: limits::Limits,
 }

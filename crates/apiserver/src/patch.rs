@@ -15,6 +15,7 @@
 //! manager stops applying are not removed, since there is no managedFields bookkeeping.
 
 use crate::error::{ApiError, Result};
+use crate::limits::{MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPS};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -125,8 +126,7 @@ pub fn apply(kind: PatchKind, schema: &str, target: &Value, patch: &Value) -> Re
         PatchKind::Json => {
             let p: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::BadRequest(format!("invalid JSON patch: {e}")))?;
-            json_patch::patch(&mut out, &p)
-                .map_err(|e| ApiError::BadRequest(format!("the JSON patch could not be applied: {e}")))?;
+            apply_json_patch(&mut out, &p.0)?;
         }
         PatchKind::Strategic | PatchKind::Apply => {
             let p = patch
@@ -139,6 +139,38 @@ pub fn apply(kind: PatchKind, schema: &str, target: &Value, patch: &Value) -> Re
         }
     }
     Ok(out)
+}
+
+/// Applies a JSON patch within kube-apiserver's bounds: at most [`MAX_JSON_PATCH_OPS`]
+/// operations (413), and `copy` operations adding at most [`MAX_JSON_PATCH_COPY_BYTES`] in all
+/// (422), so that a small patch cannot double an object again and again.
+fn apply_json_patch(doc: &mut Value, ops: &[json_patch::PatchOperation]) -> Result<()> {
+    if ops.len() > MAX_JSON_PATCH_OPS {
+        return Err(ApiError::RequestEntityTooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPS}, got {}",
+            ops.len()
+        )));
+    }
+    let mut copied = 0usize;
+    for (i, op) in ops.iter().enumerate() {
+        if let json_patch::PatchOperation::Copy(c) = op {
+            copied += doc.pointer(c.from.as_str()).map_or(0, pv_store::json_size);
+            if copied > MAX_JSON_PATCH_COPY_BYTES {
+                return Err(ApiError::Unprocessable(format!(
+                    "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
+                )));
+            }
+        }
+        // One operation at a time, so the copy sizes are measured on the document as it is;
+        // on failure the whole document is dropped, so no rollback is needed.
+        json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "the JSON patch could not be applied: operation '/{i}' failed at path '{}': {}",
+                e.path, e.kind
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// Strategic merge of `patch` into `base`.

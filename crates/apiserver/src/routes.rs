@@ -26,8 +26,14 @@ pub struct Target {
 pub enum Route {
     /// `/version`.
     Version,
-    /// `/healthz`, `/livez`, `/readyz` (no authentication needed).
-    Health,
+    /// `/healthz`, `/livez`, `/readyz`, optionally with one check (`/readyz/storage`); no
+    /// token needed.
+    Health {
+        /// `healthz`, `livez` or `readyz`.
+        probe: &'static str,
+        /// One named check, or None for all of them.
+        check: Option<String>,
+    },
     /// `/api`.
     Api,
     /// `/apis`.
@@ -51,8 +57,14 @@ pub fn parse(path: &str) -> Option<Route> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
         ["version"] => Some(Route::Version),
-        ["healthz"] | ["livez"] | ["readyz"] => Some(Route::Health),
-        ["healthz" | "livez" | "readyz", ..] => Some(Route::Health),
+        [p @ ("healthz" | "livez" | "readyz"), rest @ ..] => Some(Route::Health {
+            probe: match *p {
+                "healthz" => "healthz",
+                "livez" => "livez",
+                _ => "readyz",
+            },
+            check: (!rest.is_empty()).then(|| rest.join("/")),
+        }),
         ["api"] => Some(Route::Api),
         ["apis"] => Some(Route::Apis),
         ["openapi", "v2"] | ["swagger-2.0.0.pb-v1"] => Some(Route::OpenApiV2),

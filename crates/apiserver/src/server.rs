@@ -1,7 +1,8 @@
 //! Starting and stopping the server: open the durable store, make sure the default namespaces
 //! exist, load or make the token, bind, write the kubeconfig, serve until shutdown.
 
-use crate::{auth, dispatch, durable, tls, AppState};
+use crate::limits::{self, Limits};
+use crate::{auth, conn, dispatch, durable, tls, AppState};
 use axum::Router;
 use pv_store::{Store, StoreError};
 use serde_json::json;
@@ -80,12 +81,14 @@ pub struct ServerConfig {
     /// Serve HTTPS with a generated CA (the default). Plain HTTP is for tests: client-go
     /// will not send the bearer token over it, so kubectl cannot authenticate.
     pub tls: bool,
+    /// Connection and request bounds.
+    pub limits: Limits,
 }
 
 impl ServerConfig {
     /// HTTPS on `listen`, state under `data_dir`.
     pub fn new(data_dir: impl Into<PathBuf>, listen: SocketAddr) -> Self {
-        ServerConfig { data_dir: data_dir.into(), listen, tls: true }
+        ServerConfig { data_dir: data_dir.into(), listen, tls: true, limits: Limits::default() }
     }
 }
 
@@ -113,10 +116,11 @@ pub struct ServerHandle {
     writes: tokio_util::task::TaskTracker,
 }
 
-/// Opens the durable store under `dir` (creating default namespaces on a fresh one).
+/// Opens the durable store under `dir` (creating default namespaces on a fresh one), with the
+/// object, history and watcher bounds of [`limits::store_limits`].
 pub fn open_store(dir: &Path) -> Result<Store, Error> {
     let (backend, snapshot) = durable::open(dir)?;
-    let store = Store::builder().backend(backend, snapshot).build();
+    let store = Store::builder().backend(backend, snapshot).limits(limits::store_limits()).build();
     for ns in DEFAULT_NAMESPACES {
         if store.get("namespaces", "", ns).is_err() {
             store
@@ -156,20 +160,11 @@ impl Server {
             shutdown: stop_rx.clone(),
             pages: Default::default(),
             writes: writes.clone(),
+            limits: cfg.limits,
         });
         let app = Router::new().fallback(dispatch::dispatch).with_state(state);
-        let mut rx = stop_rx;
-        let stopped = async move {
-            let _ = rx.wait_for(|s| *s).await;
-        };
-        let task = match tls {
-            Some(t) => {
-                let l = tls::TlsListener::new(listener, t.acceptor)
-                    .map_err(|source| Error::Bind { addr: cfg.listen, source })?;
-                tokio::spawn(async move { axum::serve(l, app).with_graceful_shutdown(stopped).await })
-            }
-            None => tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await }),
-        };
+        let acceptor = tls.map(|t| t.acceptor);
+        let task = tokio::spawn(conn::serve(listener, acceptor, app, cfg.limits, stop_rx));
         tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server listening");
         Ok(ServerHandle { store, url, addr, kubeconfig, token, stop, task, writes })
     }

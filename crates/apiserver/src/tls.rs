@@ -1,5 +1,5 @@
-//! TLS: a private CA kept in the data directory, a serving certificate signed by it on every
-//! start, and a listener that completes handshakes off the accept path.
+//! TLS: a private CA kept in the data directory and a serving certificate signed by it on every
+//! start (connections complete their handshakes in [`crate::conn`]).
 //!
 //! Why TLS on loopback: client-go (and so kubectl) does not send a bearer token over plain
 //! HTTP, so token authentication needs HTTPS. The CA's certificate goes into the kubeconfig as
@@ -9,15 +9,11 @@
 //! (`localhost`, `127.0.0.1`, `::1` and the listen address).
 
 use crate::auth::write_private;
-use axum::serve::Listener;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 /// Why the TLS material could not be made or loaded.
@@ -106,67 +102,4 @@ pub fn load_or_create(dir: &Path, addr: SocketAddr) -> Result<Tls, Error> {
         .map_err(|e| Error::Config(e.to_string()))?;
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Tls { ca_pem, acceptor: TlsAcceptor::from(Arc::new(cfg)) })
-}
-
-/// A listener yielding TLS streams; handshakes run in their own tasks so a slow or broken
-/// client cannot hold up others.
-pub struct TlsListener {
-    rx: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
-    addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl TlsListener {
-    /// Wraps a bound TCP listener.
-    pub fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
-        let addr = tcp.local_addr()?;
-        let (tx, rx) = mpsc::channel(64);
-        let task = tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match tcp.accept().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let (acceptor, tx) = (acceptor.clone(), tx.clone());
-                tokio::spawn(async move {
-                    let hs = tokio::time::timeout(std::time::Duration::from_secs(10), acceptor.accept(stream));
-                    match hs.await {
-                        Ok(Ok(tls)) => {
-                            let _ = tx.send((tls, peer)).await;
-                        }
-                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                    }
-                });
-            }
-        });
-        Ok(TlsListener { rx, addr, task })
-    }
-}
-
-impl Drop for TlsListener {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.rx.recv().await {
-            Some(c) => c,
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        Ok(self.addr)
-    }
 }

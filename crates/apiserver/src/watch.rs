@@ -8,7 +8,9 @@
 //! `sendInitialEvents=true` (watch-list) sends the current objects followed by a BOOKMARK
 //! annotated `k8s.io/initial-events-end`. With `allowWatchBookmarks` a BOOKMARK carrying the
 //! current resourceVersion is sent every [`BOOKMARK_EVERY`], so idle watchers can resume
-//! without hitting 410. `timeoutSeconds` ends the stream, and so does server shutdown.
+//! without hitting 410. `timeoutSeconds` (clamped to a day) ends the stream, else a random
+//! 30–60 minutes as kube-apiserver does; so does server shutdown, and so does the store
+//! closing a watcher that fell too far behind (the client watches again from its last version).
 //!
 //! Bookmark safety: a bookmark carries the store's *delivered* version, not its newest: writes
 //! waiting for their group commit have versions but have not reached watchers yet. The store
@@ -146,11 +148,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     let flag = |k: &str| q.get(k).is_some_and(|v| v == "true" || v == "1");
     let rv_param = q.get("resourceVersion").map(String::as_str).unwrap_or("");
     let initial = flag("sendInitialEvents") || rv_param.is_empty() || rv_param == "0";
-    let timeout = q
-        .get("timeoutSeconds")
-        .and_then(|s| s.parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .map(|s| Instant::now() + Duration::from_secs(s));
+    let timeout = Some(Instant::now() + crate::limits::watch_timeout(q)?);
     let mut s = Stream {
         st: st.clone(),
         target: coll.clone(),
@@ -174,12 +172,12 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         if flag("sendInitialEvents") {
             s.bookmark(rv, true);
         }
-        s.rx = Some(st.store.watch(coll.served.plural(), ns, Some(rv))?);
+        s.rx = Some(st.store.watch_bounded(coll.served.plural(), ns, Some(rv))?);
     } else {
         let since: u64 =
             rv_param.parse().map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {rv_param:?}")))?;
         s.last_rv = since;
-        match st.store.watch(coll.served.plural(), ns, Some(since)) {
+        match st.store.watch_bounded(coll.served.plural(), ns, Some(since)) {
             Ok(rx) => s.rx = Some(rx),
             Err(e @ StoreError::Gone { .. }) => s.emit("ERROR", ApiError::Store(e).status()),
             Err(e) => return Err(e.into()),

@@ -154,6 +154,10 @@ pub enum StoreError {
     /// 504: no answer (what an injected `timeout` or `lost-response` fault returns).
     #[error("the server was unable to return a response in the time allotted")]
     Timeout,
+    /// The object is larger than the store keeps. kube-apiserver passes etcd's refusal on as
+    /// it comes: a 500 with no reason and etcd's message.
+    #[error("etcdserver: request is too large")]
+    TooLarge,
 }
 
 impl StoreError {
@@ -166,7 +170,7 @@ impl StoreError {
             StoreError::Invalid { .. } => 422,
             StoreError::Gone { .. } => 410,
             StoreError::BadRequest(_) => 400,
-            StoreError::Internal(_) => 500,
+            StoreError::Internal(_) | StoreError::TooLarge => 500,
             StoreError::Timeout => 504,
         }
     }
@@ -183,6 +187,7 @@ impl StoreError {
             StoreError::BadRequest(_) => "BadRequest",
             StoreError::Internal(_) => "InternalError",
             StoreError::Timeout => "Timeout",
+            StoreError::TooLarge => "",
         }
     }
 }

@@ -17,14 +17,16 @@ pub mod kinds;
 pub mod namespaces;
 pub mod store;
 pub mod validation;
+pub mod watch;
 
 pub use error::{FieldError, FieldErrorKind, StoreError};
 pub use faults::{FaultKind, FaultSpec};
 pub use kinds::{ResourceType, RESOURCE_TYPES};
 pub use store::{
     format_time, Backend, ListOptions, Mutation, PendingWrite, Snapshot, Store, StoreBuilder, UidMode, WatchEvent,
-    WatchEventType, Watcher,
+    WatchEventType,
 };
+pub use watch::{json_size, StoreLimits, Watcher};
 
 /// Result with a [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -4,12 +4,12 @@ use crate::error::{FieldError, StoreError};
 use crate::faults::{FaultInjector, FaultKind, FaultSpec};
 use crate::kinds::ResourceType;
 use crate::validation;
+use crate::watch::{self, History, Refused, StoreLimits, Watcher};
 use crate::Result;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
 
 /// Type of a watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,10 +46,9 @@ pub struct WatchEvent {
     pub object: Arc<Value>,
     /// resourceVersion of the change.
     pub rv: u64,
+    /// JSON size of `object` (0 when the store's limits need no sizes).
+    pub size: usize,
 }
-
-/// A stream of watch events for one resource (optionally one namespace).
-pub type Watcher = mpsc::UnboundedReceiver<WatchEvent>;
 
 /// A durable write, as the persistence layer receives it.
 #[derive(Debug)]
@@ -159,7 +158,7 @@ struct WatchSlot {
     namespace: Option<String>,
     /// Events at or below this version were already visible when the watch started.
     since: u64,
-    tx: mpsc::UnboundedSender<WatchEvent>,
+    tx: watch::Sender,
 }
 
 /// Group-commit state: how far writes are durable, and whether someone is committing.
@@ -190,9 +189,7 @@ struct Inner {
     /// deletion). Writers read through it, so that concurrency checks see every earlier
     /// write; readers never do.
     overlay: HashMap<&'static str, HashMap<Key, Unpublished>>,
-    history: VecDeque<WatchEvent>,
-    /// Events at or below this version are no longer in `history`.
-    compacted: u64,
+    history: History,
     watchers: Vec<WatchSlot>,
     creates: HashMap<String, u64>,
     writes: u64,
@@ -232,7 +229,7 @@ pub struct Store {
     past_faults: Mutex<[u64; 4]>,
     now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
     uid_mode: UidMode,
-    history_limit: usize,
+    limits: StoreLimits,
 }
 
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
@@ -391,22 +388,40 @@ impl Store {
     }
 
     /// Starts a watch. With `since`, replays every later change still in history (410 Gone when
-    /// `since` is older than the history); without it, only future changes.
+    /// `since` is older than the history); without it, only future changes. The watcher is never
+    /// closed for falling behind: for consumers in this process that drain it in their own loop.
     pub fn watch(&self, resource: &str, namespace: Option<&str>, since: Option<u64>) -> Result<Watcher> {
+        self.start_watch(resource, namespace, since, false)
+    }
+
+    /// [`Store::watch`] for a remote client: closed once it falls behind by more than the
+    /// store's [`StoreLimits::watch_events`] or [`StoreLimits::watch_bytes`] (the client then
+    /// watches again from the last version it saw).
+    pub fn watch_bounded(&self, resource: &str, namespace: Option<&str>, since: Option<u64>) -> Result<Watcher> {
+        self.start_watch(resource, namespace, since, true)
+    }
+
+    fn start_watch(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        since: Option<u64>,
+        bounded: bool,
+    ) -> Result<Watcher> {
         let rt = Self::rt(resource)?;
         let mut inner = self.inner.lock().unwrap();
-        let (tx, rx) = mpsc::unbounded_channel();
         let ns = namespace.filter(|n| !n.is_empty() && rt.namespaced).map(str::to_string);
+        let mut replay = Default::default();
         if let Some(since) = since {
-            if since < inner.compacted {
-                return Err(StoreError::Gone { requested: since, oldest: inner.compacted });
+            let now = self.limits.history_age.map(|_| (self.now)());
+            inner.history.trim(now, &self.limits);
+            if since < inner.history.compacted() {
+                return Err(StoreError::Gone { requested: since, oldest: inner.history.compacted() });
             }
-            for ev in inner.history.iter().filter(|e| e.rv > since && e.resource == rt.plural) {
-                if ns.as_ref().is_none_or(|n| *n == ev.namespace) {
-                    let _ = tx.send(ev.clone());
-                }
-            }
+            replay = inner.history.since(since, rt.plural, ns.as_deref());
         }
+        let unbounded = StoreLimits { watch_events: None, watch_bytes: None, ..self.limits };
+        let (tx, rx) = watch::channel(if bounded { &self.limits } else { &unbounded }, replay);
         let since = since.unwrap_or(inner.delivered);
         inner.watchers.push(WatchSlot { resource: rt.plural, namespace: ns, since, tx });
         Ok(rx)
@@ -433,9 +448,13 @@ impl Store {
         name: &str,
         obj: Arc<Value>,
         rv: u64,
-    ) {
+    ) -> Result<()> {
+        let size = if self.limits.needs_sizes() { watch::json_size(&obj) } else { 0 };
+        if kind != WatchEventType::Deleted && self.limits.max_object_bytes.is_some_and(|max| size > max) {
+            return Err(StoreError::TooLarge);
+        }
         inner.rv = rv;
-        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv };
+        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv, size };
         let object = (kind != WatchEventType::Deleted).then_some(obj);
         let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
         if self.backend.is_some() {
@@ -445,6 +464,7 @@ impl Store {
         } else {
             self.publish(inner, w, ev);
         }
+        Ok(())
     }
 
     /// Makes a durable change visible: into the objects readers see, to watchers, into history.
@@ -473,15 +493,18 @@ impl Store {
             {
                 return !w.tx.is_closed();
             }
-            w.tx.send(ev.clone()).is_ok()
+            match w.tx.offer(ev.clone()) {
+                Ok(()) => true,
+                Err(Refused::Closed) => false,
+                Err(Refused::Behind) => {
+                    tracing::warn!(resource = w.resource, rv = ev.rv, "closing a watcher that fell too far behind");
+                    false
+                }
+            }
         });
         inner.delivered = inner.delivered.max(ev.rv);
-        inner.history.push_back(ev);
-        while inner.history.len() > self.history_limit {
-            if let Some(old) = inner.history.pop_front() {
-                inner.compacted = old.rv;
-            }
-        }
+        let now = self.limits.history_age.map(|_| (self.now)());
+        inner.history.push(ev, now, &self.limits);
     }
 
     /// Returns once the write with version `rv` is durable and visible (at once without a
@@ -649,7 +672,7 @@ impl Store {
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
         let obj = Arc::new(obj);
-        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv);
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
         drop(inner);
         self.wait_durable(rv)?;
         if fault == Some(FaultKind::LostResponse) {
@@ -678,7 +701,7 @@ impl Store {
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
         let obj = Arc::new(obj);
-        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv);
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
         drop(inner);
         self.wait_durable(rv)?;
         Ok(obj)
@@ -815,9 +838,9 @@ impl Store {
         let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
         let new = Arc::new(new);
         if deleting && finalizers(&new).is_empty() {
-            self.commit(&mut inner, rt, WatchEventType::Deleted, &ns, &name, new.clone(), rv);
+            self.commit(&mut inner, rt, WatchEventType::Deleted, &ns, &name, new.clone(), rv)?;
         } else {
-            self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, new.clone(), rv);
+            self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, new.clone(), rv)?;
         }
         drop(inner);
         self.wait_durable(rv)?;
@@ -910,7 +933,7 @@ impl Store {
             let mut gone = (*old).clone();
             Self::stamp(&mut gone, rv);
             let gone = Arc::new(gone);
-            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, gone.clone(), rv);
+            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, gone.clone(), rv)?;
             gone
         } else if meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
             old
@@ -922,7 +945,7 @@ impl Store {
             crate::namespaces::mark_terminating(rt, &mut marked);
             Self::stamp(&mut marked, rv);
             let marked = Arc::new(marked);
-            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv);
+            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv)?;
             marked
         };
         let committed = inner.rv == rv;
@@ -949,7 +972,7 @@ pub struct StoreBuilder {
     snapshot: Snapshot,
     now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
     uid_mode: UidMode,
-    history_limit: usize,
+    limits: StoreLimits,
 }
 
 impl Default for StoreBuilder {
@@ -959,7 +982,7 @@ impl Default for StoreBuilder {
             snapshot: Snapshot::default(),
             now: Box::new(Utc::now),
             uid_mode: UidMode::Random,
-            history_limit: 100_000,
+            limits: StoreLimits::default(),
         }
     }
 }
@@ -986,7 +1009,13 @@ impl StoreBuilder {
 
     /// How many changes watch history keeps (older resourceVersions answer 410 Gone).
     pub fn history_limit(mut self, n: usize) -> Self {
-        self.history_limit = n.max(1);
+        self.limits.history_events = n.max(1);
+        self
+    }
+
+    /// Bounds object sizes, the watch history and each watcher's buffer (see [`StoreLimits`]).
+    pub fn limits(mut self, limits: StoreLimits) -> Self {
+        self.limits = StoreLimits { history_events: limits.history_events.max(1), ..limits };
         self
     }
 
@@ -1005,8 +1034,7 @@ impl StoreBuilder {
                 rv: self.snapshot.rv,
                 objects,
                 overlay: HashMap::new(),
-                history: VecDeque::new(),
-                compacted: self.snapshot.rv,
+                history: History::starting_at(self.snapshot.rv),
                 watchers: Vec::new(),
                 creates: HashMap::new(),
                 writes: 0,
@@ -1020,7 +1048,7 @@ impl StoreBuilder {
             past_faults: Mutex::new([0; 4]),
             now: self.now,
             uid_mode: self.uid_mode,
-            history_limit: self.history_limit,
+            limits: self.limits,
         }
     }
 }

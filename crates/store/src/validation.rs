@@ -588,31 +588,6 @@ mod tests {
     }
 
     #[test]
-    fn recycle_is_refused_only_for_a_host_path_of_root() {
-        let pv = |source: Value| {
-            let mut v = json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Recycle"}});
-            v["spec"].as_object_mut().unwrap().extend(source.as_object().unwrap().clone());
-            v
-        };
-        for ok in [
-            json!({"csi": {"driver": "d", "volumeHandle": "h"}}),
-            json!({"hostPath": {"path": "/data"}}),
-            json!({"nfs": {"server": "s", "path": "/"}}),
-        ] {
-            assert!(validate(pv_type(), &pv(ok.clone())).is_empty(), "{ok}");
-        }
-        for root in ["/", "//", "/./"] {
-            let errs = validate(pv_type(), &pv(json!({"hostPath": {"path": root}})));
-            let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-            assert_eq!(
-                text,
-                vec!["spec.persistentVolumeReclaimPolicy: Forbidden: may not be 'recycle' for a hostPath mount of '/'"],
-                "{root}"
-            );
-        }
-    }
-
-    #[test]
     fn defaults_fill_policy_mode_and_phase() {
         let mut pv = json!({"metadata": {"name": "pv1"}, "spec": {}});
         default(pv_type(), &mut pv);
