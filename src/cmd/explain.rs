@@ -4,7 +4,7 @@
 //! a live cluster, read-only), hand it to `pv_explain`, print text or JSON. Exit 0 whenever it
 //! could answer, 1 when the claim does not exist or the input/cluster cannot be read.
 
-use super::{read_input, user};
+use super::{load_objects, user};
 use clap::Args;
 use pv_explain::{live, Explanation, Snapshot};
 use pv_kube::connect::ClientOptions;
@@ -17,7 +17,7 @@ use std::process::ExitCode;
 pub enum Format {
     /// A table and a sentence, for people.
     Text,
-    /// The JSON document described in INTERFACES.md, for scripts.
+    /// A JSON document, for scripts (fields in the README, "Explaining a claim").
     Json,
 }
 
@@ -67,8 +67,7 @@ fn claim_name(a: &ExplainArgs, default_ns: &str) -> anyhow::Result<(String, Stri
 }
 
 fn from_file(a: &ExplainArgs, path: &str) -> anyhow::Result<Explanation> {
-    let text = read_input(path)?;
-    let objects = pv_sim::load_documents(&text).map_err(|e| user(format!("{path}: {e}")))?;
+    let objects = load_objects(path)?;
     let snapshot = Snapshot::from_input(objects).map_err(|e| user(format!("{path}: {e}")))?;
     let (ns, name) = claim_name(a, "default")?;
     pv_explain::explain_snapshot(&snapshot, &ns, &name)

@@ -28,11 +28,15 @@ pub struct SimulationOptions {
     pub faults: Option<(FaultSpec, u64)>,
     /// Controller settings (operations are always deferred).
     pub config: Config,
+    /// Hand the watch events of each of the controller's writes to it *before* the write's
+    /// response, as can happen over a network (a watch stream is another connection). The
+    /// default delivers them at the next step, after the response.
+    pub watch_before_response: bool,
 }
 
 impl Default for SimulationOptions {
     fn default() -> Self {
-        SimulationOptions { max_rounds: 100, faults: None, config: Config::default() }
+        SimulationOptions { max_rounds: 100, faults: None, config: Config::default(), watch_before_response: false }
     }
 }
 
@@ -190,6 +194,35 @@ impl Simulation {
             self.relist(&mut inf);
             self.informers.push(inf);
         }
+        if self.options.watch_before_response {
+            self.deliver_before_responses();
+        }
+    }
+
+    /// Installs the hook that hands every write's watch events for volumes and claims to the
+    /// controller before the write returns. The informers still deliver the same events at
+    /// their next step (a repeat of an event already handled changes nothing).
+    fn deliver_before_responses(&self) {
+        let mut watchers = Vec::new();
+        for resource in ["persistentvolumes", "persistentvolumeclaims"] {
+            let rv = self.store.list(resource, &Default::default()).expect("known resource").1;
+            watchers.push((resource, self.store.watch(resource, None, Some(rv)).expect("fresh history")));
+        }
+        let watchers = std::sync::Mutex::new(watchers);
+        let controller = Arc::downgrade(&self.controller);
+        self.api.set_after_write(Box::new(move || {
+            let Some(c) = controller.upgrade() else { return };
+            let mut events = Vec::new();
+            for (resource, w) in watchers.lock().unwrap().iter_mut() {
+                while let Ok(ev) = w.try_recv() {
+                    events.push((*resource, ev));
+                }
+            }
+            events.sort_by_key(|(_, e)| e.rv);
+            for (resource, ev) in events {
+                deliver(&c, resource, ev.kind, &ev.object);
+            }
+        }));
     }
 
     /// Lists a kind, delivers what changed (Deleted for what vanished), and watches from there.
