@@ -84,6 +84,9 @@ pub struct Simulation {
     informers: Vec<Informer>,
     watch_rng: Option<(rand::rngs::SmallRng, FaultSpec)>,
     options: SimulationOptions,
+    /// With `watch_before_response`: per resource, the last version handed over early. The
+    /// informers skip those events, so each is delivered once, as a real informer does.
+    delivered_early: Arc<std::sync::Mutex<HashMap<&'static str, u64>>>,
     /// Resync rounds run.
     pub rounds: usize,
     /// Sync steps run.
@@ -164,7 +167,18 @@ impl Simulation {
             .as_ref()
             .filter(|(f, _)| f.has_watch_faults())
             .map(|(f, seed)| (rand::SeedableRng::seed_from_u64(*seed ^ 0x5eed), f.clone()));
-        Simulation { store, api, clock, controller, informers: Vec::new(), watch_rng, options, rounds: 0, steps: 0 }
+        Simulation {
+            store,
+            api,
+            clock,
+            controller,
+            informers: Vec::new(),
+            watch_rng,
+            options,
+            delivered_early: Default::default(),
+            rounds: 0,
+            steps: 0,
+        }
     }
 
     /// The controller's API adapter.
@@ -200,8 +214,7 @@ impl Simulation {
     }
 
     /// Installs the hook that hands every write's watch events for volumes and claims to the
-    /// controller before the write returns. The informers still deliver the same events at
-    /// their next step (a repeat of an event already handled changes nothing).
+    /// controller before the write returns; the informers then skip them.
     fn deliver_before_responses(&self) {
         let mut watchers = Vec::new();
         for resource in ["persistentvolumes", "persistentvolumeclaims"] {
@@ -210,6 +223,7 @@ impl Simulation {
         }
         let watchers = std::sync::Mutex::new(watchers);
         let controller = Arc::downgrade(&self.controller);
+        let delivered = self.delivered_early.clone();
         self.api.set_after_write(Box::new(move || {
             let Some(c) = controller.upgrade() else { return };
             let mut events = Vec::new();
@@ -220,6 +234,7 @@ impl Simulation {
             }
             events.sort_by_key(|(_, e)| e.rv);
             for (resource, ev) in events {
+                delivered.lock().unwrap().insert(resource, ev.rv);
                 deliver(&c, resource, ev.kind, &ev.object);
             }
         }));
@@ -332,6 +347,9 @@ impl Simulation {
         events.sort_by_key(|(_, e)| e.rv);
         any |= !events.is_empty();
         for (r, ev) in events {
+            if self.delivered_early.lock().unwrap().get(r).is_some_and(|rv| ev.rv <= *rv) {
+                continue;
+            }
             self.deliver(r, ev.kind, &ev.object);
         }
         any

@@ -157,7 +157,7 @@ mod tests {
             "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
             "spec": {"capacity": {"storage": "5Gi"}, "storageClassName": "", "nfs": {"path": "/exports/a"},
                      "accessModes": ["ReadWriteOnce"]},
-            "status": {"phase": "Bound"}, "message": "waiting for first consumer: a pod", "n": "10"});
+            "status": {"phase": "Bound"}, "message": "waiting for first consumer: a pod", "count": "10"});
         let y = to_yaml(&v);
         for plain in ["name: pv-5g", "storage: 5Gi", "path: /exports/a", "- ReadWriteOnce", "phase: Bound"] {
             assert!(y.contains(plain), "{plain:?} in\n{y}");
@@ -167,7 +167,7 @@ mod tests {
             "bind-completed: \"yes\"",
             "storageClassName: \"\"",
             "message: \"waiting for first consumer: a pod\"",
-            "n: \"10\"",
+            "count: \"10\"",
         ] {
             assert!(y.contains(quoted), "{quoted:?} in\n{y}");
         }
