@@ -138,7 +138,8 @@ fn against_up_binds_and_cleans_up() {
     // A claim that cannot bind (an external provisioner nobody runs): the table is still
     // printed, with the time the run lasted, then the error.
     create_class(&kubeconfig, "elsewhere", "example.com/nobody", "Immediate");
-    let out = bench(&["--kubeconfig", &kubeconfig, "--claims", "1", "--class", "elsewhere", "--timeout", "2s", "-o", "json"]);
+    let out =
+        bench(&["--kubeconfig", &kubeconfig, "--claims", "1", "--class", "elsewhere", "--timeout", "2s", "-o", "json"]);
     assert_eq!(out.status.code(), Some(1), "a claim nobody provisions never binds");
     assert!(text(&out.stderr).contains("0 of 1 bound"), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
@@ -148,7 +149,18 @@ fn against_up_binds_and_cleans_up() {
 
     // Provisioned claims: bound, then cleaned up with the Events the controller recorded.
     create_class(&kubeconfig, "local", "kubernetes.io/host-path", "Immediate");
-    let out = bench(&["--kubeconfig", &kubeconfig, "--claims", "5", "--class", "local", "--namespace", "bench-test", "-o", "json"]);
+    let out = bench(&[
+        "--kubeconfig",
+        &kubeconfig,
+        "--claims",
+        "5",
+        "--class",
+        "local",
+        "--namespace",
+        "bench-test",
+        "-o",
+        "json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(v["bound"], 5);
@@ -192,7 +204,13 @@ fn events_about(kubeconfig: &str, run: &str) -> Vec<String> {
                 let msg = e.message.as_deref().unwrap_or("");
                 name.starts_with(run) || msg.contains(run) || name.starts_with("pvc-")
             })
-            .map(|e| format!("{}/{}", e.metadata.namespace.as_deref().unwrap_or(""), e.metadata.name.as_deref().unwrap_or("")))
+            .map(|e| {
+                format!(
+                    "{}/{}",
+                    e.metadata.namespace.as_deref().unwrap_or(""),
+                    e.metadata.name.as_deref().unwrap_or("")
+                )
+            })
             .collect()
     })
 }

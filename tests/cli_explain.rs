@@ -124,7 +124,12 @@ fn the_readme_example_explains_what_the_controller_would_do() {
         .output()
         .expect("binary runs");
     let list: serde_json::Value = serde_json::from_slice(&sim.stdout).expect("JSON");
-    let small = list["items"].as_array().unwrap().iter().find(|o| o["kind"] == "PersistentVolumeClaim" && o["metadata"]["name"] == "small").unwrap();
+    let small = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "PersistentVolumeClaim" && o["metadata"]["name"] == "small")
+        .unwrap();
     assert_eq!(small["spec"]["volumeName"], "pv-5g", "simulate agrees");
 }
 
@@ -143,7 +148,11 @@ fn events_and_other_kinds_are_skipped_with_a_note_and_an_empty_file_is_an_error(
     .unwrap();
     let out = explain(&["pvc", "data/small", "-f", f.to_str().unwrap(), "-o", "json"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("ignored 1 object of kinds that do not affect the controller (1 Event)"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("ignored 1 object of kinds that do not affect the controller (1 Event)"),
+        "{}",
+        text(&out.stderr)
+    );
     let empty = dir.path().join("empty.yaml");
     std::fs::write(&empty, "").unwrap();
     let out = explain(&["pvc", "data/small", "-f", empty.to_str().unwrap()]);

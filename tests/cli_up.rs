@@ -45,7 +45,8 @@ impl Up {
                 break;
             }
         }
-        let kubeconfig = kubeconfig.unwrap_or_else(|| panic!("no kubeconfig line; log:\n{}", std::fs::read_to_string(&log).unwrap()));
+        let kubeconfig = kubeconfig
+            .unwrap_or_else(|| panic!("no kubeconfig line; log:\n{}", std::fs::read_to_string(&log).unwrap()));
         Up { child, kubeconfig, log }
     }
 

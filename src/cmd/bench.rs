@@ -870,7 +870,11 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
         }
     }
     // A run that gave up lasted until it gave up, not until its last bind.
-    let wall = if failure.is_some() { gave_up.saturating_duration_since(start) } else { last.saturating_duration_since(start) };
+    let wall = if failure.is_some() {
+        gave_up.saturating_duration_since(start)
+    } else {
+        last.saturating_duration_since(start)
+    };
     let mut r = Report {
         mode: "api".into(),
         workload: w.kind().into(),

@@ -93,6 +93,25 @@ fn from_cluster(a: &ExplainArgs) -> anyhow::Result<Explanation> {
     })
 }
 
+/// The width to fit the table in: `COLUMNS` when the shell exports it, else what `stty`
+/// reports for the terminal, else the default. Long details wrap either way; nothing is cut.
+fn width(terminal: bool) -> usize {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()) {
+        return c.max(40);
+    }
+    if terminal {
+        // `stty size` reads the terminal on its stdin: "ROWS COLS".
+        let tty = std::fs::File::open("/dev/tty").ok();
+        if let Some(out) = tty.and_then(|t| std::process::Command::new("stty").arg("size").stdin(t).output().ok()) {
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            if let Some(cols) = text.split_whitespace().nth(1).and_then(|c| c.parse::<usize>().ok()) {
+                return cols.max(40);
+            }
+        }
+    }
+    pv_explain::render::WIDTH
+}
+
 /// Runs `explain`.
 pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     // kube-client logs failed requests at error level; the error line says it once already.
@@ -104,8 +123,9 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     match a.output {
         Format::Json => println!("{}", serde_json::to_string_pretty(&pv_explain::to_json(&e))?),
         Format::Text => {
-            let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
-            print!("{}", pv_explain::to_text(&e, color));
+            let terminal = std::io::stdout().is_terminal();
+            let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && terminal;
+            print!("{}", pv_explain::to_text_width(&e, color, width(terminal)));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -83,9 +83,7 @@ fn check_data_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// Fails early, before anything is written, when the address cannot be bound (port in use).
 fn check_listen(addr: SocketAddr) -> anyhow::Result<()> {
-    std::net::TcpListener::bind(addr)
-        .map(drop)
-        .map_err(|e| user(format!("--listen {addr}: {e}")))
+    std::net::TcpListener::bind(addr).map(drop).map_err(|e| user(format!("--listen {addr}: {e}")))
 }
 
 async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {

@@ -17,8 +17,7 @@ pub fn is_volume_unclaimed(volume: &PersistentVolume) -> bool {
 /// The phase the volume's next sync gives it before anything else happens, when that differs
 /// from its phase now: Available for an unclaimed volume (a new PV has no phase until then).
 pub fn phase_after_first_sync(volume: &PersistentVolume) -> Option<&'static str> {
-    (is_volume_unclaimed(volume) && helpers::volume_phase(volume) != pv_phase::AVAILABLE)
-        .then_some(pv_phase::AVAILABLE)
+    (is_volume_unclaimed(volume) && helpers::volume_phase(volume) != pv_phase::AVAILABLE).then_some(pv_phase::AVAILABLE)
 }
 
 impl Controller {

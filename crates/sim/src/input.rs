@@ -265,7 +265,12 @@ pub fn load(text: &str) -> Result<Loaded, InputError> {
         take(o, &doc, &mut out);
     }
     if !seen {
-        return Err(err(0, None, None, "no objects: the input is empty (an empty cluster is `kind: List` with `items: []`)"));
+        return Err(err(
+            0,
+            None,
+            None,
+            "no objects: the input is empty (an empty cluster is `kind: List` with `items: []`)",
+        ));
     }
     out.ignored = ignored.into_iter().collect();
     Ok(out)
@@ -293,7 +298,10 @@ mod tests {
     #[test]
     fn misspelled_kinds_wrong_types_and_unknown_fields_are_rejected() {
         let e = load_documents("apiVersion: v1\nkind: PersistentVolumes\nmetadata: {name: d}\n").unwrap_err();
-        assert!(e.to_string().contains("kind: Unsupported value: \"PersistentVolumes\": did you mean \"PersistentVolume\""), "{e}");
+        assert!(
+            e.to_string().contains("kind: Unsupported value: \"PersistentVolumes\": did you mean \"PersistentVolume\""),
+            "{e}"
+        );
         let e = load_documents("apiVersion: v1\nkind: persistentvolumeclaim\nmetadata: {name: d}\n").unwrap_err();
         assert!(e.to_string().contains("did you mean \"PersistentVolumeClaim\""), "{e}");
         let e = load_documents("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c, namespace: d}\nspec: {accessModes: ReadWriteOnce}\n").unwrap_err();

@@ -132,7 +132,9 @@ impl ClusterApi for MemApi {
     }
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
         self.count()?;
-        self.wrote(blocking(|| self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err)))
+        self.wrote(blocking(|| {
+            self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err)
+        }))
     }
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
         from_value(&*self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)

@@ -177,9 +177,39 @@ mod tests {
 
     #[test]
     fn strings_that_yaml_would_read_as_something_else_are_quoted() {
-        for s in ["", "yes", "No", "true", "null", "~", "1", "1.5", "1e3", "0x1F", "1_000", "12:30", ".inf", "-x",
-                  "a: b", "a #b", " a", "a ", "line\nbreak", "*ref", "&a", "!tag", "%x", "@x", "`x", "{a}", "[a]",
-                  "'a'", "\"a\"", "a:", "2026-01-01"] {
+        for s in [
+            "",
+            "yes",
+            "No",
+            "true",
+            "null",
+            "~",
+            "1",
+            "1.5",
+            "1e3",
+            "0x1F",
+            "1_000",
+            "12:30",
+            ".inf",
+            "-x",
+            "a: b",
+            "a #b",
+            " a",
+            "a ",
+            "line\nbreak",
+            "*ref",
+            "&a",
+            "!tag",
+            "%x",
+            "@x",
+            "`x",
+            "{a}",
+            "[a]",
+            "'a'",
+            "\"a\"",
+            "a:",
+            "2026-01-01",
+        ] {
             let v = json!({"k": s, "l": [s]});
             let back: Value = serde_norway::from_str(&to_yaml(&v)).unwrap_or_else(|e| panic!("{s:?}: {e}"));
             assert_eq!(back, v, "{s:?} round-trips");

@@ -31,7 +31,8 @@ async fn provisioned_claims_created_and_deleted_leave_caches_equal_to_the_api() 
     let store = Arc::new(Store::new());
     let api = Arc::new(MemApi::new(store.clone()));
     let config = Config { resync_period: Duration::from_secs(3600), ..Config::default() };
-    let controller = Controller::new(api, pv_plugins::registry(Some(root.path().to_path_buf())), SystemClock::new(), config);
+    let controller =
+        Controller::new(api, pv_plugins::registry(Some(root.path().to_path_buf())), SystemClock::new(), config);
     store
         .create(
             "storageclasses",
