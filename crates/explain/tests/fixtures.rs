@@ -70,7 +70,7 @@ fn every_verdict_has_a_fixture() {
         // the controller syncs such a volume to Available before it matches claims against it,
         // and explain shows it that way (unclaimed-volumes-become-available.yaml), so no
         // explanation of a whole state carries it.
-        if *v == "phase" {
+        if v == "phase" {
             continue;
         }
         assert!(names.iter().any(|n| n == v), "no fixture {v}.yaml");
