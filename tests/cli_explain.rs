@@ -59,7 +59,7 @@ fn missing_claim_exits_one_with_an_error_line() {
 fn bad_input_and_bad_names_are_user_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
-    std::fs::write(&bad, "apiVersion: v1\nkind: Deployment\nmetadata: {name: d}\n").unwrap();
+    std::fs::write(&bad, "apiVersion: v1\nkind: PersistentVolumeClaims\nmetadata: {name: d}\n").unwrap();
     let out = explain(&["pvc", "default/data", "-f", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("document 1"), "{}", text(&out.stderr));
