@@ -123,12 +123,96 @@ fn against_up_binds_and_cleans_up() {
     let (claims, volumes) = count_labelled(&kubeconfig, &format!("bench.pv-controller.io/run={run}"));
     assert_eq!((claims, volumes), (0, 0), "the run's claims and PVs are deleted");
 
-    // A claim that cannot bind: the table is still printed, then the error.
-    let out = bench(&["--kubeconfig", &kubeconfig, "--claims", "1", "--class", "none", "--timeout", "1s"]);
-    assert_eq!(out.status.code(), Some(1), "a claim of a missing class never binds");
+    // A class that does not exist, or binds on first consumer: refused before anything is made.
+    create_class(&kubeconfig, "wait", "kubernetes.io/host-path", "WaitForFirstConsumer");
+    for (class, why) in [("none", "does not exist"), ("wait", "volumeBindingMode WaitForFirstConsumer")] {
+        let t = Instant::now();
+        let out = bench(&["--kubeconfig", &kubeconfig, "--claims", "1", "--class", class, "--timeout", "10m"]);
+        assert_eq!(out.status.code(), Some(1), "class {class}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with("error: --class ") && stderr.contains(why), "{stderr}");
+        assert!(t.elapsed() < Duration::from_secs(600), "failed early, not after the timeout");
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    }
+
+    // A claim that cannot bind (an external provisioner nobody runs): the table is still
+    // printed, with the time the run lasted, then the error.
+    create_class(&kubeconfig, "elsewhere", "example.com/nobody", "Immediate");
+    let out =
+        bench(&["--kubeconfig", &kubeconfig, "--claims", "1", "--class", "elsewhere", "--timeout", "2s", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "a claim nobody provisions never binds");
     assert!(text(&out.stderr).contains("0 of 1 bound"), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("bound               0 / 1"), "{}", text(&out.stdout));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["bound"], 0);
+    assert!(v["wallSeconds"].as_f64().unwrap() >= 2.0, "wall time is the time until giving up: {v}");
+    assert!(v["note"].as_str().unwrap().contains("the claim's create request"), "claim wording: {v}");
+
+    // Provisioned claims: bound, then cleaned up with the Events the controller recorded.
+    create_class(&kubeconfig, "local", "kubernetes.io/host-path", "Immediate");
+    let out = bench(&[
+        "--kubeconfig",
+        &kubeconfig,
+        "--claims",
+        "5",
+        "--class",
+        "local",
+        "--namespace",
+        "bench-test",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["bound"], 5);
+    let run = v["run"].as_str().unwrap().to_string();
+    assert_eq!(events_about(&kubeconfig, &run), Vec::<String>::new(), "the run's Events are deleted");
     drop(up);
+}
+
+/// Creates a StorageClass through the kubeconfig.
+fn create_class(kubeconfig: &str, name: &str, provisioner: &str, mode: &str) {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    use kube::api::{Api, PostParams};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let sc: StorageClass = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name}, "provisioner": provisioner, "volumeBindingMode": mode,
+            "reclaimPolicy": "Delete"}))
+        .unwrap();
+        Api::<StorageClass>::all(client).create(&PostParams::default(), &sc).await.unwrap();
+    })
+}
+
+/// Events (any namespace) about objects or provisioned volumes of the run `run`, as `ns/name`.
+fn events_about(kubeconfig: &str, run: &str) -> Vec<String> {
+    use k8s_openapi::api::core::v1::Event;
+    use kube::api::Api;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let events = Api::<Event>::all(client).list(&Default::default()).await.unwrap();
+        events
+            .items
+            .iter()
+            .filter(|e| {
+                let name = e.involved_object.name.as_deref().unwrap_or("");
+                let msg = e.message.as_deref().unwrap_or("");
+                name.starts_with(run) || msg.contains(run) || name.starts_with("pvc-")
+            })
+            .map(|e| {
+                format!(
+                    "{}/{}",
+                    e.metadata.namespace.as_deref().unwrap_or(""),
+                    e.metadata.name.as_deref().unwrap_or("")
+                )
+            })
+            .collect()
+    })
 }
 
 /// Claims and PVs carrying `selector`, listed through the kubeconfig.

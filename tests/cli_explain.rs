@@ -59,7 +59,7 @@ fn missing_claim_exits_one_with_an_error_line() {
 fn bad_input_and_bad_names_are_user_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
-    std::fs::write(&bad, "apiVersion: v1\nkind: Deployment\nmetadata: {name: d}\n").unwrap();
+    std::fs::write(&bad, "apiVersion: v1\nkind: PersistentVolumeClaims\nmetadata: {name: d}\n").unwrap();
     let out = explain(&["pvc", "default/data", "-f", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("document 1"), "{}", text(&out.stderr));
@@ -87,7 +87,84 @@ fn unreachable_cluster_is_a_user_error() {
     .unwrap();
     let out = explain(&["pvc", "default/data", "--kubeconfig", kc.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
-    assert!(text(&out.stderr).starts_with("error: "));
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("error: "));
+    assert!(stderr.contains("http://127.0.0.1:1") && stderr.contains("connection refused"), "{stderr}");
+    assert!(!stderr.contains("ServiceError"), "{stderr}");
+}
+
+#[test]
+fn a_missing_kubeconfig_is_named_once_without_extra_quotes() {
+    let out = explain(&["pvc", "default/data", "--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("/nonexistent/kubeconfig: No such file or directory"), "{stderr}");
+    assert!(!stderr.contains("'\""), "the path is not quoted twice: {stderr}");
+}
+
+#[test]
+fn the_readme_example_explains_what_the_controller_would_do() {
+    // examples/cluster.yaml gives its PVs no phase, as a user writes them: the controller first
+    // makes them Available, then binds data/small to pv-5g (simulate does exactly that).
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster.yaml");
+    let out = explain(&["pvc", "data/small", "-f", f.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["next"], "bind", "{v:#}");
+    assert_eq!(v["bestMatch"], "pv-5g", "{v:#}");
+    let message = v["message"].as_str().unwrap();
+    assert!(message.contains("pv-5g") && message.contains("Available"), "{message}");
+    let out = explain(&["pvc", "data/small", "-f", f.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("Next: bind"), "{stdout}");
+    assert!(!stdout.contains("not yet Available"), "{stdout}");
+
+    let sim = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .args(["simulate", "-f", f.to_str().unwrap()])
+        .output()
+        .expect("binary runs");
+    let list: serde_json::Value = serde_json::from_slice(&sim.stdout).expect("JSON");
+    let small = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "PersistentVolumeClaim" && o["metadata"]["name"] == "small")
+        .unwrap();
+    assert_eq!(small["spec"]["volumeName"], "pv-5g", "simulate agrees");
+}
+
+#[test]
+fn events_and_other_kinds_are_skipped_with_a_note_and_an_empty_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster.yaml")).unwrap();
+    let f = dir.path().join("dump.yaml");
+    std::fs::write(
+        &f,
+        format!(
+            "{cluster}---\napiVersion: v1\nkind: Event\nmetadata: {{name: e1, namespace: data}}\n\
+             involvedObject: {{kind: PersistentVolumeClaim, name: small, namespace: data}}\nreason: X\n"
+        ),
+    )
+    .unwrap();
+    let out = explain(&["pvc", "data/small", "-f", f.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("ignored 1 object of kinds that do not affect the controller (1 Event)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let empty = dir.path().join("empty.yaml");
+    std::fs::write(&empty, "").unwrap();
+    let out = explain(&["pvc", "data/small", "-f", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("the input is empty"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn explain_help_points_only_at_files_in_the_repository() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pv-controller")).args(["explain", "--help"]).output().unwrap();
+    let help = text(&out.stdout);
+    assert!(!help.contains("INTERFACES"), "{help}");
 }
 
 #[test]

@@ -94,11 +94,40 @@ fn faults_do_not_change_the_converged_objects() {
 }
 
 #[test]
-fn yaml_output_quotes_ambiguous_strings() {
+fn yaml_output_prints_plain_strings_plain_as_kubectl_does() {
     let o = simulate(PV.as_bytes(), &["-o", "yaml"]);
     assert_eq!(o.status.code(), Some(0));
     let text = String::from_utf8(o.stdout).unwrap();
-    assert!(text.contains("kind: \"List\"") || text.contains("kind: List"), "{text}");
+    for plain in ["kind: List", "apiVersion: v1", "name: pv1", "storage: 1Gi", "phase: Available", "path: /x"] {
+        assert!(text.contains(plain), "{plain:?} in\n{text}");
+    }
+    let back: serde_json::Value = serde_norway::from_str(&text).expect("valid YAML");
+    assert_eq!(back["items"][0]["spec"]["capacity"]["storage"], "1Gi");
+}
+
+#[test]
+fn other_kinds_are_ignored_with_a_note_so_output_can_be_fed_back() {
+    let o = simulate(PV.as_bytes(), &["-o", "yaml"]);
+    assert_eq!(o.status.code(), Some(0));
+    // simulate's own output (objects, then Events) is valid input again.
+    let again = simulate(&o.stdout, &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let dump = format!("{PV}---\napiVersion: v1\nkind: Event\nmetadata: {{name: e, namespace: default}}\ninvolvedObject: {{kind: PersistentVolume, name: pv1}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: default}}\n");
+    let o = simulate(dump.as_bytes(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).trim_end(),
+        "note: -: ignored 2 objects of kinds that do not affect the controller (1 Deployment, 1 Event)"
+    );
+}
+
+#[test]
+fn an_empty_input_is_an_error() {
+    for input in [&b""[..], b"\n# nothing here\n", b"---\n"] {
+        assert_user_error(&simulate(input, &[]), &["-: ", "the input is empty"]);
+    }
+    let o = simulate(b"apiVersion: v1\nkind: List\nitems: []\n", &[]);
+    assert_eq!(o.status.code(), Some(0), "an explicit empty List is an empty cluster: {}", stderr(&o));
 }
 
 #[test]
@@ -124,8 +153,8 @@ fn bad_objects_name_document_object_and_field() {
         &["unknown field", "spec.bogus"],
     );
     assert_user_error(
-        &simulate(b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", &[]),
-        &["Deployment", "kind"],
+        &simulate(b"apiVersion: v1\nkind: PersistentVolumeClam\nmetadata: {name: d}\n", &[]),
+        &["document 1", "kind", "PersistentVolumeClam", "did you mean \"PersistentVolumeClaim\""],
     );
     assert_user_error(
         &simulate(

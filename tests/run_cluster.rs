@@ -345,3 +345,72 @@ async fn unreachable_server_and_refused_credentials_are_one_line_errors() {
     assert!(err.lines().any(|l| l.starts_with("error:") && l.contains("HTTP 401") && l.contains(&url)), "{err}");
     server.shutdown().await.unwrap();
 }
+
+/// The sum of every sample of `name` (all label sets) in a text exposition.
+fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Soak on the kube-rs path: claims of a host-path Delete class are provisioned, bound and
+/// deleted, round after round. The controller deletes each volume itself (object, then its
+/// finalizer); afterwards `/metrics` must count exactly the PVs and PVCs the API server has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provisioned_claims_created_and_deleted_leave_metrics_equal_to_the_api() {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let n: usize = std::env::var("PV_SOAK_CLAIMS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    let pp = PostParams::default();
+    let class: StorageClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete"}))
+    .unwrap();
+    Api::<StorageClass>::all(c.clone()).create(&pp, &class).await.unwrap();
+    let root = dir.path().join("volumes");
+    let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), &["--hostpath-root", root.to_str().unwrap()]);
+    let claims = Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default");
+    let pvs = Api::<PersistentVolume>::all(c.clone());
+    let claim = |name: String| -> PersistentVolumeClaim {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                     "resources": {"requests": {"storage": "1Gi"}}}}))
+        .unwrap()
+    };
+    claims.create(&pp, &claim("keep".into())).await.unwrap();
+    for round in 0..3 {
+        for i in 0..n {
+            claims.create(&pp, &claim(format!("c{round}-{i}"))).await.unwrap();
+        }
+        let all_bound = eventually("every claim Bound", Duration::from_secs(60), || async {
+            let list = claims.list(&Default::default()).await.unwrap();
+            list.items.iter().filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")).count()
+                == n + 1
+        })
+        .await;
+        assert!(all_bound, "controller log:\n{}", r.logs());
+        for i in 0..n {
+            claims.delete(&format!("c{round}-{i}"), &Default::default()).await.unwrap();
+        }
+        let gone = eventually("the deleted claims' volumes gone", Duration::from_secs(60), || async {
+            pvs.list(&Default::default()).await.unwrap().items.len() == 1
+        })
+        .await;
+        assert!(gone, "controller log:\n{}", r.logs());
+    }
+    // The watch events of the last deletes reach the controller soon after the API shows them.
+    let settled = eventually("metrics equal to the API's objects", Duration::from_secs(20), || async {
+        let m = r.metrics().await;
+        metric_sum(&m, "pv_collector_total_pv_count") == 1.0
+            && metric_sum(&m, "pv_collector_bound_pv_count") + metric_sum(&m, "pv_collector_unbound_pv_count") == 1.0
+            && metric_sum(&m, "pv_collector_bound_pvc_count") + metric_sum(&m, "pv_collector_unbound_pvc_count") == 1.0
+    })
+    .await;
+    let m = r.metrics().await;
+    let counts: Vec<&str> = m.lines().filter(|l| l.starts_with("pv_collector_")).collect();
+    assert!(settled, "1 PV and 1 PVC exist; the controller counts:\n{}\nlog:\n{}", counts.join("\n"), r.logs());
+    server.shutdown().await.unwrap();
+}

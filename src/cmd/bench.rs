@@ -30,7 +30,8 @@
 use super::user;
 use clap::Args;
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
@@ -315,6 +316,24 @@ pub fn format_text(r: &Report) -> String {
         out.push_str(&format!("  note: {n}\n"));
     }
     out
+}
+
+/// How to read the latency figures of a run against a server.
+pub fn latency_note(w: &Workload) -> &'static str {
+    match w {
+        Workload::Pairs(_) => {
+            "time to Bound: from just before the later create request of a pair to the watch showing Bound"
+        }
+        Workload::Claims { .. } => {
+            "time to Bound: from just before the claim's create request to the watch showing it Bound (provisioning included)"
+        }
+    }
+}
+
+/// One progress line: what has been created and bound so far, and the rate since the start.
+pub fn progress_line(created: usize, bound: usize, n: usize, elapsed: Duration) -> String {
+    let rate = bound as f64 / elapsed.as_secs_f64().max(1e-9);
+    format!("created {created}/{n} claims, bound {bound}/{n}, {rate:.1} binds/s, {:.0} s", elapsed.as_secs_f64())
 }
 
 /// Runs `bench`.
@@ -646,6 +665,40 @@ where
     Ok(())
 }
 
+/// Why claims of this class can never become Bound without more than the controller, if so: a
+/// class that does not exist, binds on first consumer (nothing schedules the bench's claims),
+/// or names no provisioner.
+pub fn class_cannot_bind(class: &str, found: Option<&StorageClass>) -> Option<String> {
+    let Some(c) = found else {
+        return Some(format!("--class {class}: StorageClass {class:?} does not exist"));
+    };
+    if c.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer") {
+        return Some(format!(
+            "--class {class}: StorageClass {class:?} has volumeBindingMode WaitForFirstConsumer: its claims stay \
+             Pending until a pod that uses them is scheduled, and the bench creates no pods; use a class with \
+             volumeBindingMode Immediate"
+        ));
+    }
+    if c.provisioner == "kubernetes.io/no-provisioner" {
+        return Some(format!(
+            "--class {class}: StorageClass {class:?} has provisioner {}: nothing provisions its claims; use \
+             --pairs for static volumes",
+            c.provisioner
+        ));
+    }
+    None
+}
+
+/// Fails before anything is created when the `--claims` class cannot bind them.
+async fn check_class(client: &Client, class: &str) -> anyhow::Result<()> {
+    let api: Api<StorageClass> = Api::all(client.clone());
+    let found = api.get_opt(class).await.map_err(|e| user(format!("reading StorageClass {class}: {e}")))?;
+    match class_cannot_bind(class, found.as_ref()) {
+        Some(why) => Err(user(why)),
+        None => Ok(()),
+    }
+}
+
 async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
     let api: Api<Namespace> = Api::all(client.clone());
     if api.get_opt(name).await.map_err(|e| user(format!("reading namespace {name}: {e}")))?.is_some() {
@@ -713,6 +766,9 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
     let url = config.cluster_url.to_string();
     let client = connect::client(config).map_err(|e| user(e.to_string()))?;
     connect::preflight(&client, &url, REQUEST_TIMEOUT).await.map_err(|e| user(e.to_string()))?;
+    if let Workload::Claims { class, .. } = w {
+        check_class(&client, class).await?;
+    }
     ensure_namespace(&client, &a.namespace).await?;
 
     let run = run_id();
@@ -749,6 +805,16 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
             }
         })
     };
+    let progress = (std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let (created, bound) = (created.clone(), count_rx.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let c = created.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|c| c.is_some()).count();
+                eprint!("\r\x1b[K{}", progress_line(c, *bound.borrow(), n, start.elapsed()));
+            }
+        })
+    });
     let result = match (w, a.claims_first) {
         (Workload::Claims { .. }, _) => create_claims().await,
         (Workload::Pairs(_), false) => match create_pvs().await {
@@ -778,7 +844,12 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
             failure = Some(format!("not every claim became Bound within {:?}", a.timeout));
         }
     }
+    let gave_up = Instant::now();
     watch_task.abort();
+    if let Some(p) = progress {
+        p.abort();
+        eprint!("\r\x1b[K");
+    }
     let late = seen.lock().unwrap_or_else(|p| p.into_inner()).late;
 
     let (bound, volumes) = {
@@ -798,7 +869,12 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
             last = last.max(*b);
         }
     }
-    let wall = last.saturating_duration_since(start);
+    // A run that gave up lasted until it gave up, not until its last bind.
+    let wall = if failure.is_some() {
+        gave_up.saturating_duration_since(start)
+    } else {
+        last.saturating_duration_since(start)
+    };
     let mut r = Report {
         mode: "api".into(),
         workload: w.kind().into(),
@@ -807,9 +883,7 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
         run: run.clone(),
         wall_seconds: wall.as_secs_f64(),
         create_seconds: Some(create_time.as_secs_f64()),
-        note: Some(
-            "time to Bound: from just before the later create request of a pair to the watch showing Bound".into(),
-        ),
+        note: Some(latency_note(w).into()),
         ..Default::default()
     };
     fill_latencies(&mut r, latencies);
@@ -868,7 +942,8 @@ async fn cleanup(
     }
     for_each_bounded(n_claims, concurrency, None, |i| delete(claims.clone(), pvc_name(run, i))).await?;
     if let Workload::Pairs(_) = w {
-        return for_each_bounded(n_pvs, concurrency, None, |i| delete(pvs.clone(), pv_name(run, i))).await;
+        for_each_bounded(n_pvs, concurrency, None, |i| delete(pvs.clone(), pv_name(run, i))).await?;
+        return delete_events(claims, run, volumes, concurrency).await;
     }
     let names: Vec<String> = volumes.values().cloned().collect();
     for_each_bounded(names.len(), concurrency, None, |i| {
@@ -883,6 +958,50 @@ async fn cleanup(
                 delete(api, name).await
             } else {
                 Ok(())
+            }
+        }
+    })
+    .await?;
+    delete_events(claims, run, volumes, concurrency).await
+}
+
+/// Deletes the Events the controller recorded about the run's objects: its claims' (in the run's
+/// namespace) and its volumes' (Events about cluster-scoped objects live in `default`). Objects
+/// are recognised by name (the run id prefixes every name the bench gives) and by the volumes
+/// the run's claims were bound to.
+async fn delete_events(
+    claims: &Api<PersistentVolumeClaim>,
+    run: &str,
+    volumes: &HashMap<String, String>,
+    concurrency: usize,
+) -> Result<(), String> {
+    let client = claims.clone().into_client();
+    let namespace = claims.namespace().unwrap_or("default").to_string();
+    let prefix = format!("{run}-");
+    let ours = |e: &CoreEvent| {
+        let name = e.involved_object.name.as_deref().unwrap_or("");
+        name.starts_with(&prefix) || volumes.values().any(|v| v == name)
+    };
+    let mut doomed: Vec<(String, String)> = Vec::new();
+    let mut spaces = vec![namespace.clone()];
+    if namespace != "default" {
+        spaces.push("default".into());
+    }
+    for ns in spaces {
+        let api: Api<CoreEvent> = Api::namespaced(client.clone(), &ns);
+        let list = api.list(&Default::default()).await.map_err(|e| format!("listing events in {ns}: {e}"))?;
+        for e in list.items.iter().filter(|e| ours(e)) {
+            doomed.push((ns.clone(), e.metadata.name.clone().unwrap_or_default()));
+        }
+    }
+    for_each_bounded(doomed.len(), concurrency, None, |i| {
+        let (ns, name) = doomed[i].clone();
+        let api: Api<CoreEvent> = Api::namespaced(client.clone(), &ns);
+        async move {
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => Ok(()),
+                Err(e) if is_code(&e, 404) => Ok(()),
+                Err(e) => Err(format!("deleting event {ns}/{name}: {e}")),
             }
         }
     })

@@ -4,7 +4,7 @@
 //! a live cluster, read-only), hand it to `pv_explain`, print text or JSON. Exit 0 whenever it
 //! could answer, 1 when the claim does not exist or the input/cluster cannot be read.
 
-use super::{read_input, user};
+use super::{load_objects, user};
 use clap::Args;
 use pv_explain::{live, Explanation, Snapshot};
 use pv_kube::connect::ClientOptions;
@@ -17,7 +17,7 @@ use std::process::ExitCode;
 pub enum Format {
     /// A table and a sentence, for people.
     Text,
-    /// The JSON document described in INTERFACES.md, for scripts.
+    /// A JSON document, for scripts (fields in the README, "Explaining a claim").
     Json,
 }
 
@@ -67,8 +67,7 @@ fn claim_name(a: &ExplainArgs, default_ns: &str) -> anyhow::Result<(String, Stri
 }
 
 fn from_file(a: &ExplainArgs, path: &str) -> anyhow::Result<Explanation> {
-    let text = read_input(path)?;
-    let objects = pv_sim::load_documents(&text).map_err(|e| user(format!("{path}: {e}")))?;
+    let objects = load_objects(path)?;
     let snapshot = Snapshot::from_input(objects).map_err(|e| user(format!("{path}: {e}")))?;
     let (ns, name) = claim_name(a, "default")?;
     pv_explain::explain_snapshot(&snapshot, &ns, &name)
@@ -94,6 +93,25 @@ fn from_cluster(a: &ExplainArgs) -> anyhow::Result<Explanation> {
     })
 }
 
+/// The width to fit the table in: `COLUMNS` when the shell exports it, else what `stty`
+/// reports for the terminal, else the default. Long details wrap either way; nothing is cut.
+fn width(terminal: bool) -> usize {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()) {
+        return c.max(40);
+    }
+    if terminal {
+        // `stty size` reads the terminal on its stdin: "ROWS COLS".
+        let tty = std::fs::File::open("/dev/tty").ok();
+        if let Some(out) = tty.and_then(|t| std::process::Command::new("stty").arg("size").stdin(t).output().ok()) {
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            if let Some(cols) = text.split_whitespace().nth(1).and_then(|c| c.parse::<usize>().ok()) {
+                return cols.max(40);
+            }
+        }
+    }
+    pv_explain::render::WIDTH
+}
+
 /// Runs `explain`.
 pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     // kube-client logs failed requests at error level; the error line says it once already.
@@ -105,8 +123,9 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     match a.output {
         Format::Json => println!("{}", serde_json::to_string_pretty(&pv_explain::to_json(&e))?),
         Format::Text => {
-            let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal();
-            print!("{}", pv_explain::to_text(&e, color));
+            let terminal = std::io::stdout().is_terminal();
+            let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && terminal;
+            print!("{}", pv_explain::to_text_width(&e, color, width(terminal)));
         }
     }
     Ok(ExitCode::SUCCESS)

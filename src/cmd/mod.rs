@@ -48,6 +48,31 @@ pub fn read_input(path: &str) -> anyhow::Result<String> {
     }
 }
 
+/// Reads the objects `simulate` and `explain -f` take from `path` (`-` for stdin), saying on
+/// stderr which objects were skipped because their kind does not affect the controller.
+pub fn load_objects(path: &str) -> anyhow::Result<Vec<pv_sim::InputObject>> {
+    let text = read_input(path)?;
+    let loaded = pv_sim::load(&text).map_err(|e| user(format!("{path}: {e}")))?;
+    if let Some(note) = loaded.ignored_note() {
+        eprintln!("note: {path}: {note}");
+    }
+    Ok(loaded.objects)
+}
+
+/// The log filter of `run` and `up` for `-v` repeated `v` times (`RUST_LOG` wins): by default
+/// what the controller changes (info), with `-v` why (debug).
+pub fn log_filter(v: u8) -> &'static str {
+    match v {
+        // kube-client logs each failed connection as an error; the preflight check and the
+        // watches already report those in their own words.
+        0 => "warn,kube_client=off,pv_kube=info,pv_core=info,pv_controller=info",
+        1 => "warn,kube_client=off,pv_kube=debug,pv_core=debug,pv_controller=debug",
+        2 => "info,pv_kube=debug,pv_core=debug,pv_controller=debug",
+        3 => "debug",
+        _ => "trace",
+    }
+}
+
 /// Sets up logging to stderr (`RUST_LOG` wins; default warnings only).
 pub fn init_logging(default: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

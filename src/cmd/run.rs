@@ -142,21 +142,9 @@ fn warn_about_gates(gates: &[(String, bool)]) {
     }
 }
 
-fn log_filter(v: u8) -> &'static str {
-    match v {
-        // kube-client logs each failed connection as an error; the preflight check and the
-        // watches already report those in their own words.
-        0 => "warn,kube_client=off,pv_kube=info,pv_core=info,pv_controller=info",
-        1 => "warn,kube_client=off,pv_kube=debug,pv_core=debug,pv_controller=debug",
-        2 => "info,pv_kube=debug,pv_core=debug,pv_controller=debug",
-        3 => "debug",
-        _ => "trace",
-    }
-}
-
 /// Runs `run`.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    super::init_logging(log_filter(a.v), a.log_format == LogFormat::Json);
+    super::init_logging(super::log_filter(a.v), a.log_format == LogFormat::Json);
     let gates = parse_feature_gates(&a.feature_gates).map_err(user)?;
     warn_about_gates(&gates);
     if a.workers == Some(0) {

@@ -1,9 +1,9 @@
 //! `pv-controller simulate`: load a cluster state, run the controller to quiescence on virtual
 //! time, print the converged objects and the events.
 
-use super::{read_input, user};
+use super::{load_objects, user};
 use clap::Args;
-use pv_sim::{load_documents, output::output_list, Simulation, SimulationError, SimulationOptions};
+use pv_sim::{output::output_list, Simulation, SimulationError, SimulationOptions};
 use pv_store::FaultSpec;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,12 +43,11 @@ pub struct SimulateArgs {
 /// Runs `simulate`.
 pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("error", false);
-    let text = read_input(&a.file)?;
-    let objects = load_documents(&text).map_err(|e| user(format!("{}: {e}", a.file)))?;
     let faults = match &a.inject_faults {
         None => None,
         Some(spec) => Some((FaultSpec::parse(spec).map_err(|e| user(format!("--inject-faults: {e}")))?, a.seed)),
     };
+    let objects = load_objects(&a.file)?;
     let (root, _tmp) = match a.hostpath_root {
         Some(r) => {
             std::fs::create_dir_all(&r).map_err(|e| user(format!("--hostpath-root {}: {e}", r.display())))?;

@@ -1,20 +1,25 @@
 //! `pv-controller up`: the embedded default. Starts the Kubernetes-compatible API server over
 //! the durable store under `--data-dir`, prints where to reach it, attaches the controller (unless
-//! `--no-controller`) in-process over the same store, and stops gracefully on SIGINT/SIGTERM.
+//! `--no-controller`) in-process over the same store, serves `/metrics`, `/healthz` and `/readyz`
+//! as `run` does, and stops gracefully on SIGINT/SIGTERM.
 //!
 //! Scripts wait for the two lines `kubeconfig: PATH` and `server: URL` on stdout: they are
 //! printed once the listener is bound and the kubeconfig written, and nothing else goes to
-//! stdout. A restart on the same data directory resumes: same objects, same resourceVersion
-//! sequence, same token and CA (the kubeconfig is rewritten, since the port may differ).
+//! stdout (logs go to stderr). A restart on the same data directory resumes: same objects, same
+//! resourceVersion sequence, same token and CA (the kubeconfig is rewritten, since the port may
+//! differ). A start that fails leaves no data directory it created behind.
 
 use super::user;
 use pv_apiserver::{Server, ServerConfig};
 use pv_core::{Config, Controller, SystemClock};
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+
+/// The default of `--metrics-addr`, the same as `run`'s.
+const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9090";
 
 /// Arguments of `up`.
 #[derive(clap::Args, Debug)]
@@ -22,30 +27,82 @@ pub struct UpArgs {
     /// Directory for the object store, the kubeconfig and host-path volumes.
     #[arg(long, default_value = "./.pv-controller")]
     pub data_dir: PathBuf,
-    /// Address to listen on (port 0 picks a free port). Loopback unless you say otherwise.
+    /// Address to listen on, HOST:PORT (a name such as localhost, or an IP; port 0 picks a free
+    /// port). Loopback unless you say otherwise.
     #[arg(long, default_value = "127.0.0.1:6443")]
-    pub listen: SocketAddr,
+    pub listen: String,
     /// Serve the API only; do not start the controller.
     #[arg(long)]
     pub no_controller: bool,
     /// Worker tasks per queue (default: 8 per CPU, between 8 and 64).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Address for the controller's /metrics, /healthz and /readyz (port 0 picks a free port).
+    /// When the default port is taken, `up` starts without them and says so.
+    #[arg(long, default_value = DEFAULT_METRICS_ADDR)]
+    pub metrics_addr: String,
+    /// More verbose logs (repeat for more); `RUST_LOG` overrides.
+    #[arg(short, action = clap::ArgAction::Count)]
+    pub v: u8,
 }
 
 /// Runs `up` until SIGINT or SIGTERM.
 pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
-    super::init_logging("warn", false);
+    super::init_logging(super::log_filter(a.v), false);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(serve(a))
+}
+
+/// Resolves `HOST:PORT` (host names included) to one address, IPv4 first.
+pub async fn resolve(flag: &str, addr: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(a) = addr.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if !addr.contains(':') {
+        return Err(user(format!("{flag} {addr:?}: expected HOST:PORT, e.g. 127.0.0.1:6443 or localhost:0")));
+    }
+    let found: Vec<SocketAddr> = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| user(format!("{flag} {addr:?}: expected HOST:PORT ({e})")))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| user(format!("{flag} {addr:?}: the host name has no address")))
+}
+
+/// Refuses a `--data-dir` that exists but is not a directory.
+fn check_data_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(user(format!("--data-dir {}: not a directory", dir.display()))),
+        _ => Ok(()),
+    }
+}
+
+/// Fails early, before anything is written, when the address cannot be bound (port in use).
+fn check_listen(addr: SocketAddr) -> anyhow::Result<()> {
+    std::net::TcpListener::bind(addr).map(drop).map_err(|e| user(format!("--listen {addr}: {e}")))
 }
 
 async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
     if a.workers == Some(0) {
         return Err(user("--workers: must be at least 1"));
     }
-    let server =
-        Server::start(ServerConfig::new(a.data_dir.clone(), a.listen)).await.map_err(|e| user(format!("{e:#}")))?;
+    let listen = resolve("--listen", &a.listen).await?;
+    check_data_dir(&a.data_dir)?;
+    check_listen(listen)?;
+    let created = !a.data_dir.exists();
+    let server = match Server::start(ServerConfig::new(a.data_dir.clone(), listen)).await {
+        Ok(s) => s,
+        Err(e) => {
+            if created {
+                let _ = std::fs::remove_dir_all(&a.data_dir);
+            }
+            return Err(user(format!("{e:#}")));
+        }
+    };
     let volumes = a.data_dir.join("volumes");
     std::fs::create_dir_all(&volumes).map_err(|e| user(format!("creating {}: {e}", volumes.display())))?;
     {
@@ -64,10 +121,15 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         let api = Arc::new(pv_sim::MemApi::new(store.clone()));
         let plugins = pv_plugins::registry(Some(volumes.clone()));
         let controller = Controller::new(api, plugins, SystemClock::new(), Config::default());
+        let (synced_tx, synced_rx) = tokio::sync::watch::channel(0usize);
+        serve_metrics(&a.metrics_addr, &controller, synced_rx, stop_rx.clone()).await?;
         let mut rx = stop_rx.clone();
         let workers = a.workers.unwrap_or_else(pv_core::runtime::default_workers);
         Some(tokio::spawn(async move {
             let informers = pv_sim::local::start(&store, &controller);
+            // The local informers list synchronously: every kind is synced now.
+            let _ = synced_tx.send(pv_kube::informers::KINDS);
+            tracing::info!(workers, "controller started");
             controller.resync();
             let shutdown = async move {
                 let _ = rx.wait_for(|stop| *stop).await;
@@ -84,6 +146,33 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
     }
     server.shutdown().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` for the in-process controller. A taken default
+/// port is only a warning (`up` is often started more than once on one machine); an address
+/// the user gave must work.
+async fn serve_metrics(
+    addr: &str,
+    controller: &Arc<Controller>,
+    synced: tokio::sync::watch::Receiver<usize>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let bind = resolve("--metrics-addr", addr).await?;
+    let health = pv_kube::http::Health { controller: controller.clone(), synced, leader: None, requests: None };
+    let shutdown = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    match pv_kube::http::serve(bind, health, shutdown).await {
+        Ok((bound, _)) => {
+            eprintln!("metrics: http://{bound}/metrics (also /healthz, /readyz)");
+            Ok(())
+        }
+        Err(e) if addr == DEFAULT_METRICS_ADDR => {
+            eprintln!("warning: not serving /metrics, /healthz, /readyz: {e} (choose another --metrics-addr)");
+            Ok(())
+        }
+        Err(e) => Err(user(format!("--metrics-addr: {e}"))),
+    }
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

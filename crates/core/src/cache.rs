@@ -5,14 +5,104 @@
 //! never rolls back what the controller just wrote. The volume cache is the [`VolumeIndex`]; the
 //! claim cache also indexes unbound claims by class, so a volume that becomes available can wake
 //! the claims it might satisfy instead of waiting for the periodic resync.
+//!
+//! Deleted objects must stay deleted. The controller's own write can be answered *after* the
+//! watch has already reported the object gone: removing the last finalizer of a volume that is
+//! being deleted (the Delete reclaim) deletes it in the same write, and the `Deleted` event may
+//! be handled before the write's response. Storing that response would bring the volume back
+//! into the cache for good (no event ever removes it again): wrong FailedBinding counts, wrong
+//! `pv_collector_*` metrics, memory that grows with every deleted volume. So both caches treat
+//! an object with a deletionTimestamp and no finalizers as gone (the API server deletes it in
+//! that write; PVs and PVCs have no graceful deletion), and remember the resourceVersion each
+//! deleted object had ([`Tombstones`]), refusing any copy of it that is not newer.
 
 use crate::controller::Counts;
 use pv_model::helpers;
 use pv_model::helpers::AccessModes;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::{Held, Quantity, VolumeIndex};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
+
+/// What storing an object into a cache did.
+#[derive(Debug)]
+pub enum Stored<T> {
+    /// The object is cached now.
+    Cached(Arc<T>),
+    /// The cache holds a newer version; it is kept.
+    Older,
+    /// The object no longer exists (deleted in the write that produced it, or reported deleted
+    /// at this version or later): it is not cached, and any older copy was removed.
+    Gone(Arc<T>),
+}
+
+impl<T> Stored<T> {
+    /// The stored object, when it was cached.
+    pub fn cached(self) -> Option<Arc<T>> {
+        match self {
+            Stored::Cached(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// How many deleted objects a cache remembers. A tombstone only has to outlive the responses
+/// of writes that were in flight when the object went, so a bounded number is plenty.
+const TOMBSTONES: usize = 4096;
+
+/// The resourceVersions deleted objects had, newest last; the oldest are forgotten first.
+#[derive(Default)]
+pub struct Tombstones {
+    by_key: HashMap<String, u64>,
+    order: VecDeque<String>,
+}
+
+impl Tombstones {
+    /// Remembers that `key` was deleted at `rv` (unparsable versions are not remembered).
+    fn bury(&mut self, key: &str, rv: Option<&str>) {
+        let Some(rv) = rv.and_then(|r| r.parse::<u64>().ok()) else {
+            return;
+        };
+        if self.by_key.insert(key.to_string(), rv).is_none() {
+            self.order.push_back(key.to_string());
+        }
+        while self.order.len() > TOMBSTONES {
+            if let Some(old) = self.order.pop_front() {
+                self.by_key.remove(&old);
+            }
+        }
+    }
+
+    /// True when `key` was deleted at `rv` or later, so a copy at `rv` is a ghost.
+    fn buried(&self, key: &str, rv: Option<&str>) -> bool {
+        match (self.by_key.get(key), rv.and_then(|r| r.parse::<u64>().ok())) {
+            (Some(gone), Some(rv)) => rv <= *gone,
+            _ => false,
+        }
+    }
+
+    /// Forgets `key` (a newer object of that name exists).
+    fn lift(&mut self, key: &str) {
+        if self.by_key.remove(key).is_some() {
+            self.order.retain(|k| k != key);
+        }
+    }
+
+    /// Number of remembered deletions.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// True when nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+}
+
+/// True when the API server has deleted this object: it is being deleted and nothing holds it.
+pub fn is_deleted(m: &pv_model::k8s::ObjectMeta) -> bool {
+    m.deletion_timestamp.is_some() && m.finalizers.as_ref().is_none_or(|f| f.is_empty())
+}
 
 /// The label pairs the `pv_collector_*` metrics count objects by, interned: each cached object
 /// keeps a number, so counting reads no object (a packed one would have to be decoded).
@@ -54,23 +144,33 @@ pub struct VolumeCache {
     pub index: VolumeIndex,
     /// (plugin name, volume mode) of each volume, by the tag it has in the index.
     labels: Labels,
+    /// Volumes deleted lately, with their last resourceVersion.
+    pub gone: Tombstones,
 }
 
 impl VolumeCache {
     /// Stores `v`, whose plugin (as `pv_collector_total_pv_count` names it) is `plugin`, unless the
-    /// cache holds a newer version: the stored object, or `None` when `v` was older (the cached one
-    /// is not read).
-    pub fn store(&mut self, v: PersistentVolume, plugin: &str) -> Option<Arc<PersistentVolume>> {
-        let name = helpers::name(&v.metadata);
-        if let Some(old_rv) = self.index.resource_version(name) {
-            if !is_newer_or_same(old_rv, v.metadata.resource_version.as_deref()) {
-                return None;
+    /// cache holds a newer version or `v` no longer exists (see the module note).
+    pub fn store(&mut self, v: PersistentVolume, plugin: &str) -> Stored<PersistentVolume> {
+        let name = helpers::name(&v.metadata).to_string();
+        let rv = v.metadata.resource_version.as_deref();
+        if let Some(old_rv) = self.index.resource_version(&name) {
+            if !is_newer_or_same(old_rv, rv) {
+                return Stored::Older;
             }
+        } else if self.gone.buried(&name, rv) {
+            return Stored::Gone(Arc::new(v));
         }
+        if is_deleted(&v.metadata) {
+            self.gone.bury(&name, rv);
+            self.index.delete(&name);
+            return Stored::Gone(Arc::new(v));
+        }
+        self.gone.lift(&name);
         let tag = self.labels.id(plugin, helpers::volume_mode(&v));
         let v = Arc::new(v);
         self.index.apply_tagged(v.clone(), tag);
-        Some(v)
+        Stored::Cached(v)
     }
 
     /// Adds the volumes to the metrics' counts: by phase and class, and by plugin and mode.
@@ -87,9 +187,20 @@ impl VolumeCache {
         self.index.get(name)
     }
 
-    /// Removes a volume.
-    pub fn delete(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
+    /// Removes a volume that was deleted at resourceVersion `rv`.
+    pub fn delete(&mut self, name: &str, rv: Option<&str>) -> Option<Arc<PersistentVolume>> {
+        self.gone.bury(name, rv);
         self.index.delete(name)
+    }
+
+    /// Number of cached volumes.
+    pub fn len(&self) -> usize {
+        self.index.names().count()
+    }
+
+    /// True when no volume is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -100,6 +211,8 @@ pub struct ClaimCache {
     unbound_by_class: HashMap<String, BTreeSet<String>>,
     /// (class, volume attributes class) of each claim, by the number its entry keeps.
     labels: Labels,
+    /// Claims deleted lately, with their last resourceVersion.
+    pub gone: Tombstones,
 }
 
 /// A cached claim and what the cache reads without decoding it.
@@ -122,15 +235,23 @@ fn unbound_class(c: &PersistentVolumeClaim) -> Option<String> {
 }
 
 impl ClaimCache {
-    /// Stores `c` unless a newer version is cached: the stored object, or `None` when `c` was older
-    /// (the cached one is not read).
-    pub fn store(&mut self, c: PersistentVolumeClaim) -> Option<Arc<PersistentVolumeClaim>> {
+    /// Stores `c` unless a newer version is cached or `c` no longer exists (see the module note).
+    pub fn store(&mut self, c: PersistentVolumeClaim) -> Stored<PersistentVolumeClaim> {
         let key = helpers::claim_key(&c);
+        let rv = c.metadata.resource_version.as_deref();
         if let Some(old) = self.claims.get(&key) {
-            if !is_newer_or_same(old.resource_version.as_deref(), c.metadata.resource_version.as_deref()) {
-                return None;
+            if !is_newer_or_same(old.resource_version.as_deref(), rv) {
+                return Stored::Older;
             }
+        } else if self.gone.buried(&key, rv) {
+            return Stored::Gone(Arc::new(c));
         }
+        if is_deleted(&c.metadata) {
+            let rv = rv.map(str::to_string);
+            self.delete(&key, rv.as_deref());
+            return Stored::Gone(Arc::new(c));
+        }
+        self.gone.lift(&key);
         self.unindex(&key);
         let c = Arc::new(c);
         let bound = helpers::claim_phase(&c) == helpers::pvc_phase::BOUND;
@@ -148,7 +269,7 @@ impl ClaimCache {
             self.unbound_by_class.entry(class.clone()).or_default().insert(key.clone());
         }
         self.claims.insert(key, entry);
-        Some(c)
+        Stored::Cached(c)
     }
 
     fn unindex(&mut self, key: &str) {
@@ -167,8 +288,9 @@ impl ClaimCache {
         self.claims.get(key).map(|e| e.claim.get())
     }
 
-    /// Removes a claim.
-    pub fn delete(&mut self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
+    /// Removes a claim that was deleted at resourceVersion `rv`.
+    pub fn delete(&mut self, key: &str, rv: Option<&str>) -> Option<Arc<PersistentVolumeClaim>> {
+        self.gone.bury(key, rv);
         self.unindex(key);
         self.claims.remove(key).map(|e| e.claim.get())
     }

@@ -5,7 +5,7 @@
 //! `sync_volume`, `sync_claim`, `binder`, `reclaim` and `provision`.
 
 use crate::api::ClusterApi;
-use crate::cache::{ClaimCache, VolumeCache};
+use crate::cache::{ClaimCache, Stored, VolumeCache};
 use crate::clock::Clock;
 use crate::events::Recorder;
 use crate::metrics::Metrics;
@@ -137,7 +137,7 @@ impl Controller {
             ObjectEvent::Applied(v) => {
                 let name = helpers::name(&v.metadata).to_string();
                 let plugin = self.volume_plugin_name(&v);
-                let Some(v) = self.volumes.write().unwrap().store(v, &plugin) else {
+                let Some(v) = self.volumes.write().unwrap().store(v, &plugin).cached() else {
                     return;
                 };
                 self.volume_queue.add(&name);
@@ -145,7 +145,7 @@ impl Controller {
             }
             ObjectEvent::Deleted(v) => {
                 let name = helpers::name(&v.metadata);
-                self.volumes.write().unwrap().delete(name);
+                self.volumes.write().unwrap().delete(name, v.metadata.resource_version.as_deref());
                 // Sync the claim now so it goes Lost without waiting for resync.
                 if let Some(r) = helpers::claim_ref(&v) {
                     self.claim_queue.add(&helpers::claim_ref_key(r));
@@ -177,13 +177,13 @@ impl Controller {
         match ev {
             ObjectEvent::Applied(c) => {
                 let key = helpers::claim_key(&c);
-                if self.claims.write().unwrap().store(c).is_some() {
+                if self.claims.write().unwrap().store(c).cached().is_some() {
                     self.claim_queue.add(&key);
                 }
             }
             ObjectEvent::Deleted(c) => {
                 let key = helpers::claim_key(&c);
-                self.claims.write().unwrap().delete(&key);
+                self.claims.write().unwrap().delete(&key, c.metadata.resource_version.as_deref());
                 // Sync its volume now so it is Released without waiting for resync.
                 let vn = helpers::claim_volume_name(&c);
                 if !vn.is_empty() {
@@ -279,6 +279,20 @@ impl Controller {
         self.claims.read().unwrap().get(key)
     }
 
+    /// Names of every cached volume, sorted (tests compare them with the API's objects).
+    pub fn cached_volume_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.volumes.read().unwrap().index.names().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Keys (`namespace/name`) of every cached claim, sorted.
+    pub fn cached_claim_keys(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.claims.read().unwrap().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
     /// The cached node.
     pub fn node(&self, name: &str) -> Option<Arc<Node>> {
         self.nodes.read().unwrap().get(name).cloned()
@@ -332,8 +346,11 @@ impl Controller {
         let name = helpers::name(&v.metadata).to_string();
         let plugin = self.volume_plugin_name(&v);
         let mut volumes = self.volumes.write().unwrap();
-        // Older than the cache (a watch event overtook the write's response): the newer one.
-        volumes.store(v, &plugin).or_else(|| volumes.get(&name)).expect("a volume older than the cache is cached")
+        match volumes.store(v, &plugin) {
+            Stored::Cached(v) | Stored::Gone(v) => v,
+            // Older than the cache (a watch event overtook the write's response): the newer one.
+            Stored::Older => volumes.get(&name).expect("a volume older than the cache is cached"),
+        }
     }
 
     /// Enqueues the volume when called (an operation's follow-up; see [`Operations::schedule`]).
@@ -405,8 +422,11 @@ impl Controller {
     pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {
         let key = helpers::claim_key(&c);
         let mut claims = self.claims.write().unwrap();
-        // Older than the cache (a watch event overtook the write's response): the newer one.
-        claims.store(c).or_else(|| claims.get(&key)).expect("a claim older than the cache is cached")
+        match claims.store(c) {
+            Stored::Cached(c) | Stored::Gone(c) => c,
+            // Older than the cache (a watch event overtook the write's response): the newer one.
+            Stored::Older => claims.get(&key).expect("a claim older than the cache is cached"),
+        }
     }
 
     // ---- per-key entry points --------------------------------------------------------------

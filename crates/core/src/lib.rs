@@ -41,4 +41,7 @@ pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent};
 pub use error::{Error, Result};
 pub use plugin::{PluginError, PluginRegistry, ProvisionOptions, VolumePlugin};
-pub use sync_claim::{Provisioning, UnboundClaimPlan, NO_CLASS_MESSAGE};
+pub use sync_claim::{
+    Provisioning, UnboundClaimPlan, FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER,
+};
+pub use sync_volume::{is_volume_unclaimed, phase_after_first_sync};

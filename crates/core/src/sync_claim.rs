@@ -66,6 +66,16 @@ pub enum Provisioning {
 /// Upstream's message when a claim with no class finds no volume.
 pub const NO_CLASS_MESSAGE: &str = "no persistent volumes available for this claim and no storage class is set";
 
+/// Upstream's WaitForFirstConsumer event message.
+pub const WAITING_FOR_FIRST_CONSUMER: &str = "waiting for first consumer to be created before binding";
+
+/// What ends the wait for a first consumer, appended to upstream's message. Where no scheduler
+/// runs (`pv-controller up`), a user can do what the scheduler would.
+pub const FIRST_CONSUMER_HINT: &str = "a scheduler ends the wait when it places a pod that uses the claim, by \
+     setting annotation volume.kubernetes.io/selected-node=NODE on the claim (then a volume is provisioned \
+     for that node) or by pre-binding a matching volume (claim spec.volumeName); with no scheduler, do \
+     either by hand";
+
 impl Controller {
     async fn update_claim_migration_annotations(
         &self,
@@ -282,10 +292,9 @@ impl Controller {
 
     async fn emit_waiting_for_consumer(&self, claim: &Arc<PersistentVolumeClaim>, pods: &[String]) {
         let (reason, msg) = match pods.len() {
-            0 => (
-                reasons::WAIT_FOR_FIRST_CONSUMER,
-                "waiting for first consumer to be created before binding".to_string(),
-            ),
+            // Upstream's text, then what ends the wait: where no scheduler runs (`up`), the
+            // user can set the annotation a scheduler would.
+            0 => (reasons::WAIT_FOR_FIRST_CONSUMER, format!("{WAITING_FOR_FIRST_CONSUMER}; {FIRST_CONSUMER_HINT}")),
             1 => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pod {} to be scheduled", pods[0])),
             _ => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pods {} to be scheduled", pods.join(","))),
         };

@@ -298,6 +298,14 @@ fn describe_plan(claim: &PersistentVolumeClaim, plan: &UnboundClaimPlan, e: &mut
                 1 => format!("waiting for pod {} to be scheduled", pods[0]),
                 _ => format!("waiting for pods {} to be scheduled", pods.join(",")),
             };
+            let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+            let name = helpers::name(&claim.metadata);
+            e.hint = Some(format!(
+                "where no scheduler runs (pv-controller up), do what it would: `kubectl annotate pvc -n {ns} \
+                 {name} {}=NODE` to have a volume provisioned for NODE, or set the claim's spec.volumeName to \
+                 a matching volume",
+                ann::SELECTED_NODE
+            ));
             (Next::WaitFirstConsumer, format!("StorageClass {class:?} binds on first consumer: {who}."))
         }
         UnboundClaimPlan::Provision(p) => describe_provisioning(claim, p, e),
@@ -463,4 +471,27 @@ fn explain_bound(controller: &Controller, claim: &PersistentVolumeClaim, e: &mut
             );
         }
     }
+}
+
+/// Marks the volumes that only become Available at their first sync (see
+/// [`crate::explain_snapshot`]): in their detail, and in the message when the claim's next step
+/// depends on one of them.
+pub fn note_becoming_available(e: &mut Explanation, volumes: &[String]) {
+    let mut relevant = Vec::new();
+    for c in &mut e.candidates {
+        if volumes.contains(&c.volume) {
+            c.detail = format!("{}; no phase yet, the controller makes it Available first", c.detail);
+            if c.verdict == VerdictKind::Match {
+                relevant.push(c.volume.clone());
+            }
+        }
+    }
+    if relevant.is_empty() || e.next != Next::Bind {
+        return;
+    }
+    let (verb, list) = match relevant.len() {
+        1 => ("has", relevant[0].clone()),
+        _ => ("have", relevant.join(", ")),
+    };
+    e.message = format!("{} ({list} {verb} no phase yet: the volume's first sync makes it Available.)", e.message);
 }

@@ -18,13 +18,20 @@ pub mod render;
 pub mod snapshot;
 
 pub use analyze::{explain, Candidate, Explanation, Next, Request};
-pub use render::{to_json, to_text};
+pub use render::{to_json, to_text, to_text_width};
 pub use snapshot::{plugins, Snapshot, SnapshotError};
 
 /// Explains `namespace/name` over a snapshot: builds the controller, asks it. `None` when the
 /// claim does not exist.
+///
+/// Volumes the controller has not synced yet (no phase) are taken as the volume sync leaves
+/// them, Available, and the explanation says so: the controller syncs volumes before it matches
+/// claims against them, so that is the state its decision for the claim sees.
 pub fn explain_snapshot(snapshot: &Snapshot, namespace: &str, name: &str) -> Option<Explanation> {
     let (registry, _dir) = plugins();
-    let controller = snapshot.controller(registry);
-    explain(&controller, &snapshot.volumes, namespace, name)
+    let (synced, becoming_available) = snapshot.after_first_volume_syncs();
+    let controller = synced.controller(registry);
+    let mut e = explain(&controller, &synced.volumes, namespace, name)?;
+    analyze::note_becoming_available(&mut e, &becoming_available);
+    Some(e)
 }

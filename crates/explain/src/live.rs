@@ -59,7 +59,7 @@ async fn call<T>(
     match tokio::time::timeout(TIMEOUT, fut).await {
         Err(_) => Err(err(format!("no answer within {TIMEOUT:?}"))),
         Ok(Err(kube::Error::Api(s))) => Err(err(format!("HTTP {} {}: {}", s.code, s.reason, s.message))),
-        Ok(Err(e)) => Err(err(e.to_string())),
+        Ok(Err(e)) => Err(err(connect::transport_failure(&e))),
         Ok(Ok(v)) => Ok(v),
     }
 }

@@ -1,18 +1,22 @@
-//! Printing an [`Explanation`]: JSON for scripts (the contract in INTERFACES.md), text for people.
+//! Printing an [`Explanation`]: JSON for scripts (the format the README documents), text for people.
 //!
-//! The text form is built to be read at a glance in a terminal of 100 columns: two header lines
-//! with what the claim asks for, one table row per volume (the DETAIL column is cut to fit), then
-//! what happens next and what the user could change. Colour is opt-in by the caller, who knows
+//! The text form is built to be read at a glance in a terminal (100 columns when the width is not
+//! known): two header lines with what the claim asks for, one table row per volume, then what
+//! happens next and what the user could change. Nothing is ever cut: names take the room they
+//! need and a DETAIL longer than the room left wraps onto lines of its own in its column. Colour is opt-in by the caller, who knows
 //! whether stdout is a terminal.
 
 use crate::analyze::{Candidate, Explanation};
 use pv_model::VerdictKind;
 use serde::Serialize;
 
-/// The width the text output fits in.
+/// The width the text output fits in when the terminal's is not known.
 pub const WIDTH: usize = 100;
 
-/// The JSON document of INTERFACES.md, keys in the documented order: `claim`, `phase`,
+/// The narrowest DETAIL column: below it, wrapped lines would hold a word or two.
+const MIN_DETAIL: usize = 24;
+
+/// The JSON document the README documents, keys in the documented order: `claim`, `phase`,
 /// `volumeName`, `candidates` (each `volume`, `verdict`, `detail`), `bestMatch`, `next`,
 /// `message`. Serialize it with `serde_json`.
 #[derive(Serialize, Debug)]
@@ -76,16 +80,6 @@ impl Style {
     }
 }
 
-/// Cuts `s` to `max` characters, marking the cut with `…`.
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 fn pad(s: &str, width: usize) -> String {
     let n = s.chars().count();
     format!("{s}{}", " ".repeat(width.saturating_sub(n)))
@@ -117,8 +111,13 @@ fn class_label(c: &str) -> String {
     }
 }
 
-/// The text form. `color` adds ANSI colours (verdicts, headings).
+/// The text form, [`WIDTH`] columns wide. `color` adds ANSI colours (verdicts, headings).
 pub fn to_text(e: &Explanation, color: bool) -> String {
+    to_text_width(e, color, WIDTH)
+}
+
+/// The text form for a terminal `width` columns wide.
+pub fn to_text_width(e: &Explanation, color: bool, width: usize) -> String {
     let st = Style { on: color };
     let r = &e.request;
     let mut out = String::new();
@@ -136,35 +135,35 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
     if let Some(v) = &r.attributes_class {
         wants.push(format!("attributes class {v}"));
     }
-    out.push_str(&format!("{} {}\n", st.bold("Wants:"), wrap(&wants.join(", "), WIDTH, 7)));
+    out.push_str(&format!("{} {}\n", st.bold("Wants:"), wrap(&wants.join(", "), width, 7)));
     out.push('\n');
     if e.candidates.is_empty() {
         out.push_str("No volume to consider.\n");
     } else {
-        out.push_str(&table(&e.candidates, &st));
+        out.push_str(&table(&e.candidates, &st, width));
     }
     out.push('\n');
     out.push_str(&format!(
         "{} {}\n",
         st.bold("Next:"),
-        wrap(&format!("{} — {}", e.next.as_str(), e.message), WIDTH, 6)
+        wrap(&format!("{} — {}", e.next.as_str(), e.message), width, 6)
     ));
     if let Some(h) = &e.hint {
-        out.push_str(&format!("{} {}\n", st.bold("Hint:"), wrap(h, WIDTH, 6)));
+        out.push_str(&format!("{} {}\n", st.bold("Hint:"), wrap(h, width, 6)));
     }
     out
 }
 
-fn table(rows: &[Candidate], st: &Style) -> String {
+fn table(rows: &[Candidate], st: &Style, width: usize) -> String {
     const HEAD: [&str; 7] = ["VOLUME", "CAPACITY", "MODES", "CLASS", "PHASE", "VERDICT", "DETAIL"];
     let cells: Vec<[String; 6]> = rows
         .iter()
         .map(|c| {
             [
-                cut(&c.volume, 30),
-                cut(&c.capacity, 10),
+                c.volume.clone(),
+                c.capacity.clone(),
                 c.modes.clone(),
-                cut(&class_label(&c.class), 16),
+                class_label(&c.class),
                 if c.phase.is_empty() { "-".into() } else { c.phase.clone() },
                 c.verdict.as_str().to_string(),
             ]
@@ -177,7 +176,7 @@ fn table(rows: &[Candidate], st: &Style) -> String {
         }
     }
     let used: usize = widths.iter().map(|w| w + 2).sum();
-    let detail_width = WIDTH.saturating_sub(used).max(12);
+    let detail_width = width.saturating_sub(used).max(MIN_DETAIL);
     let mut out = String::new();
     let head: Vec<String> = (0..6).map(|i| pad(HEAD[i], widths[i])).collect();
     out.push_str(&st.bold(&format!("{}  {}", head.join("  "), HEAD[6])));
@@ -185,7 +184,7 @@ fn table(rows: &[Candidate], st: &Style) -> String {
     for (row, c) in cells.iter().zip(rows) {
         let mut line: Vec<String> = (0..5).map(|i| pad(&row[i], widths[i])).collect();
         line.push(st.verdict(c.verdict, &pad(&row[5], widths[5])));
-        let detail = cut(&c.detail, detail_width);
+        let detail = wrap(&c.detail, detail_width + used, used);
         out.push_str(format!("{}  {detail}", line.join("  ")).trim_end());
         out.push('\n');
     }
@@ -196,10 +195,37 @@ fn table(rows: &[Candidate], st: &Style) -> String {
 mod tests {
     use super::*;
 
+    fn row(volume: &str, detail: &str) -> Candidate {
+        Candidate {
+            volume: volume.into(),
+            verdict: VerdictKind::Capacity,
+            detail: detail.into(),
+            capacity: "1Gi".into(),
+            modes: "RWO".into(),
+            class: "a-rather-long-storage-class-name".into(),
+            phase: "Available".into(),
+        }
+    }
+
     #[test]
-    fn cut_marks_what_it_removes_and_keeps_short_text() {
-        assert_eq!(cut("abcdef", 4), "abc…");
-        assert_eq!(cut("abc", 4), "abc");
+    fn the_table_never_cuts_names_or_details_it_wraps_them_in_their_column() {
+        let long_name = "pvc-0f3c2a9e-5b7d-4c1e-9a8b-123456789abc-with-a-suffix";
+        let detail = "capacity 1Gi is less than the 10Gi the claim requests, and some more words to wrap";
+        for width in [60, 100, 220] {
+            let t = table(&[row(long_name, detail), row("b", "short")], &Style { on: false }, width);
+            assert!(t.contains(long_name), "{t}");
+            assert!(t.contains("a-rather-long-storage-class-name"), "{t}");
+            let words: Vec<&str> = t.split_whitespace().collect();
+            for w in detail.split_whitespace() {
+                assert!(words.contains(&w), "{w:?} missing at width {width}:\n{t}");
+            }
+            let col = t.lines().next().unwrap().find("DETAIL").unwrap();
+            for line in t.lines().skip(1).filter(|l| l.starts_with(' ')) {
+                assert_eq!(line.len() - line.trim_start().len(), col, "continuation in the DETAIL column:\n{t}");
+            }
+        }
+        let wide = table(&[row(long_name, detail)], &Style { on: false }, 220);
+        assert_eq!(wide.lines().count(), 2, "one row when the terminal is wide enough:\n{wide}");
     }
 
     #[test]

@@ -79,6 +79,22 @@ impl Snapshot {
         })
     }
 
+    /// This snapshot as the controller sees it once every volume has had its first sync: an
+    /// unclaimed volume that is not Available yet (a new PV has no phase) becomes Available
+    /// before any claim is matched, exactly as the volume sync does it. Returns the names of the
+    /// volumes whose phase was changed so.
+    pub fn after_first_volume_syncs(&self) -> (Snapshot, Vec<String>) {
+        let mut s = self.clone();
+        let mut changed = Vec::new();
+        for v in &mut s.volumes {
+            if let Some(phase) = pv_core::phase_after_first_sync(v) {
+                v.status.get_or_insert_with(Default::default).phase = Some(phase.to_string());
+                changed.push(v.metadata.name.clone().unwrap_or_default());
+            }
+        }
+        (s, changed)
+    }
+
     /// The claim `namespace/name`.
     pub fn claim(&self, namespace: &str, name: &str) -> Option<&PersistentVolumeClaim> {
         self.claims.iter().find(|c| {

@@ -71,7 +71,10 @@ pub async fn load_config(opts: &ClientOptions) -> Result<Config, Error> {
     let kco = KubeConfigOptions { context: opts.context.clone(), ..Default::default() };
     let mut config = if let Some(path) = &opts.kubeconfig {
         let shown = path.display().to_string();
-        let kc = Kubeconfig::read_from(path)
+        // Read the file here: kube's own read error quotes the path a second time.
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Kubeconfig { path: shown.clone(), message: e.to_string() })?;
+        let kc = Kubeconfig::from_yaml(&text)
             .map_err(|e| Error::Kubeconfig { path: shown.clone(), message: e.to_string() })?;
         Config::from_custom_kubeconfig(kc, &kco)
             .await
@@ -94,6 +97,25 @@ pub fn client(config: Config) -> Result<Client, Error> {
     Client::try_from(config).map_err(|e| Error::Client { url, message: e.to_string() })
 }
 
+/// What a failed connection comes down to, in words: "connection refused" rather than the
+/// outermost wrapper's "ServiceError: client error (Connect)".
+pub fn transport_failure(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut deepest = e.to_string();
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused (is the API server running?)".into(),
+                std::io::ErrorKind::TimedOut => "connection timed out".into(),
+                _ => io.to_string(),
+            };
+        }
+        deepest = err.to_string();
+        cur = err.source();
+    }
+    deepest
+}
+
 /// Checks the server answers (`GET /version`) and accepts our credentials (a one-item list of
 /// PersistentVolumes), each within `timeout`.
 pub async fn preflight(client: &Client, url: &str, timeout: Duration) -> Result<(), Error> {
@@ -106,7 +128,7 @@ pub async fn preflight(client: &Client, url: &str, timeout: Duration) -> Result<
             reason: s.reason.clone(),
             message: s.message.clone(),
         },
-        other => unreachable(other.to_string()),
+        other => unreachable(transport_failure(&other)),
     };
     let version = tokio::time::timeout(timeout, client.apiserver_version())
         .await

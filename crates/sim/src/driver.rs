@@ -28,11 +28,15 @@ pub struct SimulationOptions {
     pub faults: Option<(FaultSpec, u64)>,
     /// Controller settings (operations are always deferred).
     pub config: Config,
+    /// Hand the watch events of each of the controller's writes to it *before* the write's
+    /// response, as can happen over a network (a watch stream is another connection). The
+    /// default delivers them at the next step, after the response.
+    pub watch_before_response: bool,
 }
 
 impl Default for SimulationOptions {
     fn default() -> Self {
-        SimulationOptions { max_rounds: 100, faults: None, config: Config::default() }
+        SimulationOptions { max_rounds: 100, faults: None, config: Config::default(), watch_before_response: false }
     }
 }
 
@@ -80,6 +84,9 @@ pub struct Simulation {
     informers: Vec<Informer>,
     watch_rng: Option<(rand::rngs::SmallRng, FaultSpec)>,
     options: SimulationOptions,
+    /// With `watch_before_response`: per resource, the last version handed over early. The
+    /// informers skip those events, so each is delivered once, as a real informer does.
+    delivered_early: Arc<std::sync::Mutex<HashMap<&'static str, u64>>>,
     /// Resync rounds run.
     pub rounds: usize,
     /// Sync steps run.
@@ -160,7 +167,18 @@ impl Simulation {
             .as_ref()
             .filter(|(f, _)| f.has_watch_faults())
             .map(|(f, seed)| (rand::SeedableRng::seed_from_u64(*seed ^ 0x5eed), f.clone()));
-        Simulation { store, api, clock, controller, informers: Vec::new(), watch_rng, options, rounds: 0, steps: 0 }
+        Simulation {
+            store,
+            api,
+            clock,
+            controller,
+            informers: Vec::new(),
+            watch_rng,
+            options,
+            delivered_early: Default::default(),
+            rounds: 0,
+            steps: 0,
+        }
     }
 
     /// The controller's API adapter.
@@ -190,6 +208,36 @@ impl Simulation {
             self.relist(&mut inf);
             self.informers.push(inf);
         }
+        if self.options.watch_before_response {
+            self.deliver_before_responses();
+        }
+    }
+
+    /// Installs the hook that hands every write's watch events for volumes and claims to the
+    /// controller before the write returns; the informers then skip them.
+    fn deliver_before_responses(&self) {
+        let mut watchers = Vec::new();
+        for resource in ["persistentvolumes", "persistentvolumeclaims"] {
+            let rv = self.store.list(resource, &Default::default()).expect("known resource").1;
+            watchers.push((resource, self.store.watch(resource, None, Some(rv)).expect("fresh history")));
+        }
+        let watchers = std::sync::Mutex::new(watchers);
+        let controller = Arc::downgrade(&self.controller);
+        let delivered = self.delivered_early.clone();
+        self.api.set_after_write(Box::new(move || {
+            let Some(c) = controller.upgrade() else { return };
+            let mut events = Vec::new();
+            for (resource, w) in watchers.lock().unwrap().iter_mut() {
+                while let Ok(ev) = w.try_recv() {
+                    events.push((*resource, ev));
+                }
+            }
+            events.sort_by_key(|(_, e)| e.rv);
+            for (resource, ev) in events {
+                delivered.lock().unwrap().insert(resource, ev.rv);
+                deliver(&c, resource, ev.kind, &ev.object);
+            }
+        }));
     }
 
     /// Lists a kind, delivers what changed (Deleted for what vanished), and watches from there.
@@ -299,6 +347,9 @@ impl Simulation {
         events.sort_by_key(|(_, e)| e.rv);
         any |= !events.is_empty();
         for (r, ev) in events {
+            if self.delivered_early.lock().unwrap().get(r).is_some_and(|rv| ev.rv <= *rv) {
+                continue;
+            }
             self.deliver(r, ev.kind, &ev.object);
         }
         any

@@ -10,8 +10,54 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
 
-/// Kinds `simulate` and `explain` accept.
+/// Kinds `simulate` and `explain` load. Objects of other kinds (Events, Deployments, ... as a
+/// `kubectl get ... -o yaml` dump holds them) do not affect the controller: they are skipped and
+/// counted in [`Loaded::ignored`], unless the kind looks like a misspelling of one of these.
 pub const KINDS: &[&str] = &["PersistentVolume", "PersistentVolumeClaim", "StorageClass", "Pod", "Node", "Namespace"];
+
+/// What [`load`] read.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    /// The objects the controller reads, in input order.
+    pub objects: Vec<InputObject>,
+    /// Objects skipped because their kind does not affect the controller: (kind, count), sorted.
+    pub ignored: Vec<(String, usize)>,
+}
+
+impl Loaded {
+    /// One line saying what was skipped (`None` when nothing was): for stderr.
+    pub fn ignored_note(&self) -> Option<String> {
+        if self.ignored.is_empty() {
+            return None;
+        }
+        let total: usize = self.ignored.iter().map(|(_, n)| n).sum();
+        let kinds: Vec<String> = self.ignored.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        Some(format!(
+            "ignored {total} object{} of kinds that do not affect the controller ({})",
+            if total == 1 { "" } else { "s" },
+            kinds.join(", ")
+        ))
+    }
+}
+
+/// Edit distance between two short strings (kinds), case-insensitive.
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.to_lowercase().chars().collect(), b.to_lowercase().chars().collect());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push((prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The supported kind `kind` is probably a misspelling of (different case, a letter or two off).
+fn misspelling_of(kind: &str) -> Option<&'static str> {
+    KINDS.iter().copied().find(|k| distance(kind, k) <= 2)
+}
 
 /// A bad input document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +174,7 @@ fn unknown_fields(given: &Value, known: &Value, path: String, out: &mut Vec<Stri
     }
 }
 
-fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject, InputError> {
+fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<Option<InputObject>, InputError> {
     let obj = v.as_object().ok_or_else(|| err(doc, item, None, "expected an object with apiVersion and kind"))?;
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = v.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
@@ -138,12 +184,18 @@ fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject
         return Err(err(doc, item, None, "kind: Required value"));
     }
     if !KINDS.contains(&kind) {
-        return Err(err(
-            doc,
-            item,
-            label,
-            format!("kind: Unsupported value: {kind:?}: supported values: {}", KINDS.join(", ")),
-        ));
+        if let Some(meant) = misspelling_of(kind) {
+            return Err(err(
+                doc,
+                item,
+                label,
+                format!("kind: Unsupported value: {kind:?}: did you mean {meant:?}? (supported: {})", KINDS.join(", ")),
+            ));
+        }
+        if obj.get("apiVersion").and_then(Value::as_str).unwrap_or("").is_empty() {
+            return Err(err(doc, item, label, "apiVersion: Required value"));
+        }
+        return Ok(None);
     }
     let rt = ResourceType::by_kind(kind).expect("known kind");
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -172,29 +224,55 @@ fn check_object(doc: usize, item: Option<usize>, v: Value) -> Result<InputObject
         let _ = e;
         return Err(err(doc, item, label, all.join("; ")));
     }
-    Ok(InputObject { resource: rt, value: v, document: doc })
+    Ok(Some(InputObject { resource: rt, value: v, document: doc }))
 }
 
-/// Parses and validates every object in `text`.
+/// Parses and validates every object in `text`; objects of kinds that do not affect the
+/// controller are skipped (see [`load`] to learn which).
 pub fn load_documents(text: &str) -> Result<Vec<InputObject>, InputError> {
-    let mut out = Vec::new();
+    load(text).map(|l| l.objects)
+}
+
+/// Parses and validates every object in `text`, counting the objects it skips. Input with no
+/// document at all (an empty file) is an error: it is almost always the wrong file. An explicit
+/// empty `kind: List` is an empty cluster.
+pub fn load(text: &str) -> Result<Loaded, InputError> {
+    let mut out = Loaded::default();
+    let mut ignored = std::collections::BTreeMap::<String, usize>::new();
+    let mut seen = false;
+    let mut take = |o: Option<InputObject>, v: &Value, out: &mut Loaded| match o {
+        Some(o) => out.objects.push(o),
+        None => *ignored.entry(v["kind"].as_str().unwrap_or("").to_string()).or_default() += 1,
+    };
     for (i, doc) in documents(text)?.into_iter().enumerate() {
         let n = i + 1;
         if doc.is_null() {
             continue;
         }
+        seen = true;
         if doc.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List")) {
             let items = doc
                 .get("items")
                 .and_then(Value::as_array)
                 .ok_or_else(|| err(n, None, Some("List".into()), "items: Required value"))?;
             for (j, it) in items.iter().enumerate() {
-                out.push(check_object(n, Some(j), it.clone())?);
+                let o = check_object(n, Some(j), it.clone())?;
+                take(o, it, &mut out);
             }
             continue;
         }
-        out.push(check_object(n, None, doc)?);
+        let o = check_object(n, None, doc.clone())?;
+        take(o, &doc, &mut out);
     }
+    if !seen {
+        return Err(err(
+            0,
+            None,
+            None,
+            "no objects: the input is empty (an empty cluster is `kind: List` with `items: []`)",
+        ));
+    }
+    out.ignored = ignored.into_iter().collect();
     Ok(out)
 }
 
@@ -218,13 +296,41 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_kinds_wrong_types_and_unknown_fields_are_rejected() {
-        let e = load_documents("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n").unwrap_err();
-        assert!(e.to_string().contains("kind: Unsupported value: \"Deployment\""), "{e}");
+    fn misspelled_kinds_wrong_types_and_unknown_fields_are_rejected() {
+        let e = load_documents("apiVersion: v1\nkind: PersistentVolumes\nmetadata: {name: d}\n").unwrap_err();
+        assert!(
+            e.to_string().contains("kind: Unsupported value: \"PersistentVolumes\": did you mean \"PersistentVolume\""),
+            "{e}"
+        );
+        let e = load_documents("apiVersion: v1\nkind: persistentvolumeclaim\nmetadata: {name: d}\n").unwrap_err();
+        assert!(e.to_string().contains("did you mean \"PersistentVolumeClaim\""), "{e}");
         let e = load_documents("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c, namespace: d}\nspec: {accessModes: ReadWriteOnce}\n").unwrap_err();
         assert!(e.to_string().contains("spec.accessModes"), "{e}");
         let e = load_documents("apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\nspec: {bogus: 1}\n").unwrap_err();
         assert!(e.to_string().contains("unknown field \"spec.bogus\""), "{e}");
+    }
+
+    #[test]
+    fn kinds_that_do_not_affect_the_controller_are_skipped_and_counted() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: ns}\n- apiVersion: v1\n  kind: Event\n  metadata: {name: e1, namespace: ns}\n  reason: Provisioning\n- apiVersion: v1\n  kind: Event\n  metadata: {name: e2, namespace: ns}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n";
+        let l = load(text).unwrap();
+        assert_eq!(l.objects.len(), 1);
+        assert_eq!(l.ignored, vec![("Deployment".to_string(), 1), ("Event".to_string(), 2)]);
+        assert_eq!(
+            l.ignored_note().unwrap(),
+            "ignored 3 objects of kinds that do not affect the controller (1 Deployment, 2 Event)"
+        );
+        let e = load_documents("kind: Event\nmetadata: {name: e}\n").unwrap_err();
+        assert!(e.to_string().contains("apiVersion: Required value"), "{e}");
+    }
+
+    #[test]
+    fn empty_input_is_an_error_and_an_empty_list_is_an_empty_cluster() {
+        for text in ["", "\n", "# nothing\n", "---\n---\n"] {
+            let e = load(text).unwrap_err();
+            assert!(e.to_string().contains("the input is empty"), "{text:?}: {e}");
+        }
+        assert!(load("apiVersion: v1\nkind: List\nitems: []\n").unwrap().objects.is_empty());
     }
 
     #[test]

@@ -145,3 +145,49 @@ impl VolumePlugin for GuardPlugin {
         self.inner.recycle(v).await
     }
 }
+
+/// Checks that the controller's caches hold exactly the volumes and claims `store` holds (no
+/// object deleted from the API left behind, none missing) and that the `pv_collector_*` counts
+/// add up to them. Call it once the controller has seen every watch event. Returns violations.
+pub fn caches(store: &Store, controller: &pv_core::Controller) -> Vec<String> {
+    let mut errs = Vec::new();
+    let names = |resource: &str| -> Vec<String> {
+        let (items, _) = store.list(resource, &Default::default()).unwrap();
+        let mut v: Vec<String> = items
+            .iter()
+            .map(|o| match s(&o["metadata"]["namespace"]) {
+                "" => s(&o["metadata"]["name"]).to_string(),
+                ns => format!("{ns}/{}", s(&o["metadata"]["name"])),
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (pvs, pvcs) = (names("persistentvolumes"), names("persistentvolumeclaims"));
+    let diff = |what: &str, cached: Vec<String>, api: &[String], errs: &mut Vec<String>| {
+        let extra: Vec<&String> = cached.iter().filter(|n| !api.contains(n)).collect();
+        let missing: Vec<&String> = api.iter().filter(|n| !cached.contains(n)).collect();
+        if !extra.is_empty() {
+            errs.push(format!("the controller still caches {what} the API server no longer has: {extra:?}"));
+        }
+        if !missing.is_empty() {
+            errs.push(format!("the controller does not cache {what} the API server has: {missing:?}"));
+        }
+    };
+    diff("volumes", controller.cached_volume_names(), &pvs, &mut errs);
+    diff("claims", controller.cached_claim_keys(), &pvcs, &mut errs);
+    let counts = controller.collect_counts();
+    let total_pv: u64 = counts.total_pv.values().sum();
+    let by_phase_pv: u64 = counts.bound_pv.values().chain(counts.unbound_pv.values()).sum();
+    let by_phase_pvc: u64 = counts.bound_pvc.values().chain(counts.unbound_pvc.values()).sum();
+    for (metric, got, want) in [
+        ("pv_collector_total_pv_count", total_pv, pvs.len()),
+        ("pv_collector_bound_pv_count + pv_collector_unbound_pv_count", by_phase_pv, pvs.len()),
+        ("pv_collector_bound_pvc_count + pv_collector_unbound_pvc_count", by_phase_pvc, pvcs.len()),
+    ] {
+        if got != want as u64 {
+            errs.push(format!("{metric} counts {got} objects, the API server has {want}"));
+        }
+    }
+    errs
+}

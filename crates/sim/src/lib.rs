@@ -16,5 +16,5 @@ pub mod scenario;
 pub mod workload;
 
 pub use driver::{Simulation, SimulationError, SimulationOptions};
-pub use input::{load_documents, InputError, InputObject};
+pub use input::{load, load_documents, InputError, InputObject, Loaded};
 pub use memapi::MemApi;

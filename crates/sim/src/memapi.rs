@@ -17,12 +17,33 @@ pub struct MemApi {
     pub write_attempts: AtomicU64,
     /// After this many write attempts every call fails: the controller process "dies" there.
     crash_after: AtomicU64,
+    /// Called after every write, before its answer reaches the controller.
+    after_write: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl MemApi {
     /// An adapter over `store`.
     pub fn new(store: Arc<Store>) -> Self {
-        MemApi { store, write_attempts: AtomicU64::new(0), crash_after: AtomicU64::new(u64::MAX) }
+        MemApi {
+            store,
+            write_attempts: AtomicU64::new(0),
+            crash_after: AtomicU64::new(u64::MAX),
+            after_write: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Runs `f` after every write, before the write's answer is returned (once; later calls are
+    /// ignored). The simulation uses it to hand the write's watch events to the controller
+    /// before its response, as a network may.
+    pub fn set_after_write(&self, f: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.after_write.set(f);
+    }
+
+    fn wrote<T>(&self, r: T) -> T {
+        if let Some(f) = self.after_write.get() {
+            f();
+        }
+        r
     }
 
     /// Stops serving after `n` more write attempts (crash-step tests).
@@ -87,7 +108,7 @@ impl MemApi {
 
     fn update<T: Serialize + DeserializeOwned>(&self, resource: &str, obj: &T, status: bool) -> Result<T, ApiError> {
         self.count()?;
-        let v = blocking(|| self.store.update(resource, to_value(obj)?, status).map_err(map_err))?;
+        let v = self.wrote(blocking(|| self.store.update(resource, to_value(obj)?, status).map_err(map_err)))?;
         from_value(&v)
     }
 }
@@ -100,7 +121,7 @@ impl ClusterApi for MemApi {
     }
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         self.count()?;
-        let v = blocking(|| self.store.create("persistentvolumes", to_value(volume)?).map_err(map_err))?;
+        let v = self.wrote(blocking(|| self.store.create("persistentvolumes", to_value(volume)?).map_err(map_err)))?;
         from_value(&v)
     }
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
@@ -111,7 +132,9 @@ impl ClusterApi for MemApi {
     }
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
         self.count()?;
-        blocking(|| self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err))
+        self.wrote(blocking(|| {
+            self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err)
+        }))
     }
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
         from_value(&*self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)

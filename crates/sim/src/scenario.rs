@@ -107,6 +107,8 @@ pub struct Outcome {
     pub items: Vec<Value>,
     /// Write faults injected during the run: conflict, error, timeout, lost-response.
     pub faults: [u64; 4],
+    /// Where the controller's caches disagree with the API server's objects at the end.
+    pub cache_errors: Vec<String>,
 }
 
 impl Outcome {
@@ -172,13 +174,21 @@ pub fn setup_names(s: &Scenario) -> std::collections::BTreeSet<String> {
 /// The outcome of a finished simulation.
 pub fn outcome(sim: &Simulation) -> Outcome {
     let list = output_list(sim.store());
-    Outcome { items: list["items"].as_array().cloned().unwrap_or_default(), faults: sim.store().faults_injected() }
+    Outcome {
+        items: list["items"].as_array().cloned().unwrap_or_default(),
+        faults: sim.store().faults_injected(),
+        cache_errors: crate::invariants::caches(sim.store(), sim.controller()),
+    }
 }
 
 /// Runs a scenario's input under `root`, with optional faults.
 pub fn run(s: &Scenario, root: &Path, faults: Option<(FaultSpec, u64)>) -> Result<Outcome, String> {
+    run_with(s, root, SimulationOptions { faults, ..Default::default() })
+}
+
+/// Runs a scenario's input under `root` with these options.
+pub fn run_with(s: &Scenario, root: &Path, opts: SimulationOptions) -> Result<Outcome, String> {
     let objects = prepare(s, root)?;
-    let opts = SimulationOptions { faults, ..Default::default() };
     let mut sim =
         Simulation::new(objects, pv_plugins::registry(Some(root.to_path_buf())), opts).map_err(|e| e.to_string())?;
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -189,7 +199,7 @@ pub fn run(s: &Scenario, root: &Path, faults: Option<(FaultSpec, u64)>) -> Resul
 /// Checks an outcome against the expectations; returns every mismatch.
 pub fn check(s: &Scenario, out: &Outcome, root: &Path) -> Vec<String> {
     let root_s = std::fs::canonicalize(root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut errs = Vec::new();
+    let mut errs = out.cache_errors.clone();
     for e in &s.expect.objects {
         let e = substitute(e, &root_s);
         let id = ident(&e);

@@ -1,7 +1,8 @@
 //! Runs every fixture under `tests/scenarios/` (at the repository root): once as written, then
 //! with injected API faults for several seeds, which must converge to the same objects.
 
-use pv_sim::scenario::{check, normalized_objects, run, Scenario};
+use pv_sim::scenario::{check, normalized_objects, run, run_with, Scenario};
+use pv_sim::SimulationOptions;
 use pv_store::FaultSpec;
 use std::path::PathBuf;
 
@@ -64,6 +65,18 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
         };
         for e in check(&s, &base, root.path()) {
             failures.push(format!("{fname} ({}): {e}", s.name));
+        }
+        // Watch events that overtake the responses of the controller's own writes (as over a
+        // network) must change neither the outcome nor what the caches hold.
+        let eroot = tempfile::tempdir().unwrap();
+        let opts = SimulationOptions { watch_before_response: true, ..Default::default() };
+        match run_with(&s, eroot.path(), opts) {
+            Err(e) => failures.push(format!("{fname} ({}): with watch events first, run failed: {e}", s.name)),
+            Ok(o) => {
+                for e in check(&s, &o, eroot.path()) {
+                    failures.push(format!("{fname} ({}): with watch events first: {e}", s.name));
+                }
+            }
         }
         if s.no_faults {
             continue;

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Runs every command of README.md and deploy/REPLACING.md as written, against `pv-controller up`,
+# so the documentation cannot drift from the product.
+#
+# Commands are the lines of ```sh blocks, and inline `code` on prose lines that starts with
+# kubectl, pv-controller, cargo or docker and is not a synopsis (no [optional] parts or
+# UPPERCASE placeholders). They run in order, in one shell, in a scratch directory that holds
+# the repository's examples/, deploy/ and scripts/ and where `.pv-controller/` is `up`'s data
+# directory, exactly as a newcomer in the repository's directory would run them. Two
+# substitutions, both for running next to other tests on one machine: `pv-controller up` gets
+# `--listen 127.0.0.1:0 --metrics-addr 127.0.0.1:0` (free ports) and runs in the background
+# until its `kubeconfig:`/`server:` lines; `cargo run --release --` is the built binary.
+# Commands ending in ` -w` (watch) run for 3 s. Some commands are checked further (EXPECT).
+#
+# Commands that cannot run here are listed in EXCEPTIONS with the reason; a command that is
+# neither run nor listed, or a listed one the documents no longer contain, fails the script.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="$(mktemp -d)"
+BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+UP_PID=""
+cleanup() {
+  if [[ -n "$UP_PID" ]]; then kill "$UP_PID" 2>/dev/null || true; wait "$UP_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+fail() { echo "FAIL: $*" >&2; [[ -f "$WORK/up.err" ]] && { echo "--- up stderr:"; tail -20 "$WORK/up.err"; } >&2; exit 1; }
+
+command -v kubectl >/dev/null 2>&1 || { echo "skip: kubectl not installed (.ci/run installs it)"; exit 0; }
+(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+
+declare -A EXCEPTIONS=(
+  ["cargo test --workspace"]="the test suite itself (.ci/run runs it, and this script)"
+  ["cargo build --profile dist"]="a full LTO build takes many minutes; the Docker build runs it, tests/dist_profile.rs checks the profile"
+  ["docker build -t registry.example.com/pv-controller:v0.1.0 ."]="no Docker daemon or registry here"
+  ["docker push registry.example.com/pv-controller:v0.1.0"]="no Docker daemon or registry here"
+  ["kubectl apply -f deploy/rbac.yaml"]="up serves the storage API subset, not RBAC; kubectl kustomize deploy/ checks the manifests"
+  ["kubectl apply -f deploy/deployment.yaml"]="up serves no Deployments; kubectl kustomize deploy/ checks the manifests"
+  ["kubectl -n kube-system rollout status deployment/pv-controller"]="up serves no Deployments"
+  ["kubectl -n kube-system get lease pv-controller -o jsonpath='{.spec.holderIdentity}{\"\\n\"}'"]="needs the Deployment of step 4; leader election is tested by tests/run_cluster.rs"
+  ["kubectl -n kube-system scale deployment/pv-controller --replicas=0"]="up serves no Deployments"
+  ["kubectl delete -k deploy/"]="up serves neither RBAC nor Deployments; kubectl kustomize deploy/ checks the kustomization"
+  ["PV_FAULT_SEEDS=30 cargo test -p pv-sim --release --test scenarios"]="a long run of a test .ci/run runs with defaults"
+  ["PV_PROPTEST_CASES=2000 cargo test -p pv-sim --release --test properties"]="a long run of a test .ci/run runs with defaults"
+  ["PV_LOAD_N=20000 cargo test --release -p pv-apiserver --test load -- --nocapture"]="a long run of a test .ci/run runs with defaults"
+)
+
+# What some commands must print (an extended regex), retried for 30 s: binding is asynchronous.
+declare -A EXPECT=(
+  ["kubectl get pv"]="pvc-.*Bound"
+  ["kubectl get pvc -n demo"]="reserved +Bound +pv-20g"
+  ["ls .pv-controller/volumes/"]="^pvc-"
+  ["kubectl describe pvc -n demo logs"]="ProvisioningSucceeded"
+  ["pv-controller explain pvc demo/small"]="pv-5g"
+  ["pv-controller explain pvc demo/small --kubeconfig .pv-controller/kubeconfig"]="pv-5g"
+  ["pv-controller explain pvc data/small -f examples/cluster.yaml -o json"]="\"bestMatch\": \"pv-5g\""
+  ["pv-controller simulate -f examples/cluster.yaml -o yaml"]="volumeName: pv-5g"
+  ["cargo run --release -- simulate -f examples/cluster.yaml -o yaml"]="volumeName: pv-5g"
+  ["pv-controller explain pvc demo/later"]="selected-node"
+)
+
+# The commands, one per line: FILE:LINE<TAB>COMMAND.
+python3 - "$ROOT" "$ROOT/README.md" "$ROOT/deploy/REPLACING.md" >"$WORK/commands" <<'PY'
+import re, sys
+START = ("kubectl ", "pv-controller ", "cargo ", "docker ")
+def synopsis(c):
+    if re.fullmatch(r"pv-controller [a-z]+", c):
+        return True  # the name of a subcommand in prose, not a step
+    return "[" in c or "..." in c or re.search(r"(^|[\s/=])[A-Z][A-Z_]*(\b|$)", c.split("#")[0]) and not re.match(r"^[A-Z_]+=", c)
+root = sys.argv[1]
+for path in sys.argv[2:]:
+    name = path[len(root) + 1:]
+    fence = None
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        line = line.rstrip("\n")
+        if line.startswith("```"):
+            fence = None if fence is not None else line[3:].strip()
+            continue
+        if fence is not None:
+            c = re.sub(r"\s+#.*$", "", line).strip()  # comments are for the reader
+            if fence in ("sh", "bash") and c and not c.startswith("#"):
+                print(f"{name}:{n}\t{c}")
+            continue
+        if line.lstrip().startswith("|"):
+            continue  # table rows name commands, they are not steps
+        for c in re.findall(r"`([^`]+)`", line):
+            if c.startswith(START) and not synopsis(c):
+                print(f"{name}:{n}\t{c}")
+PY
+
+mkdir -p "$WORK/target"
+ln -s "$BIN_DIR" "$WORK/target/release"
+for d in examples deploy scripts; do ln -s "$ROOT/$d" "$WORK/$d"; done
+cd "$WORK"
+export KUBECACHEDIR="$WORK/kube-cache"
+unset KUBECONFIG
+
+start_up() { # ARGS...: `pv-controller up ARGS` in the background, on free ports
+  "$BIN_DIR/pv-controller" up "$@" --listen 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
+  UP_PID=$!
+  for _ in $(seq 300); do
+    grep -q '^server: ' "$WORK/up.out" && return 0
+    kill -0 "$UP_PID" 2>/dev/null || fail "up exited: $(cat "$WORK/up.err")"
+    sleep 0.1
+  done
+  fail "up printed no server: line within 30 s"
+}
+
+ran=0
+declare -A SEEN=()
+while IFS=$'\t' read -r where cmd; do
+  SEEN["$cmd"]=1
+  if [[ -n "${EXCEPTIONS[$cmd]+x}" ]]; then
+    echo "skip ($where): $cmd — ${EXCEPTIONS[$cmd]}"
+    continue
+  fi
+  run="$cmd"
+  run="${run/#cargo run --release -- /pv-controller }"
+  echo "run  ($where): $cmd"
+  if [[ "$run" =~ ^pv-controller\ up( |$) ]]; then
+    # shellcheck disable=SC2086  # the documented flags, split as the shell would
+    start_up ${run#pv-controller up}
+    ran=$((ran + 1))
+    continue
+  fi
+  timeout=""
+  [[ "$run" == *" -w" ]] && timeout="timeout 3"
+  want="${EXPECT[$cmd]:-}"
+  for attempt in $(seq 60); do
+    set +e
+    if [[ "$run" == export\ * ]]; then
+      eval "$run"; rc=$?; : >"$WORK/out"; : >"$WORK/err"
+    elif [[ "$run" == cargo\ * ]]; then
+      (cd "$ROOT" && eval "$run") >"$WORK/out" 2>"$WORK/err"; rc=$?
+    else
+      eval "$timeout $run" >"$WORK/out" 2>"$WORK/err"; rc=$?
+    fi
+    set -e
+    [[ -n "$timeout" && $rc -eq 124 ]] && rc=0
+    if [[ $rc -eq 0 ]] && { [[ -z "$want" ]] || grep -Eq "$want" "$WORK/out"; }; then break; fi
+    if [[ -z "$want" ]] || (( attempt == 60 )); then
+      echo "--- stdout:"; cat "$WORK/out"; echo "--- stderr:"; cat "$WORK/err"
+      [[ $rc -eq 0 ]] && fail "$where: \`$cmd\` did not print /$want/" || fail "$where: \`$cmd\` exited $rc"
+    fi
+    sleep 0.5
+  done
+  ran=$((ran + 1))
+done <"$WORK/commands"
+
+# Manifests of the commands that cannot run against `up` are still checked offline.
+kubectl kustomize "$ROOT/deploy" >/dev/null || fail "kubectl kustomize deploy/ fails"
+
+for c in "${!EXCEPTIONS[@]}"; do
+  [[ -n "${SEEN[$c]+x}" ]] || fail "EXCEPTIONS lists \`$c\`, which no document contains any more"
+done
+echo "docs: $ran commands run, ${#EXCEPTIONS[@]} listed exceptions; all passed"
