@@ -94,10 +94,9 @@ done
 export KUBECONFIG="$DATA/kubeconfig" KUBECACHEDIR="$WORK/kube-cache"
 echo "   up --no-controller: $(sed -n 's/^server: //p' "$WORK/up.out")"
 
-# --kube-api-content-type=application/json: the server's protobuf encoding is still partial; drop
-# this flag (KCM then speaks protobuf, as in a real cluster) once protobuf is complete.
+# KCM's default content type: protobuf for reads, writes and watches, as in a real cluster.
 "$KBIN/kube-controller-manager" \
-  --kubeconfig="$DATA/kubeconfig" --kube-api-content-type=application/json \
+  --kubeconfig="$DATA/kubeconfig" \
   --controllers=persistentvolume-binder-controller --enable-hostpath-provisioner \
   --use-service-account-credentials=false --secure-port=0 \
   --leader-elect=true --leader-elect-lease-duration=5s --leader-elect-renew-deadline=3s --leader-elect-retry-period=1s \
