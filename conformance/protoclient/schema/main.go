@@ -148,6 +148,7 @@ func main() {
 		corev1.PersistentVolumeClaim{}, corev1.PersistentVolumeClaimList{},
 		corev1.Pod{}, corev1.PodList{}, corev1.Node{}, corev1.NodeList{},
 		corev1.Namespace{}, corev1.NamespaceList{}, corev1.Event{}, corev1.EventList{},
+		corev1.Service{}, corev1.ServiceList{},
 		storagev1.StorageClass{}, storagev1.StorageClassList{},
 		coordinationv1.Lease{}, coordinationv1.LeaseList{},
 		eventsv1.Event{}, eventsv1.EventList{},

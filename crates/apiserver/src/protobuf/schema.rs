@@ -107,4 +107,13 @@ mod tests {
         assert!(message_for("v1", "Secret").is_none());
         assert!(message_for("apps/v1", "Deployment").is_none());
     }
+
+    #[test]
+    fn every_served_kind_and_its_list_have_a_message() {
+        for served in crate::resources::all() {
+            let (api_version, kind) = (served.api_version(), served.kind());
+            assert!(message_for(&api_version, kind).is_some(), "{api_version} {kind}");
+            assert!(message_for(&api_version, &format!("{kind}List")).is_some(), "{api_version} {kind}List");
+        }
+    }
 }
