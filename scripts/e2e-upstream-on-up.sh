@@ -42,7 +42,8 @@ fail() {
     echo "--- up stderr:"; sed 's/\x1b\[[0-9;]*m//g' "$WORK/up.err" | tail -20; } >&2 2>&1 || true
   exit 1
 }
-now_ms() { date +%s%3N; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
 (cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
@@ -50,37 +51,6 @@ KBIN="$("$ROOT/conformance/build.sh" | tail -1)" || fail "conformance/build.sh"
 SECONDS=0
 
 PASSED=0
-pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
-k() {
-  local name="$1"; shift
-  if ! kubectl "$@" >"$WORK/out" 2>"$WORK/err"; then
-    echo "--- stdout:"; cat "$WORK/out"; echo "--- stderr:"; cat "$WORK/err"
-    fail "$name: kubectl $* exited non-zero"
-  fi
-  if [[ -s "$WORK/err" ]]; then
-    echo "--- stderr:"; cat "$WORK/err"
-    fail "$name: kubectl $* printed to stderr"
-  fi
-  pass "$name"
-}
-q() {
-  if ! kubectl "$@" 2>"$WORK/qerr" || [[ -s "$WORK/qerr" ]]; then
-    cat "$WORK/qerr" >&2; fail "kubectl $* failed"
-  fi
-}
-expect() { grep -Eq -- "$1" "$WORK/out" || { cat "$WORK/out"; fail "expected output matching: $1"; }; }
-wait_until() {
-  local desc="$1" timeout="$2"; shift 2
-  local t0; t0=$(now_ms)
-  until "$@"; do
-    (( $(now_ms) - t0 < timeout * 1000 )) || fail "timed out after ${timeout}s waiting for: $desc"
-    sleep 0.2
-  done
-  WAITED_MS=$(( $(now_ms) - t0 ))
-}
-claim_phase_is() { [[ "$(q get pvc -n demo "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
-pv_phase_is() { [[ "$(q get pv "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
-pv_gone() { [[ -z "$(q get pv "$1" --ignore-not-found -o name)" ]]; }
 
 # --- our API server, upstream's controller ------------------------------------------------------
 "$BIN" up --no-controller --data-dir "$DATA" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
