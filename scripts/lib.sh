@@ -1,8 +1,10 @@
 # Helpers shared by the end-to-end scripts that drive kubectl. The sourcing script defines
-# WORK (a scratch directory) and fail (print and exit) before calling any of them.
+# WORK (a scratch directory) and fail (print and exit) before calling any of them, and may set
+# POLL_S (wait_until's interval, default 0.2 s).
 
 now_ms() { date +%s%3N; }
 pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
+# k NAME ARGS...: runs kubectl, requires exit 0 and an empty stderr; stdout kept in $WORK/out.
 k() {
   local name="$1"; shift
   if ! kubectl "$@" >"$WORK/out" 2>"$WORK/err"; then
@@ -15,18 +17,21 @@ k() {
   fi
   pass "$name"
 }
+# q ARGS...: kubectl for polling; prints stdout, requires exit 0 and an empty stderr.
 q() {
   if ! kubectl "$@" 2>"$WORK/qerr" || [[ -s "$WORK/qerr" ]]; then
     cat "$WORK/qerr" >&2; fail "kubectl $* failed"
   fi
 }
+# expect PATTERN: the last k command's stdout must match (extended regex).
 expect() { grep -Eq -- "$1" "$WORK/out" || { cat "$WORK/out"; fail "expected output matching: $1"; }; }
+# wait_until DESC TIMEOUT_S COMMAND...: polls COMMAND until it succeeds.
 wait_until() {
   local desc="$1" timeout="$2"; shift 2
   local t0; t0=$(now_ms)
   until "$@"; do
     (( $(now_ms) - t0 < timeout * 1000 )) || fail "timed out after ${timeout}s waiting for: $desc"
-    sleep 0.2
+    sleep "${POLL_S:-0.2}"
   done
   WAITED_MS=$(( $(now_ms) - t0 ))
 }
