@@ -162,8 +162,15 @@ def load(api, objects, root):
             raise LoadError(f"document {i}: not an object with a kind")
         if o["kind"] in KINDS and not (o.get("metadata") or {}).get("name"):
             raise LoadError(f"document {i} ({o['kind']}): metadata.name missing")
-    # Other kinds (ConfigMaps, Events of an earlier run, ...) do not concern the controller;
-    # `pv-controller simulate` ignores them too.
+    # Other kinds kube-apiserver serves (ConfigMaps, Events of an earlier run, ...) do not concern
+    # the controller; `pv-controller simulate` ignores them too. A kind it does not serve is an
+    # error, as it would be for kubectl.
+    for i, o in enumerate(objects):
+        if o["kind"] not in KINDS:
+            gv = str(o.get("apiVersion") or "")
+            found = api.call("GET", ("/api/" if "/" not in gv else "/apis/") + gv, ok404=True) if gv else None
+            if not any(r.get("kind") == o["kind"] for r in (found or {}).get("resources") or []):
+                raise LoadError(f"document {i}: kube-apiserver serves no kind {o['kind']!r} in apiVersion {gv!r}")
     objects = [substitute(o, lambda s: s.replace("${ROOT}", root)) for o in objects if o["kind"] in KINDS]
     fixture_uids = {str(o["metadata"]["uid"]) for o in objects if o["metadata"].get("uid")}
     to_real = {}  # fixture uid -> real uid
@@ -462,15 +469,31 @@ def check_expect(scenario, objs, events):
 # --- DIFFERENCES.md ------------------------------------------------------------------------------
 
 def listed_differences(path):
-    """Entries of the controller section: the `code` names that open a list item."""
+    """Entries of the controller section: the `code` names that open a list item (before its
+    first colon; an item may continue on indented lines). Items under a `### Fixed` heading
+    record what was fixed and excuse nothing."""
     out = set()
     try:
         text = open(path).read()
     except OSError:
         return out
     m = re.search(r"^## Controller \(scripts/differential\.sh\)\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    items, cur = [], None
+    fixed = False
     for line in (m.group(1) if m else "").splitlines():
-        mm = re.match(r"\s*[-*]\s+((?:`[^`]+`[,\s]*(?:and\s+)?)+)", line)
+        if line.startswith("### "):
+            fixed, cur = line[4:].strip().lower().startswith("fixed"), None
+        elif fixed:
+            continue
+        elif re.match(r"\s*[-*]\s+", line):
+            cur = [re.sub(r"^\s*[-*]\s+", "", line)]
+            items.append(cur)
+        elif cur is not None and line.startswith("  ") and line.strip():
+            cur.append(line.strip())
+        else:
+            cur = None
+    for item in items:
+        mm = re.match(r"((?:`[^`]+`[,\s]*(?:and\s+)?)+)", " ".join(item))
         if mm:
             out.update(re.findall(r"`([^`]+)`", mm.group(1)))
     return out
