@@ -2,7 +2,7 @@
 # The controller differential (scripts/differential.sh) on a representative subset of
 # tests/scenarios/, one or more per area: static binding, pre-bound claims and volumes, bound
 # claims, volume phases, reclaim (retain, delete, recycle), provisioning, delayed binding, default
-# classes, rejected input. Needs Go (conformance/). Takes about two minutes; the full set is
+# classes, rejected input. Needs Go (conformance/). Takes about three minutes; the full set is
 # `scripts/differential.sh` (see the README, "Against a real cluster").
 set -euo pipefail
 
