@@ -47,6 +47,8 @@ declare -A EXCEPTIONS=(
   ["kubectl create token pv-controller -n kube-system"]="a real-cluster step (scripts/e2e-real.sh mints this token)"
   ["pv-controller run --kubeconfig SA_KUBECONFIG --hostpath-root /tmp/k/volumes --leader-elect"]="a real-cluster step (scripts/e2e-real.sh runs two replicas so)"
   ["kubectl apply --dry-run=server -k deploy/"]="up serves neither RBAC nor Deployments; scripts/e2e-real.sh runs it against kube-apiserver"
+  ["scripts/differential.sh"]="needs Go and takes half an hour; scripts/e2e-differential.sh runs the same script on a subset"
+  ["scripts/differential.sh tests/scenarios/provision-hostpath-internal.yaml my-cluster-state.yaml"]="needs Go; scripts/e2e-differential.sh runs the script on scenario files"
   ["scripts/real-cluster.sh down /tmp/k"]="a real-cluster step (scripts/e2e-real.sh stops its cluster so)"
   ["PV_FAULT_SEEDS=30 cargo test -p pv-sim --release --test scenarios"]="a long run of a test .ci/run runs with defaults"
   ["PV_PROPTEST_CASES=2000 cargo test -p pv-sim --release --test properties"]="a long run of a test .ci/run runs with defaults"

@@ -49,7 +49,8 @@ impl Controller {
     }
 
     /// Sets a claim's phase; with a volume, also its access modes and (when becoming bound) its
-    /// capacity; without, clears them. No write when nothing differs.
+    /// capacity and current volume attributes class; without, clears them. No write when nothing
+    /// differs.
     pub(crate) async fn update_claim_status(
         &self,
         claim: &Arc<PersistentVolumeClaim>,
@@ -72,6 +73,10 @@ impl Controller {
                 }
                 if old.capacity.is_some() {
                     status.capacity = None;
+                    dirty = true;
+                }
+                if old.current_volume_attributes_class_name.is_some() {
+                    status.current_volume_attributes_class_name = None;
                     dirty = true;
                 }
             }
@@ -103,6 +108,15 @@ impl Controller {
                             dirty = true;
                         }
                     }
+                }
+                // The volume's attributes class, set only when the claim becomes bound (as
+                // upstream): afterwards the external resizer owns the field.
+                if old.phase.as_deref() == Some(helpers::pvc_phase::PENDING)
+                    && phase == helpers::pvc_phase::BOUND
+                    && old.current_volume_attributes_class_name != spec.volume_attributes_class_name
+                {
+                    status.current_volume_attributes_class_name = spec.volume_attributes_class_name.clone();
+                    dirty = true;
                 }
             }
         }

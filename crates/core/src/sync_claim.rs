@@ -322,7 +322,10 @@ impl Controller {
     /// when there are no volumes. Appended to upstream's FailedBinding message.
     pub fn rejection_breakdown(&self, claim: &PersistentVolumeClaim) -> String {
         let delay = self.is_delay_binding(claim);
-        let counts = self.volumes.read().unwrap().index.verdict_counts(claim, delay);
+        let key = helpers::claim_key(claim);
+        let reserved = self.reservations.lock().unwrap().clone();
+        let is_reserved = |v: &str| reserved.get(v).is_some_and(|c| *c != key);
+        let counts = self.volumes.read().unwrap().index.verdict_counts(claim, delay, &is_reserved);
         let total: usize = counts.values().sum();
         if total == 0 {
             return String::new();

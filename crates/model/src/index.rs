@@ -186,18 +186,28 @@ impl VolumeIndex {
 
     /// How many volumes [`crate::matching::evaluate`] gives each verdict for this claim, for the
     /// FailedBinding breakdown. A volume whose access modes fall short or whose claimRef names
-    /// another claim is counted from the index's fields; only the rest are read.
-    pub fn verdict_counts(&self, claim: &PersistentVolumeClaim, delay_binding: bool) -> BTreeMap<VerdictKind, usize> {
+    /// another claim is counted from the index's fields; only the rest are read. A volume that
+    /// would match but that `reserved` says is promised to another claim (as
+    /// [`Self::find_best_match`] skips it) counts as claimed by another claim.
+    pub fn verdict_counts(
+        &self,
+        claim: &PersistentVolumeClaim,
+        delay_binding: bool,
+        reserved: &dyn Fn(&str) -> bool,
+    ) -> BTreeMap<VerdictKind, usize> {
         let wanted = helpers::claim_access_modes(claim);
         let key = helpers::claim_key(claim);
         let mut counts = BTreeMap::new();
-        for e in self.entries.values() {
+        for (name, e) in &self.entries {
             let kind = if !e.modes.contains_all(wanted) {
                 VerdictKind::AccessModes
             } else if e.claim_key.as_deref().is_some_and(|k| k != key) {
                 VerdictKind::ClaimedByOther
             } else {
-                evaluate_in_mode_set(claim, &e.volume.get(), delay_binding).kind
+                match evaluate_in_mode_set(claim, &e.volume.get(), delay_binding).kind {
+                    VerdictKind::Match if reserved(name) => VerdictKind::ClaimedByOther,
+                    kind => kind,
+                }
             };
             *counts.entry(kind).or_default() += 1;
         }
@@ -393,6 +403,19 @@ mod tests {
     }
 
     #[test]
+    fn a_reserved_match_counts_as_claimed_by_another_claim() {
+        // The breakdown must agree with find_best_match, which skips the reserved volume.
+        let i = index(&[
+            pv("a", 5, 1, "", "Available", None, None, false),
+            pv("small", 1, 1, "", "Available", None, None, false),
+        ]);
+        let counts = i.verdict_counts(&pvc("c", 2, 1, Some(""), None), false, &|n| n == "a");
+        let want: BTreeMap<VerdictKind, usize> =
+            [(VerdictKind::ClaimedByOther, 1), (VerdictKind::Capacity, 1)].into_iter().collect();
+        assert_eq!(counts, want);
+    }
+
+    #[test]
     fn delete_removes_from_every_structure() {
         let mut i = index(&[pv("a", 5, 1, "", "Available", None, None, false)]);
         i.delete("a");
@@ -437,7 +460,7 @@ mod tests {
             prop_assert_eq!(scan, fast);
             let mut by_scan: BTreeMap<VerdictKind, usize> = BTreeMap::new();
             for v in &vols { *by_scan.entry(crate::matching::evaluate(&c, v, delay).kind).or_default() += 1; }
-            prop_assert_eq!(by_scan, i.verdict_counts(&c, delay));
+            prop_assert_eq!(by_scan, i.verdict_counts(&c, delay, &|_| false));
         }
     }
 }
