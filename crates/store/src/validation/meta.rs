@@ -146,6 +146,26 @@ fn validate_finalizers(meta: Option<&Map<String, Value>>, errs: &mut Vec<FieldEr
     }
 }
 
+/// Kinds of the Kubernetes API proper also refuse a finalizer without a `/` unless it is one of
+/// the standard ones (`kubernetes`, `orphan`, `foregroundDeletion`); Leases are checked by the
+/// generic rules only.
+fn validate_kube_finalizers(rt: &ResourceType, meta: Option<&Map<String, Value>>, errs: &mut Vec<FieldError>) {
+    if rt.kind == "Lease" {
+        return;
+    }
+    let list = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array).cloned().unwrap_or_default();
+    for (i, f) in list.iter().enumerate() {
+        let f = f.as_str().unwrap_or("");
+        if !f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f) {
+            errs.push(FieldError::invalid(
+                format!("metadata.finalizers[{i}]"),
+                f,
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+}
+
 /// `metadata` of an object being created.
 pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
     let meta = obj.get("metadata").and_then(Value::as_object);
@@ -170,11 +190,12 @@ pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>)
     }
     validate_common(meta, errs);
     validate_finalizers(meta, errs);
+    validate_kube_finalizers(rt, meta, errs);
 }
 
 /// `metadata` of an update: the create rules (but finalizer names, which upstream checks
 /// only on create) and the fields an update may not change.
-pub fn validate_meta_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+pub fn validate_meta_update(rt: &ResourceType, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
     let om = old.get("metadata").and_then(Value::as_object);
     let nm = new.get("metadata").and_then(Value::as_object);
     let get = |m: Option<&Map<String, Value>>, f: &str| m.and_then(|m| m.get(f)).cloned().unwrap_or(Value::Null);
@@ -211,6 +232,7 @@ pub fn validate_meta_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>
         }
     }
     validate_common(nm, errs);
+    validate_kube_finalizers(rt, nm, errs);
 }
 
 #[cfg(test)]
@@ -241,7 +263,8 @@ mod tests {
             e,
             [
                 "metadata.ownerReferences[0].uid: Required value: must not be empty",
-                "metadata.finalizers: Invalid value: \"bad finalizer\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+                "metadata.finalizers: Invalid value: \"bad finalizer\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                "metadata.finalizers[0]: Invalid value: \"bad finalizer\": name is neither a standard finalizer name nor is it fully qualified"
             ]
         );
     }
@@ -251,7 +274,7 @@ mod tests {
         let old = json!({"metadata": {"name": "a", "deletionTimestamp": "2020-01-01T00:00:00Z", "finalizers": ["a/x"]}});
         let new = json!({"metadata": {"name": "a", "deletionTimestamp": "2020-01-01T00:00:00Z", "finalizers": ["a/x", "b/y"]}});
         let mut errs = Vec::new();
-        validate_meta_update(&old, &new, &mut errs);
+        validate_meta_update(ResourceType::by_kind("PersistentVolume").unwrap(), &old, &new, &mut errs);
         assert_eq!(
             errs[0].to_string(),
             "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"b/y\"}"

@@ -124,7 +124,7 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
     if rt.kind == "Event" {
         return validate(rt, new);
     }
-    meta::validate_meta_update(old, new, &mut errs);
+    meta::validate_meta_update(rt, old, new, &mut errs);
     validate_spec(rt, new, &mut errs);
     match rt.kind {
         "PersistentVolumeClaim" => pvc::validate_pvc_update(old, new, &mut errs),
@@ -138,7 +138,7 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
 /// Validates a status write (the spec is the stored one).
 pub fn validate_status_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    meta::validate_meta_update(old, new, &mut errs);
+    meta::validate_meta_update(rt, old, new, &mut errs);
     if rt.kind == "PersistentVolumeClaim" {
         pvc::validate_pvc_status(new, &mut errs);
     }

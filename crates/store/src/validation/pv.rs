@@ -233,7 +233,7 @@ pub fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
             "may not be 'recycle' for a hostPath mount of '/'",
         ));
     }
-    if let Some(c) = spec.get("storageClassName").and_then(Value::as_str) {
+    if let Some(c) = spec.get("storageClassName").and_then(Value::as_str).filter(|c| !c.is_empty()) {
         for m in class_name_errors(c) {
             errs.push(FieldError::invalid("spec.storageClassName", c, m));
         }

@@ -103,7 +103,7 @@ pub fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
         None => errs.push(FieldError::required("spec.resources[storage]", "")),
         Some(q) => validate_quantity_positive("spec.resources[storage]", q, errs),
     }
-    if let Some(c) = spec.get("storageClassName").and_then(Value::as_str) {
+    if let Some(c) = spec.get("storageClassName").and_then(Value::as_str).filter(|c| !c.is_empty()) {
         for m in class_name_errors(c) {
             errs.push(FieldError::invalid("spec.storageClassName", c, m));
         }
@@ -134,7 +134,7 @@ pub fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
         }
         _ => {}
     }
-    if let Some(vac) = spec.get("volumeAttributesClassName").and_then(Value::as_str) {
+    if let Some(vac) = spec.get("volumeAttributesClassName").and_then(Value::as_str).filter(|v| !v.is_empty()) {
         for m in class_name_errors(vac) {
             errs.push(FieldError::invalid("spec.volumeAttributesClassName", vac, m));
         }
