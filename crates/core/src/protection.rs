@@ -90,11 +90,8 @@ impl Protection {
     pub fn on_claim(&self, ev: ObjectEvent<PersistentVolumeClaim>) {
         if let ObjectEvent::Applied(c) = ev {
             if c.metadata.deletion_timestamp.is_some() && has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER) {
-                let key = format!(
-                    "{}/{}",
-                    c.metadata.namespace.unwrap_or_default(),
-                    c.metadata.name.unwrap_or_default()
-                );
+                let key =
+                    format!("{}/{}", c.metadata.namespace.unwrap_or_default(), c.metadata.name.unwrap_or_default());
                 self.enqueue(Key::Claim(key));
             }
         }
@@ -106,7 +103,11 @@ impl Protection {
             ObjectEvent::Applied(p) => (p, false),
             ObjectEvent::Deleted(p) => (p, true),
         };
-        let key = format!("{}/{}", pod.metadata.namespace.as_deref().unwrap_or(""), pod.metadata.name.as_deref().unwrap_or(""));
+        let key = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or(""),
+            pod.metadata.name.as_deref().unwrap_or("")
+        );
         let now: Vec<String> = if deleted { Vec::new() } else { claims_of(&pod) };
         let before = {
             let mut pods = self.pods.lock().unwrap();
@@ -161,7 +162,10 @@ impl Protection {
                     other => other?,
                 };
                 let bound = v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
-                if v.metadata.deletion_timestamp.is_none() || bound || !has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER) {
+                if v.metadata.deletion_timestamp.is_none()
+                    || bound
+                    || !has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER)
+                {
                     return Ok(());
                 }
                 if let Some(f) = v.metadata.finalizers.as_mut() {

@@ -11,8 +11,8 @@
 
 use crate::driver::deliver;
 use pv_core::{Controller, ObjectEvent, Protection};
-use serde::de::DeserializeOwned;
 use pv_store::Store;
+use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 

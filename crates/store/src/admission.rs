@@ -72,7 +72,13 @@ impl Admission {
     }
 
     /// The validating plugins on an update of the main resource of `kind`.
-    pub fn validate_update(&self, kind: &str, old: &Value, new: &Value, classes: &[Arc<Value>]) -> Result<(), StoreError> {
+    pub fn validate_update(
+        &self,
+        kind: &str,
+        old: &Value,
+        new: &Value,
+        classes: &[Arc<Value>],
+    ) -> Result<(), StoreError> {
         if !self.claim_resize || kind != "PersistentVolumeClaim" {
             return Ok(());
         }
@@ -148,7 +154,9 @@ fn claim_class(claim: &Value) -> String {
 fn default_class(classes: &[Arc<Value>]) -> Option<String> {
     let mut defaults: Vec<(&str, &str)> = classes
         .iter()
-        .filter(|c| annotation(c, IS_DEFAULT_CLASS) == Some("true") || annotation(c, BETA_IS_DEFAULT_CLASS) == Some("true"))
+        .filter(|c| {
+            annotation(c, IS_DEFAULT_CLASS) == Some("true") || annotation(c, BETA_IS_DEFAULT_CLASS) == Some("true")
+        })
         .map(|c| {
             let m = c.get("metadata");
             let s = |f: &str| m.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("");
@@ -202,13 +210,25 @@ mod tests {
         };
         let a = Admission::kube_apiserver();
         let grow = |class: &str, phase: &str| {
-            a.validate_update("PersistentVolumeClaim", &claim(class, "1Gi", phase), &claim(class, "2Gi", phase), &classes)
+            a.validate_update(
+                "PersistentVolumeClaim",
+                &claim(class, "1Gi", phase),
+                &claim(class, "2Gi", phase),
+                &classes,
+            )
         };
         assert!(grow("gold", "Bound").is_ok());
         let e = grow("fixed", "Bound").unwrap_err().to_string();
         assert!(e.contains("only dynamically provisioned pvc can be resized"), "{e}");
         let e = grow("gold", "Pending").unwrap_err().to_string();
         assert!(e.contains("Only bound persistent volume claims can be expanded"), "{e}");
-        assert!(a.validate_update("PersistentVolumeClaim", &claim("fixed", "2Gi", "Bound"), &claim("fixed", "1Gi", "Bound"), &classes).is_ok());
+        assert!(a
+            .validate_update(
+                "PersistentVolumeClaim",
+                &claim("fixed", "2Gi", "Bound"),
+                &claim("fixed", "1Gi", "Bound"),
+                &classes
+            )
+            .is_ok());
     }
 }

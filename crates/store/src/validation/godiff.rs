@@ -70,8 +70,11 @@ const PVC_SPEC: &[F] = &[
 ];
 
 const HOST_PATH: &[F] = &[F("path", "Path", G::Str, false), F("type", "Type", G::Opt, false)];
-const NFS: &[F] =
-    &[F("server", "Server", G::Str, false), F("path", "Path", G::Str, false), F("readOnly", "ReadOnly", G::Bool, false)];
+const NFS: &[F] = &[
+    F("server", "Server", G::Str, false),
+    F("path", "Path", G::Str, false),
+    F("readOnly", "ReadOnly", G::Bool, false),
+];
 const LOCAL: &[F] = &[F("path", "Path", G::Str, false), F("fsType", "FSType", G::Opt, false)];
 const CSI: &[F] = &[
     F("driver", "Driver", G::Str, false),
@@ -144,8 +147,11 @@ const VSPHERE: &[F] = &[
     F("storagePolicyName", "StoragePolicyName", G::Str, false),
     F("storagePolicyID", "StoragePolicyID", G::Str, false),
 ];
-const PORTWORX: &[F] =
-    &[F("volumeID", "VolumeID", G::Str, false), F("fsType", "FSType", G::Str, false), F("readOnly", "ReadOnly", G::Bool, false)];
+const PORTWORX: &[F] = &[
+    F("volumeID", "VolumeID", G::Str, false),
+    F("fsType", "FSType", G::Str, false),
+    F("readOnly", "ReadOnly", G::Bool, false),
+];
 
 /// The fields of `PersistentVolumeSource`, in struct order; sources whose inner type is not
 /// described here print their JSON names (they are deprecated and rare).
@@ -240,8 +246,10 @@ fn render(v: Option<&Value>, g: &G, depth: usize) -> String {
             None => "null".into(),
             Some(a) if a.is_empty() => "[]".into(),
             Some(a) => {
-                let items: Vec<String> =
-                    a.iter().map(|x| format!("{}{}", pad(depth + 1), render_struct(Some(x), fields, depth + 1))).collect();
+                let items: Vec<String> = a
+                    .iter()
+                    .map(|x| format!("{}{}", pad(depth + 1), render_struct(Some(x), fields, depth + 1)))
+                    .collect();
                 format!("[\n{}\n{}]", items.join(",\n"), pad(depth))
             }
         },

@@ -57,7 +57,11 @@ pub fn validate_labels(labels: &[(String, String)], path: &str, errs: &mut Vec<F
 fn validate_common(meta: Option<&Map<String, Value>>, errs: &mut Vec<FieldError>) {
     if let Some(g) = meta.and_then(|m| m.get("generation")).and_then(Value::as_i64) {
         if g < 0 {
-            errs.push(FieldError::invalid_value("metadata.generation", g.to_string(), "must be greater than or equal to 0"));
+            errs.push(FieldError::invalid_value(
+                "metadata.generation",
+                g.to_string(),
+                "must be greater than or equal to 0",
+            ));
         }
     }
     validate_labels(&str_map(meta, "labels"), "metadata.labels", errs);
@@ -248,7 +252,9 @@ mod tests {
 
     #[test]
     fn label_and_annotation_keys_and_values_are_checked() {
-        let e = errs_of(json!({"metadata": {"name": "a", "labels": {"bad key": "ok", "k": "bad value"}, "annotations": {"a/b/c": "x"}}}));
+        let e = errs_of(
+            json!({"metadata": {"name": "a", "labels": {"bad key": "ok", "k": "bad value"}, "annotations": {"a/b/c": "x"}}}),
+        );
         assert_eq!(e.len(), 3, "{e:?}");
         assert!(e[0].starts_with("metadata.labels: Invalid value: \"bad key\": name part must consist"), "{e:?}");
         assert!(e[1].starts_with("metadata.labels: Invalid value: \"bad value\": a valid label must be"), "{e:?}");
@@ -271,7 +277,8 @@ mod tests {
 
     #[test]
     fn an_update_may_not_add_finalizers_while_deleting() {
-        let old = json!({"metadata": {"name": "a", "deletionTimestamp": "2020-01-01T00:00:00Z", "finalizers": ["a/x"]}});
+        let old =
+            json!({"metadata": {"name": "a", "deletionTimestamp": "2020-01-01T00:00:00Z", "finalizers": ["a/x"]}});
         let new = json!({"metadata": {"name": "a", "deletionTimestamp": "2020-01-01T00:00:00Z", "finalizers": ["a/x", "b/y"]}});
         let mut errs = Vec::new();
         validate_meta_update(ResourceType::by_kind("PersistentVolume").unwrap(), &old, &new, &mut errs);

@@ -340,7 +340,12 @@ mod tests {
         bind["spec"]["volumeName"] = json!("pv-a");
         bind["spec"]["storageClassName"] = json!("gold");
         assert!(validate_update(pvc_type(), &old, &bind).is_empty(), "{:?}", validate_update(pvc_type(), &old, &bind));
-        for (field, value) in [("volumeName", json!("pv-c")), ("volumeName", Value::Null), ("storageClassName", json!("silver")), ("storageClassName", Value::Null)] {
+        for (field, value) in [
+            ("volumeName", json!("pv-c")),
+            ("volumeName", Value::Null),
+            ("storageClassName", json!("silver")),
+            ("storageClassName", Value::Null),
+        ] {
             let mut again = bind.clone();
             again["spec"][field] = value.clone();
             assert_eq!(paths(&validate_update(pvc_type(), &bind, &again)), ["spec"], "{field} -> {value}");
@@ -360,7 +365,10 @@ mod tests {
         assert!(validate_update(pvc_type(), &bound, &b).is_empty());
         b["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
         let errs = validate_update(pvc_type(), &bound, &b);
-        assert_eq!(errs.iter().map(ToString::to_string).collect::<Vec<_>>(), ["spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"]);
+        assert_eq!(
+            errs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"]
+        );
         let mut limits = bound.clone();
         limits["spec"]["resources"]["limits"] = json!({"storage": "5Gi"});
         assert_eq!(paths(&validate_update(pvc_type(), &bound, &limits)), ["spec"]);
@@ -374,9 +382,13 @@ mod tests {
         old["spec"]["volumeMode"] = json!("Filesystem");
         let mut block = old.clone();
         block["spec"]["volumeMode"] = json!("Block");
-        assert_eq!(validate_update(pv_type(), &old, &block).iter().map(ToString::to_string).collect::<Vec<_>>(), ["volumeMode: Invalid value: \"Block\": field is immutable"]);
+        assert_eq!(
+            validate_update(pv_type(), &old, &block).iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["volumeMode: Invalid value: \"Block\": field is immutable"]
+        );
         let mut moved = old.clone();
-        moved["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = json!(["n2"]);
+        moved["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] =
+            json!(["n2"]);
         assert_eq!(paths(&validate_update(pv_type(), &old, &moved)), ["nodeAffinity"]);
     }
 
@@ -401,8 +413,14 @@ mod tests {
             (json!({"nfs": {"server": "s", "path": "rel/x"}}), "spec.nfs.path"),
             (json!({"csi": {"driver": "bad_driver!", "volumeHandle": "h"}}), "spec.csi.driver"),
             (json!({"hostPath": {"path": "/tmp/x", "type": "Bogus"}}), "spec.hostPath.type"),
-            (json!({"hostPath": {"path": "/tmp/x"}, "nodeAffinity": {"required": {"nodeSelectorTerms": []}}}), "spec.nodeAffinity.required.nodeSelectorTerms"),
-            (json!({"hostPath": {"path": "/tmp/x"}, "volumeAttributesClassName": ""}), "spec.volumeAttributesClassName"),
+            (
+                json!({"hostPath": {"path": "/tmp/x"}, "nodeAffinity": {"required": {"nodeSelectorTerms": []}}}),
+                "spec.nodeAffinity.required.nodeSelectorTerms",
+            ),
+            (
+                json!({"hostPath": {"path": "/tmp/x"}, "volumeAttributesClassName": ""}),
+                "spec.volumeAttributesClassName",
+            ),
         ];
         for (source, path) in cases {
             let errs = validate(pv_type(), &pv_with(source.clone(), "Retain"));
@@ -410,10 +428,16 @@ mod tests {
         }
         let mut extra = pv_with(json!({"nfs": {"server": "s", "path": "/x"}}), "Retain");
         extra["spec"]["capacity"]["cpu"] = json!("1");
-        assert_eq!(validate(pv_type(), &extra)[0].to_string(), "spec.capacity: Unsupported value: {\"cpu\":\"1\",\"storage\":\"1Gi\"}: supported values: \"storage\"");
+        assert_eq!(
+            validate(pv_type(), &extra)[0].to_string(),
+            "spec.capacity: Unsupported value: {\"cpu\":\"1\",\"storage\":\"1Gi\"}: supported values: \"storage\""
+        );
         let mut mount = pv_with(json!({"hostPath": {"path": "/tmp/x"}}), "Retain");
         mount["metadata"]["annotations"] = json!({"volume.beta.kubernetes.io/mount-options": "ro"});
-        assert_eq!(paths(&validate(pv_type(), &mount)), ["metadata.annotations.volume.beta.kubernetes.io/mount-options"]);
+        assert_eq!(
+            paths(&validate(pv_type(), &mount)),
+            ["metadata.annotations.volume.beta.kubernetes.io/mount-options"]
+        );
     }
 
     #[test]

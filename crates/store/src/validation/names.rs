@@ -110,7 +110,10 @@ pub fn qualified_name(value: &str) -> Vec<String> {
         errs.push(format!("name part {}", max_len_error(63)));
     }
     if !is_label_key_name(name) {
-        errs.push(format!("name part {}", regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])));
+        errs.push(format!(
+            "name part {}",
+            regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"])
+        ));
     }
     errs
 }
@@ -136,7 +139,13 @@ mod tests {
         assert!(qualified_name("example.com/my-key").is_empty());
         assert!(qualified_name("MyName").is_empty());
         assert_eq!(qualified_name("/x"), ["prefix part must be non-empty"]);
-        assert_eq!(qualified_name("a/"), ["name part must be non-empty", &format!("name part {}", regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"]))]);
+        assert_eq!(
+            qualified_name("a/"),
+            [
+                "name part must be non-empty",
+                &format!("name part {}", regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &["MyName", "my.name", "123-abc"]))
+            ]
+        );
         assert!(qualified_name("a/b/c")[0].starts_with("a valid label key must consist"));
         assert_eq!(
             qualified_name("bad provisioner!"),

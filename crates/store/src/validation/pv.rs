@@ -171,8 +171,12 @@ fn validate_source(name: &str, src: &Value, spec: &Value, errs: &mut Vec<FieldEr
             if s(src, "volumeHandle").is_empty() {
                 errs.push(FieldError::required(format!("{p}.volumeHandle"), ""));
             }
-            for r in ["controllerPublishSecretRef", "controllerExpandSecretRef", "nodePublishSecretRef", "nodeExpandSecretRef"]
-            {
+            for r in [
+                "controllerPublishSecretRef",
+                "controllerExpandSecretRef",
+                "nodePublishSecretRef",
+                "nodeExpandSecretRef",
+            ] {
                 if let Some(sr) = set(src.get(r)) {
                     let rp = format!("{p}.{r}");
                     let (n, ns) = (s(sr, "name"), s(sr, "namespace"));
@@ -279,7 +283,8 @@ pub fn validate_pv_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) 
             .filter_map(|name| {
                 let mut v = set(spec.get(*name))?.clone();
                 // A CSI volume without a controllerExpandSecretRef may be given one.
-                if *name == "csi" && set(other.get("csi")).is_some_and(|c| set(c.get("controllerExpandSecretRef")).is_none())
+                if *name == "csi"
+                    && set(other.get("csi")).is_some_and(|c| set(c.get("controllerExpandSecretRef")).is_none())
                 {
                     if let Some(o) = v.as_object_mut() {
                         o.remove("controllerExpandSecretRef");
@@ -315,6 +320,9 @@ pub fn validate_pv_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) 
         }
     }
     if set(os.get("volumeAttributesClassName")).is_some() && set(ns.get("volumeAttributesClassName")).is_none() {
-        errs.push(FieldError::forbidden("spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden"));
+        errs.push(FieldError::forbidden(
+            "spec.volumeAttributesClassName",
+            "update from non-nil value to nil is forbidden",
+        ));
     }
 }

@@ -72,7 +72,11 @@ fn validate_data_source(ds: &Value, path: &str, reference: bool, errs: &mut Vec<
     }
     let group = s(ds, "apiGroup");
     if group.is_empty() && kind != "PersistentVolumeClaim" {
-        errs.push(FieldError::invalid(path, kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"));
+        errs.push(FieldError::invalid(
+            path,
+            kind,
+            "must be 'PersistentVolumeClaim' when referencing the default apiGroup",
+        ));
     }
     if !group.is_empty() {
         for m in names::dns1123_subdomain(group) {
@@ -122,9 +126,11 @@ pub fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
         validate_data_source(dsr, "spec.dataSourceRef", true, errs);
     }
     match (ds, dsr) {
-        (Some(_), Some(r)) if !s(r, "namespace").is_empty() => {
-            errs.push(FieldError::invalid("spec", "spec.dataSource", "may not be specified when dataSourceRef.namespace is specified"))
-        }
+        (Some(_), Some(r)) if !s(r, "namespace").is_empty() => errs.push(FieldError::invalid(
+            "spec",
+            "spec.dataSource",
+            "may not be specified when dataSourceRef.namespace is specified",
+        )),
         (Some(d), Some(r))
             if s(d, "kind") != s(r, "kind")
                 || s(d, "name") != s(r, "name")
@@ -161,7 +167,9 @@ fn semantic(v: &Value) -> Value {
             m.iter()
                 .filter(|(_, x)| !x.is_null())
                 .map(|(k, x)| (k.clone(), semantic(x)))
-                .filter(|(_, x)| !matches!(x, Value::Object(o) if o.is_empty()) && !matches!(x, Value::Array(a) if a.is_empty()))
+                .filter(|(_, x)| {
+                    !matches!(x, Value::Object(o) if o.is_empty()) && !matches!(x, Value::Array(a) if a.is_empty())
+                })
                 .collect(),
         ),
         Value::Array(a) => Value::Array(a.iter().map(semantic).collect()),
@@ -259,7 +267,10 @@ pub fn validate_pvc_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>)
     let status_size = storage(old, &["status", "capacity", "storage"]);
     if let (Some(o), Some(n)) = (&old_size, &new_size) {
         if n < o && n <= status_size.as_ref().unwrap_or(&Quantity::ZERO) {
-            errs.push(FieldError::forbidden("spec.resources.requests.storage", "field can not be less than status.capacity"));
+            errs.push(FieldError::forbidden(
+                "spec.resources.requests.storage",
+                "field can not be less than status.capacity",
+            ));
         }
     }
     let (om, nm) = (set(old_spec.get("volumeMode")), set(new_spec.get("volumeMode")));

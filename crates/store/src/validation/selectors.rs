@@ -7,7 +7,9 @@ use crate::error::FieldError;
 use serde_json::{json, Map, Value};
 
 fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array).map(|a| a.iter().map(|x| x.as_str().unwrap_or("").to_string()).collect()).unwrap_or_default()
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().map(|x| x.as_str().unwrap_or("").to_string()).collect())
+        .unwrap_or_default()
 }
 
 fn label_key(key: &str, path: &str, errs: &mut Vec<FieldError>) {
@@ -52,10 +54,8 @@ fn node_selector_requirement(rq: &Value, p: &str, errs: &mut Vec<FieldError>) {
     let op = rq.get("operator").and_then(Value::as_str).unwrap_or("");
     let values = strings(rq.get("values"));
     match op {
-        "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
-            format!("{p}.values"),
-            "must be specified when `operator` is 'In' or 'NotIn'",
-        )),
+        "In" | "NotIn" if values.is_empty() => errs
+            .push(FieldError::required(format!("{p}.values"), "must be specified when `operator` is 'In' or 'NotIn'")),
         "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
             format!("{p}.values"),
             "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
@@ -270,7 +270,11 @@ mod tests {
     fn topology_terms_may_not_repeat() {
         let mut errs = Vec::new();
         let t = json!({"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]});
-        validate_allowed_topologies(&[t.clone(), t, json!({"matchLabelExpressions": [{"key": "bad key!", "values": []}]})], "allowedTopologies", &mut errs);
+        validate_allowed_topologies(
+            &[t.clone(), t, json!({"matchLabelExpressions": [{"key": "bad key!", "values": []}]})],
+            "allowedTopologies",
+            &mut errs,
+        );
         let text: Vec<String> = errs.iter().map(|e| format!("{} {}", e.path, e.reason())).collect();
         assert_eq!(
             text,

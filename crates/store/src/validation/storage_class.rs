@@ -56,7 +56,9 @@ pub fn validate_storage_class(obj: &Value, errs: &mut Vec<FieldError>) {
     }
     match obj.get("volumeBindingMode").and_then(Value::as_str) {
         None => errs.push(FieldError::required("volumeBindingMode", "")),
-        Some(m) if !BINDING_MODES.contains(&m) => errs.push(FieldError::not_supported("volumeBindingMode", m, BINDING_MODES)),
+        Some(m) if !BINDING_MODES.contains(&m) => {
+            errs.push(FieldError::not_supported("volumeBindingMode", m, BINDING_MODES))
+        }
         Some(_) => {}
     }
     if let Some(list) = obj.get("allowedTopologies").and_then(Value::as_array) {
@@ -66,7 +68,8 @@ pub fn validate_storage_class(obj: &Value, errs: &mut Vec<FieldError>) {
 
 /// What a class update may not change.
 pub fn validate_storage_class_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
-    let norm = |v: Option<&Value>| v.filter(|x| !x.is_null() && !matches!(x, Value::Object(o) if o.is_empty())).cloned();
+    let norm =
+        |v: Option<&Value>| v.filter(|x| !x.is_null() && !matches!(x, Value::Object(o) if o.is_empty())).cloned();
     for f in ["parameters", "provisioner", "reclaimPolicy", "volumeBindingMode"] {
         let (o, n) = (norm(old.get(f)), norm(new.get(f)));
         if o != n {
