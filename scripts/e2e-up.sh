@@ -230,7 +230,8 @@ spec:
   accessModes: [ReadWriteOnce]
   nfs: {server: nfs.example.com, path: /exports/bad}
 EOF
-grep -q 'The PersistentVolume "bad" is invalid: spec.capacity: Required value' "$WORK/err" \
+# kubectl lists several errors one per line (`* spec.capacity: Required value`).
+grep -q 'The PersistentVolume "bad" is invalid' "$WORK/err" && grep -q 'spec.capacity: Required value' "$WORK/err" \
   || { cat "$WORK/err"; fail "bad manifest: expected 'is invalid: spec.capacity: Required value'"; }
 pass "bad manifest rejected"
 

@@ -2,7 +2,8 @@
 # Validation compared with kube-apiserver: every manifest in conformance/cases/ is created with
 # `kubectl create --dry-run=server` against the real kube-apiserver (scripts/real-cluster.sh; needs
 # Go) and against `pv-controller up --no-controller`. Both must give the same verdict: accepted,
-# or rejected naming the same fields.
+# or rejected naming the same fields. A case may set objects up first and then send an update
+# (see `verdict` below), and may compare fields of the accepted object (`# compare: JSONPATH`).
 #
 # conformance/cases/KNOWN-DIFFERENCES lists cases (file names) where the embedded server is known
 # to disagree; they are reported, not failed, and a listed case that now agrees fails the run so
@@ -39,14 +40,40 @@ until grep -q '^server: ' "$WORK/up.out"; do
   sleep 0.05
 done
 
-# verdict KUBECONFIG FILE: "accepted", or "rejected:" and the sorted field paths the error names.
+# verdict KUBECONFIG FILE: "accepted" (followed by what the case's `# compare: JSONPATH` line
+# selects from the answer), or "rejected:", the reason when it is not Invalid, and the sorted
+# field paths the error names. A case of several YAML documents sets up all but the last one for
+# real (created, then their status written when they carry one) and sends the last one as an
+# update (`kubectl replace`; `# subresource: status` for a status write) when it names an object
+# set up, else as a create; the set-up objects are deleted afterwards.
 verdict() {
-  if KUBECACHEDIR="$WORK/cache-$(basename "$(dirname "$1")")" kubectl --kubeconfig "$1" create --dry-run=server -o name -f "$2" >"$WORK/v.out" 2>"$WORK/v.err"; then
-    echo accepted
+  local kc="$1" f="$2" docs="$WORK/docs" verb=create out=(-o name) cmp sub
+  local kctl=(env KUBECACHEDIR="$WORK/cache-$(basename "$(dirname "$1")")" kubectl --kubeconfig "$kc")
+  cmp="$(sed -n 's/^# compare: //p' "$f" | head -1)"; [[ -n "$cmp" ]] && out=(-o "jsonpath=$cmp")
+  sub="$(sed -n 's/^# subresource: //p' "$f" | head -1)"
+  rm -rf "$docs"; mkdir -p "$docs"
+  awk -v dir="$docs" 'BEGIN { n = 0 } /^---$/ { n++; next } { print > (dir "/" n ".yaml") }' "$f"
+  local all=("$docs"/*.yaml) setup=() names="" last
+  last="${all[${#all[@]}-1]}"
+  for d in "${all[@]}"; do
+    [[ "$d" == "$last" ]] && break
+    "${kctl[@]}" create -f "$d" >/dev/null 2>"$WORK/v.err" || { echo "setup failed: $(head -1 "$WORK/v.err")"; return; }
+    if grep -q '^status:' "$d"; then
+      "${kctl[@]}" replace --subresource=status -f "$d" >/dev/null 2>"$WORK/v.err" \
+        || { echo "setup status failed: $(head -1 "$WORK/v.err")"; return; }
+    fi
+    setup+=("$d"); names+=" $("${kctl[@]}" create --dry-run=client -o name -f "$d")"
+  done
+  if (( ${#setup[@]} > 0 )) && [[ " $names " == *" $("${kctl[@]}" create --dry-run=client -o name -f "$last") "* ]]; then
+    verb=replace
+  fi
+  if "${kctl[@]}" "$verb" ${sub:+--subresource=$sub} --dry-run=server "${out[@]}" -f "$last" >"$WORK/v.out" 2>"$WORK/v.err"; then
+    if [[ -n "$cmp" ]]; then echo "accepted $(cat "$WORK/v.out")"; else echo accepted; fi
   else
-    echo "rejected: $(grep -oE '(metadata|spec|provisioner|parameters|volumeBindingMode|reclaimPolicy|allowedTopologies|mountOptions)(\.[][A-Za-z0-9_-]+)*: ' "$WORK/v.err" | tr -d ' ' | sort -u | tr '\n' ' ')"
+    echo "rejected: $(grep -oE 'Error from server \([A-Za-z]+\)' "$WORK/v.err" | head -1)$(grep -oE '(metadata|spec|status|provisioner|parameters|volumeBindingMode|reclaimPolicy|allowedTopologies|mountOptions|volumeMode|nodeAffinity)([][0-9]*)(\.[][A-Za-z0-9_/-]+)*: ' "$WORK/v.err" | tr -d ' ' | sort -u | tr '\n' ' ')"
     cp "$WORK/v.err" "$WORK/last.err"
   fi
+  for (( i=${#setup[@]}-1; i>=0; i-- )); do "${kctl[@]}" delete --wait=false -f "${setup[$i]}" >/dev/null 2>&1 || true; done
 }
 known() { grep -qxF "$1" <(grep -v '^#' "$CASES/KNOWN-DIFFERENCES" 2>/dev/null); }
 SAME=0 KNOWN=0 BAD=0

@@ -1,6 +1,7 @@
 //! `pv-controller up`: the embedded default. Starts the Kubernetes-compatible API server over
 //! the durable store under `--data-dir`, prints where to reach it, attaches the controller (unless
-//! `--no-controller`) in-process over the same store, serves `/metrics`, `/healthz` and `/readyz`
+//! `--no-controller`) in-process over the same store with the pv- and pvc-protection
+//! controllers that remove the finalizers the store's admission adds, serves `/metrics`, `/healthz` and `/readyz`
 //! as `run` does, and stops gracefully on SIGINT/SIGTERM.
 //!
 //! Scripts wait for the two lines `kubeconfig: PATH` and `server: URL` on stdout: they are
@@ -11,7 +12,7 @@
 
 use super::user;
 use pv_apiserver::{Server, ServerConfig};
-use pv_core::{Config, Controller, SystemClock};
+use pv_core::{Config, Controller, Protection, SystemClock};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -120,6 +121,7 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         let store = server.store();
         let api = Arc::new(pv_sim::MemApi::new(store.clone()));
         let plugins = pv_plugins::registry(Some(volumes.clone()));
+        let protection = Protection::new(api.clone());
         let controller = Controller::new(api, plugins, SystemClock::new(), Config::default());
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(0usize);
         serve_metrics(&a.metrics_addr, &controller, synced_rx, stop_rx.clone()).await?;
@@ -127,6 +129,13 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         let workers = a.workers.unwrap_or_else(pv_core::runtime::default_workers);
         Some(tokio::spawn(async move {
             let informers = pv_sim::local::start(&store, &controller);
+            // The store adds the protection finalizers, so their controllers run here too
+            // (kube-controller-manager's pv-protection and pvc-protection).
+            let protection_informers = pv_sim::local::start_protection(&store, &protection);
+            let mut protection_stop = rx.clone();
+            let protection_task = tokio::spawn(protection.run(async move {
+                let _ = protection_stop.wait_for(|stop| *stop).await;
+            }));
             // The local informers list synchronously: every kind is synced now.
             let _ = synced_tx.send(pv_kube::informers::KINDS);
             tracing::info!(workers, "controller started");
@@ -135,7 +144,9 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
                 let _ = rx.wait_for(|stop| *stop).await;
             };
             pv_core::runtime::run(controller, workers, shutdown).await;
+            let _ = protection_task.await;
             drop(informers);
+            drop(protection_informers);
         }))
     };
     wait_for_signal().await?;

@@ -117,10 +117,15 @@ pub struct ServerHandle {
 }
 
 /// Opens the durable store under `dir` (creating default namespaces on a fresh one), with the
-/// object, history and watcher bounds of [`limits::store_limits`].
+/// object, history and watcher bounds of [`limits::store_limits`] and kube-apiserver's default
+/// storage admission plugins (protection finalizers, default class, resize checks).
 pub fn open_store(dir: &Path) -> Result<Store, Error> {
     let (backend, snapshot) = durable::open(dir)?;
-    let store = Store::builder().backend(backend, snapshot).limits(limits::store_limits()).build();
+    let store = Store::builder()
+        .backend(backend, snapshot)
+        .limits(limits::store_limits())
+        .admission(pv_store::Admission::kube_apiserver())
+        .build();
     for ns in DEFAULT_NAMESPACES {
         if store.get("namespaces", "", ns).is_err() {
             store

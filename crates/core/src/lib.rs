@@ -27,6 +27,7 @@ pub mod events;
 pub mod metrics;
 pub mod operations;
 pub mod plugin;
+pub mod protection;
 pub mod queue;
 pub mod runtime;
 
@@ -41,6 +42,7 @@ pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent};
 pub use error::{Error, Result};
 pub use plugin::{PluginError, PluginRegistry, ProvisionOptions, VolumePlugin};
+pub use protection::Protection;
 pub use sync_claim::{
     Provisioning, UnboundClaimPlan, FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER,
 };

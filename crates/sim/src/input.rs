@@ -292,7 +292,10 @@ mod tests {
     fn errors_name_document_object_and_field() {
         let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-1}\nspec: {accessModes: [ReadWriteOnce], hostPath: {path: /tmp/a}}\n";
         let e = load_documents(text).unwrap_err();
-        assert_eq!(e.to_string(), "document 2 (PersistentVolume pv-1): spec.capacity: Required value");
+        assert_eq!(
+            e.to_string(),
+            "document 2 (PersistentVolume pv-1): spec.capacity: Required value; spec.capacity: Unsupported value: null: supported values: \"storage\""
+        );
     }
 
     #[test]

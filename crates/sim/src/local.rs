@@ -10,8 +10,9 @@
 //! [`MemApi`]: crate::MemApi
 
 use crate::driver::deliver;
-use pv_core::Controller;
+use pv_core::{Controller, ObjectEvent, Protection};
 use pv_store::Store;
+use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
@@ -47,6 +48,45 @@ pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
         tasks.push(tokio::spawn(async move {
             while let Some(ev) = watch.recv().await {
                 deliver(&c, resource, ev.kind, &ev.object);
+            }
+        }));
+    }
+    LocalInformers { tasks }
+}
+
+/// Kinds the protection controllers watch, pods first so that a claim is never judged unused
+/// for want of its pods.
+const PROTECTION_WATCHED: [&str; 3] = ["pods", "persistentvolumes", "persistentvolumeclaims"];
+
+fn deliver_protection(p: &Protection, resource: &str, kind: pv_store::WatchEventType, obj: &serde_json::Value) {
+    fn typed<T: DeserializeOwned>(kind: pv_store::WatchEventType, v: &serde_json::Value) -> Option<ObjectEvent<T>> {
+        let t = T::deserialize(v).ok()?;
+        Some(match kind {
+            pv_store::WatchEventType::Deleted => ObjectEvent::Deleted(t),
+            _ => ObjectEvent::Applied(t),
+        })
+    }
+    match resource {
+        "pods" => typed(kind, obj).map(|e| p.on_pod(e)),
+        "persistentvolumes" => typed(kind, obj).map(|e| p.on_volume(e)),
+        "persistentvolumeclaims" => typed(kind, obj).map(|e| p.on_claim(e)),
+        _ => None,
+    };
+}
+
+/// Feeds the pv- and pvc-protection controllers from the store as [`start`] feeds the binder.
+pub fn start_protection(store: &Store, protection: &Arc<Protection>) -> LocalInformers {
+    let mut tasks = Vec::new();
+    for resource in PROTECTION_WATCHED {
+        let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
+        for obj in &items {
+            deliver_protection(protection, resource, pv_store::WatchEventType::Added, obj);
+        }
+        let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
+        let p = protection.clone();
+        tasks.push(tokio::spawn(async move {
+            while let Some(ev) = watch.recv().await {
+                deliver_protection(&p, resource, ev.kind, &ev.object);
             }
         }));
     }

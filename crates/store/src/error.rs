@@ -18,6 +18,11 @@ pub enum FieldErrorKind {
     Forbidden,
     /// The value is too long.
     TooLong(usize),
+    /// Like `Invalid`, for a value already written as upstream prints it (a number, or JSON
+    /// for a structure).
+    InvalidValue(String),
+    /// The value appears twice.
+    Duplicate(String),
 }
 
 /// One validation failure: where and what.
@@ -48,6 +53,14 @@ impl FieldError {
             detail: String::new(),
         }
     }
+    /// An invalid value printed as given (numbers, JSON of a structure).
+    pub fn invalid_value(path: impl Into<String>, value: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError { path: path.into(), kind: FieldErrorKind::InvalidValue(value.into()), detail: detail.into() }
+    }
+    /// A value given twice.
+    pub fn duplicate(path: impl Into<String>, value: impl Into<String>) -> Self {
+        FieldError { path: path.into(), kind: FieldErrorKind::Duplicate(value.into()), detail: String::new() }
+    }
     /// A forbidden field or change.
     pub fn forbidden(path: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError { path: path.into(), kind: FieldErrorKind::Forbidden, detail: detail.into() }
@@ -56,7 +69,8 @@ impl FieldError {
     pub fn reason(&self) -> &'static str {
         match self.kind {
             FieldErrorKind::Required => "FieldValueRequired",
-            FieldErrorKind::Invalid(_) => "FieldValueInvalid",
+            FieldErrorKind::Invalid(_) | FieldErrorKind::InvalidValue(_) => "FieldValueInvalid",
+            FieldErrorKind::Duplicate(_) => "FieldValueDuplicate",
             FieldErrorKind::NotSupported(..) | FieldErrorKind::NotSupportedValue(..) => "FieldValueNotSupported",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong(_) => "FieldValueTooLong",
@@ -69,13 +83,15 @@ impl fmt::Display for FieldError {
         write!(f, "{}: ", self.path)?;
         match &self.kind {
             FieldErrorKind::Required => write!(f, "Required value")?,
-            FieldErrorKind::Invalid(v) => write!(f, "Invalid value: {v:?}")?,
+            FieldErrorKind::Invalid(v) => write!(f, "Invalid value: {}", go_quote(v))?,
+            FieldErrorKind::InvalidValue(v) => write!(f, "Invalid value: {v}")?,
+            FieldErrorKind::Duplicate(v) => write!(f, "Duplicate value: {}", go_quote(v))?,
             FieldErrorKind::NotSupported(v, s) => {
-                let quoted: Vec<String> = s.iter().map(|x| format!("{x:?}")).collect();
-                write!(f, "Unsupported value: {v:?}: supported values: {}", quoted.join(", "))?
+                let quoted: Vec<String> = s.iter().map(|x| go_quote(x)).collect();
+                write!(f, "Unsupported value: {}: supported values: {}", go_quote(v), quoted.join(", "))?
             }
             FieldErrorKind::NotSupportedValue(v, s) => {
-                let quoted: Vec<String> = s.iter().map(|x| format!("{x:?}")).collect();
+                let quoted: Vec<String> = s.iter().map(|x| go_quote(x)).collect();
                 write!(f, "Unsupported value: {v}: supported values: {}", quoted.join(", "))?
             }
             FieldErrorKind::Forbidden => write!(f, "Forbidden")?,
@@ -85,6 +101,51 @@ impl fmt::Display for FieldError {
             write!(f, ": {}", self.detail)?;
         }
         Ok(())
+    }
+}
+
+/// A string quoted as Go's `%q` writes it (what upstream's messages carry).
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The messages of a list of errors joined as upstream's aggregate error: one alone, several
+/// in brackets, repeats once.
+pub fn aggregate(errors: &[FieldError]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for e in errors {
+        let m = e.to_string();
+        if !seen.contains(&m) {
+            seen.push(m);
+        }
+    }
+    if seen.len() == 1 {
+        seen.remove(0)
+    } else {
+        format!("[{}]", seen.join(", "))
+    }
+}
+
+/// The kind as upstream names it in messages: `StorageClass.storage.k8s.io` for a kind of a
+/// named group, the bare kind for the core group.
+pub fn qualified_kind(kind: &str) -> String {
+    match crate::kinds::ResourceType::by_kind(kind).map(|r| r.group) {
+        Some(g) if !g.is_empty() => format!("{kind}.{g}"),
+        _ => kind.to_string(),
     }
 }
 
@@ -128,7 +189,7 @@ pub enum StoreError {
         message: String,
     },
     /// 422.
-    #[error("{kind} {name:?} is invalid: {}", .errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "))]
+    #[error("{} {} is invalid: {}", qualified_kind(kind), go_quote(name), aggregate(errors))]
     Invalid {
         /// Kind (`PersistentVolume`).
         kind: String,

@@ -11,6 +11,7 @@
 //! in-memory mode has none, `up` plugs a durable database in. Faults (409, 500, timeouts, lost
 //! responses) are injected here, at the API boundary, so every client sees them the same way.
 
+pub mod admission;
 pub mod error;
 pub mod faults;
 pub mod kinds;
@@ -19,6 +20,7 @@ pub mod store;
 pub mod validation;
 pub mod watch;
 
+pub use admission::Admission;
 pub use error::{FieldError, FieldErrorKind, StoreError};
 pub use faults::{FaultKind, FaultSpec};
 pub use kinds::{ResourceType, RESOURCE_TYPES};

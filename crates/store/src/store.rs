@@ -1,5 +1,6 @@
 //! The store itself: objects by resource, one resourceVersion counter, watch history, writers.
 
+use crate::admission::Admission;
 use crate::error::{FieldError, StoreError};
 use crate::faults::{FaultInjector, FaultKind, FaultSpec};
 use crate::kinds::ResourceType;
@@ -208,6 +209,21 @@ impl Inner {
         }
         self.objects.get(plural).and_then(|m| m.get(&key)).cloned()
     }
+
+    /// Every object of a resource as writers see it (admission reads the classes this way).
+    fn all(&self, plural: &'static str) -> Vec<Arc<Value>> {
+        let overlay = self.overlay.get(plural);
+        let mut out: Vec<Arc<Value>> = self
+            .objects
+            .get(plural)
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| overlay.is_none_or(|o| !o.contains_key(*k)))
+            .map(|(_, v)| v.clone())
+            .collect();
+        out.extend(overlay.into_iter().flatten().filter_map(|(_, (_, v))| v.clone()));
+        out
+    }
 }
 
 /// How the store makes UIDs.
@@ -230,6 +246,7 @@ pub struct Store {
     now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
     uid_mode: UidMode,
     limits: StoreLimits,
+    admission: Admission,
 }
 
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
@@ -614,7 +631,10 @@ impl Store {
         if m.get("creationTimestamp").is_some_and(Value::is_null) {
             m.insert("creationTimestamp".into(), Value::String(format_time((self.now)())));
         }
-        m.insert("generation".into(), Value::from(1));
+        // Only kinds whose strategy tracks a generation set one; others keep what was given.
+        if rt.kind == "Pod" {
+            m.insert("generation".into(), Value::from(1));
+        }
     }
 
     /// Creates an object through the API: server fields set, status reset for kinds with a
@@ -635,7 +655,10 @@ impl Store {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
         }
         let name = meta_str(&obj, "name").to_string();
-        if rt.status_subresource && rt.kind != "Pod" && rt.kind != "Node" {
+        if rt.kind == "Pod" {
+            let status = validation::initial_pod_status(&obj);
+            obj.as_object_mut().unwrap().insert("status".into(), status);
+        } else if rt.status_subresource && rt.kind != "Node" {
             obj.as_object_mut().unwrap().remove("status");
         }
         {
@@ -650,6 +673,11 @@ impl Store {
             crate::namespaces::prepare_for_create(&mut obj);
         }
         validation::default(rt, &mut obj);
+        if self.admission != Admission::none() {
+            let classes = self.inner.lock().unwrap().all("storageclasses");
+            self.admission.admit_create(rt.kind, &mut obj, &classes);
+        }
+        validation::prepare_create(rt, &mut obj);
         Self::check_valid(rt, &name, validation::validate(rt, &obj))?;
         let fault = if dry_run { None } else { self.draw_fault(rt) };
         if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
@@ -737,6 +765,17 @@ impl Store {
         let old = inner
             .latest(rt.plural, &ns, &name)
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.clone() })?;
+        let given_uid = meta_str(&obj, "uid");
+        if !status && part != Part::Finalize && !given_uid.is_empty() && given_uid != meta_str(&old, "uid") {
+            return Err(StoreError::Conflict {
+                resource: rt.qualified(),
+                name,
+                message: format!(
+                    "Precondition failed: UID in precondition: {given_uid}, UID in object meta: {}",
+                    meta_str(&old, "uid")
+                ),
+            });
+        }
         let given_rv = meta_str(&obj, "resourceVersion").to_string();
         if !given_rv.is_empty() && given_rv != meta_str(&old, "resourceVersion") {
             return Err(StoreError::Conflict {
@@ -791,8 +830,18 @@ impl Store {
             obj
         };
         validation::default(rt, &mut new);
-        let errs = if status { validation::validate(rt, &new) } else { validation::validate_update(rt, &old, &new) };
+        if !status {
+            validation::prepare_update(rt, &old, &mut new);
+        }
+        let errs = if status {
+            validation::validate_status_update(rt, &old, &new)
+        } else {
+            validation::validate_update(rt, &old, &new)
+        };
         Self::check_valid(rt, &name, errs)?;
+        if !status && self.admission != Admission::none() {
+            self.admission.validate_update(rt.kind, &old, &new, &inner.all("storageclasses"))?;
+        }
         if !status && meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
             let (of, nf) = (finalizers(&old), finalizers(&new));
             if nf.iter().any(|f| !of.contains(f)) {
@@ -818,7 +867,7 @@ impl Store {
             }
             return Ok(old);
         }
-        if !status && old.get("spec") != new.get("spec") {
+        if !status && rt.kind == "Pod" && old.get("spec") != new.get("spec") {
             let g = meta(&old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), Value::from(g + 1));
         }
@@ -973,6 +1022,7 @@ pub struct StoreBuilder {
     now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
     uid_mode: UidMode,
     limits: StoreLimits,
+    admission: Admission,
 }
 
 impl Default for StoreBuilder {
@@ -983,6 +1033,7 @@ impl Default for StoreBuilder {
             now: Box::new(Utc::now),
             uid_mode: UidMode::Random,
             limits: StoreLimits::default(),
+            admission: Admission::none(),
         }
     }
 }
@@ -1019,6 +1070,12 @@ impl StoreBuilder {
         self
     }
 
+    /// Runs these admission plugins on writes (see [`Admission`]; none by default).
+    pub fn admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
+    }
+
     /// Builds the store.
     pub fn build(self) -> Store {
         let mut objects: HashMap<&'static str, HashMap<Key, Arc<Value>>> = HashMap::new();
@@ -1049,6 +1106,7 @@ impl StoreBuilder {
             now: self.now,
             uid_mode: self.uid_mode,
             limits: self.limits,
+            admission: self.admission,
         }
     }
 }
