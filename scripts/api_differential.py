@@ -44,7 +44,6 @@ corpus) every listing still covers one.
 """
 
 import base64
-import fnmatch
 import http.client
 import json
 import os
@@ -211,12 +210,22 @@ def warnings(headers):
     return sorted(normalise(v) for k, v in headers if k.lower() == "warning")
 
 
+class PlainLoader(yaml.SafeLoader):
+    """YAML as a JSON client would read it: timestamps stay strings."""
+
+
+PlainLoader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def parse_body(ctype, data):
     if not data:
         return None
     try:
         if "yaml" in ctype:
-            return yaml.safe_load(data)
+            return yaml.load(data, Loader=PlainLoader)
         if "json" in ctype:
             return json.loads(data)
     except Exception:  # noqa: BLE001 - an unparsable body is compared as text
@@ -345,11 +354,16 @@ def listed_patterns(differences_md):
     return patterns
 
 
+def glob(pattern):
+    """`*` matches anything; every other character stands for itself (brackets too)."""
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.S)
+
+
 def excused(name, line, patterns, used):
     """True when a listed pattern covers this difference line of case `name`."""
     hit = False
     for pat, case, what in patterns:
-        if fnmatch.fnmatchcase(name, case) and fnmatch.fnmatchcase(line.strip(), what):
+        if glob(case).fullmatch(name) and glob(what).fullmatch(line.strip()):
             used.add(pat)
             hit = True
     return hit

@@ -84,7 +84,13 @@ impl Format {
             match params.get("as").map(String::as_str) {
                 None => {}
                 Some("Table") if group_ok && !yaml => {
-                    f.table = Some(IncludeObject::parse(q.get("includeObject").map(String::as_str)));
+                    let include = q.get("includeObject").map_or("", String::as_str);
+                    if !matches!(include, "" | "Metadata" | "Object" | "None") {
+                        return Err(ApiError::BadRequest(format!(
+                            "Unable to convert to Table as requested: includeObject: Invalid value: {include:?}: must be 'Metadata', 'Object', 'None', or empty"
+                        )));
+                    }
+                    f.table = Some(IncludeObject::parse(Some(include)));
                     f.protobuf = false;
                 }
                 Some("PartialObjectMetadata" | "PartialObjectMetadataList") if group_ok && json => {
@@ -380,7 +386,8 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
         return Err(ApiError::MethodNotAllowed);
     }
     if t.served.rt.namespaced && t.namespace.is_none() {
-        return Err(ApiError::NoRoute);
+        // The all-namespaces collection lists and watches, but takes no creates.
+        return Err(ApiError::MethodNotAllowed);
     }
     let opts = write_options(q, "CreateOptions")?;
     let decoded = decode::decode(&t.served, ct, body, opts.fields)?;
@@ -583,8 +590,9 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply
         progress_namespace(st, t, ns_of(t));
     }
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
-    if gone && t.served.kind() != "Namespace" {
-        // Gone at once: kube-apiserver answers with a success Status naming what went.
+    if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease") {
+        // Gone at once: for these kinds kube-apiserver answers with a success Status naming
+        // what went (for the others, with the deleted object).
         return Ok((StatusCode::OK, deleted_status(t, &o)));
     }
     Ok((StatusCode::OK, out(t, &o)))
