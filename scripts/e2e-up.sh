@@ -235,6 +235,26 @@ grep -q 'The PersistentVolume "bad" is invalid' "$WORK/err" && grep -q 'spec.cap
   || { cat "$WORK/err"; fail "bad manifest: expected 'is invalid: spec.capacity: Required value'"; }
 pass "bad manifest rejected"
 
+# --- OpenAPI: kubectl explain, and apply's field validation ------------------------------------
+k "kubectl explain pv.spec" explain pv.spec
+expect 'persistentVolumeReclaimPolicy'
+expect 'PersistentVolumeSpec is the specification of a persistent volume'
+k "kubectl explain storageclass.provisioner" explain storageclass.provisioner
+expect 'provisioner indicates the type of the provisioner'
+if kubectl apply --validate=strict -f - >"$WORK/out" 2>"$WORK/err" <<'EOF'; then fail "apply --validate=strict accepted an unknown field"; fi
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: typo}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /tmp/typo}
+  persistentVolumeReclaimPolicyy: Retain
+EOF
+grep -q 'unknown field "spec.persistentVolumeReclaimPolicyy"' "$WORK/err" \
+  || { cat "$WORK/err"; fail "apply --validate=strict: expected 'unknown field \"spec.persistentVolumeReclaimPolicyy\"'"; }
+pass "kubectl explain reads the served schemas; apply --validate=strict refuses unknown fields"
+
 # --- explain ----------------------------------------------------------------------------------
 if ! "$BIN" explain pvc demo/late --kubeconfig "$DATA/kubeconfig" >"$WORK/out" 2>"$WORK/err"; then
   cat "$WORK/out" "$WORK/err"; fail "explain pvc demo/late exited non-zero"

@@ -5,12 +5,12 @@
 //! kubectl then reads `/api/v1` and `/apis/<group>/<version>` (APIResourceLists). We answer the
 //! legacy form only: it is smaller and every client understands it.
 //!
-//! OpenAPI is needed by `apply`, `edit` and `patch` only to decide two things: whether the
-//! server validates fields itself (`fieldValidation` on PATCH operations in the v3 document)
-//! and how to build strategic merge patches (it falls back to the types compiled into kubectl
-//! when the document has no schema for a kind). So `/openapi/v3/<gv>` lists each resource's
-//! PATCH operation with the `fieldValidation` parameter and an empty `components.schemas`, and
-//! `/openapi/v2` is an (almost) empty protobuf document: kubectl decodes v2 only as protobuf.
+//! OpenAPI is upstream's own: `/openapi/v3/<gv>` serves kube-apiserver's documents cut down to
+//! the served resources (paths, with the `fieldValidation` parameter that tells kubectl the
+//! server validates fields, and every schema they reach), so `kubectl explain`, `apply` and
+//! strategic merge patches see the real schemas. `/openapi/v2` serves the same in swagger form
+//! as JSON; a client that asks for v2 in protobuf gets a document with no paths (kubectl reads
+//! v3).
 
 use crate::resources::{self, Served};
 use serde_json::{json, Map, Value};
@@ -91,67 +91,40 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}))
 }
 
+/// kube-apiserver's own OpenAPI v3 documents for the served group/versions, cut down to the
+/// resources served here (`scripts/gen-openapi.py` writes them from a real kube-apiserver).
+const OPENAPI_V3: &[(&str, &str)] = &[
+    ("api/v1", include_str!("openapi/api_v1.json")),
+    ("apis/storage.k8s.io/v1", include_str!("openapi/apis_storage_k8s_io_v1.json")),
+    ("apis/coordination.k8s.io/v1", include_str!("openapi/apis_coordination_k8s_io_v1.json")),
+    ("apis/events.k8s.io/v1", include_str!("openapi/apis_events_k8s_io_v1.json")),
+];
+
+/// The same documents in OpenAPI v2 (swagger) form, served as JSON.
+pub const OPENAPI_V2_JSON: &str = include_str!("openapi/v2.json");
+
+/// A content hash for the `?hash=` that lets clients cache a document (FNV-1a, 64 bits).
+fn content_hash(s: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016X}")
+}
+
 /// `/openapi/v3`: where each group/version's document is.
 pub fn openapi_v3_root() -> Value {
     let mut paths = Map::new();
-    for (g, v) in resources::group_versions() {
-        let p = gv_path(g, v);
-        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=pv-controller-1")}));
+    for (p, doc) in OPENAPI_V3 {
+        paths
+            .insert(p.to_string(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={}", content_hash(doc))}));
     }
     json!({"paths": paths})
 }
 
-fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
-    }
-}
-
-/// `/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`: one PATCH operation per
-/// resource declaring `fieldValidation`, no schemas.
-pub fn openapi_v3_doc(path: &str) -> Option<Value> {
-    let (group, version) = match path.split('/').collect::<Vec<_>>()[..] {
-        ["api", v] => ("", v),
-        ["apis", g, v] => (g, v),
-        _ => return None,
-    };
-    let served = served_in(group, version);
-    if served.is_empty() {
-        return None;
-    }
-    let mut paths = Map::new();
-    let field_validation =
-        json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}});
-    for s in served {
-        let gvk = json!([{"group": s.group, "version": s.version, "kind": s.kind()}]);
-        let base = if s.rt.namespaced {
-            format!("/{}/namespaces/{{namespace}}/{}/{{name}}", gv_path(group, version), s.plural())
-        } else {
-            format!("/{}/{}/{{name}}", gv_path(group, version), s.plural())
-        };
-        let op = json!({
-            "operationId": format!("patch{}", s.kind()),
-            "parameters": [field_validation.clone()],
-            "x-kubernetes-action": "patch",
-            "x-kubernetes-group-version-kind": gvk[0].clone(),
-            "responses": {"200": {"description": "OK"}},
-        });
-        let mut ops = Map::new();
-        for verb in ["patch", "put", "post"] {
-            let mut o = op.clone();
-            o["operationId"] = json!(format!("{verb}{}", s.kind()));
-            ops.insert(verb.into(), o);
-        }
-        paths.insert(base, Value::Object(ops));
-    }
-    Some(json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.33.0"},
-        "paths": paths,
-        "components": {"schemas": {}},
-    }))
+/// `/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`: upstream's document, as text.
+pub fn openapi_v3_doc(path: &str) -> Option<&'static str> {
+    OPENAPI_V3.iter().find(|(p, _)| *p == path).map(|(_, d)| *d)
 }
 
 /// `/openapi/v2` as protobuf: a `Document` with only `swagger: "2.0"` (field 1).
@@ -172,6 +145,27 @@ mod tests {
         assert!(names.contains(&"persistentvolumes/status"));
         assert!(!names.contains(&"storageclasses"));
         assert_eq!(l["resources"][0]["shortNames"][0], "pv");
+    }
+
+    #[test]
+    fn openapi_documents_hold_the_served_kinds_with_their_schemas() {
+        let root = openapi_v3_root();
+        for (gv, kind) in [
+            ("api/v1", "io.k8s.api.core.v1.PersistentVolumeSpec"),
+            ("apis/storage.k8s.io/v1", "io.k8s.api.storage.v1.StorageClass"),
+            ("apis/coordination.k8s.io/v1", "io.k8s.api.coordination.v1.Lease"),
+            ("apis/events.k8s.io/v1", "io.k8s.api.events.v1.Event"),
+        ] {
+            assert!(root["paths"][gv]["serverRelativeURL"].as_str().unwrap().contains("?hash="), "{gv}");
+            let doc: Value = serde_json::from_str(openapi_v3_doc(gv).unwrap()).unwrap();
+            assert!(doc["components"]["schemas"][kind]["properties"].is_object(), "{gv}: {kind}");
+        }
+        let v1: Value = serde_json::from_str(openapi_v3_doc("api/v1").unwrap()).unwrap();
+        let pv_patch = &v1["paths"]["/api/v1/persistentvolumes/{name}"]["patch"];
+        assert!(pv_patch["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+        assert!(openapi_v3_doc("apis/apps/v1").is_none());
+        let v2: Value = serde_json::from_str(OPENAPI_V2_JSON).unwrap();
+        assert!(v2["definitions"]["io.k8s.api.core.v1.PersistentVolumeClaim"].is_object());
     }
 
     #[test]

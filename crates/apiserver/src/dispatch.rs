@@ -27,9 +27,15 @@ fn json(reply: Reply) -> Response {
     (reply.0, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// The answer in the representation the client asked for.
-fn encoded(reply: Reply, protobuf: bool) -> Result<Response> {
-    if !protobuf {
+/// The answer in the representation the client asked for (Tables and PartialObjectMetadata
+/// are JSON or YAML).
+fn encoded(reply: Reply, format: Format) -> Result<Response> {
+    if format.yaml {
+        let body = serde_norway::to_string(&reply.1)
+            .map_err(|e| ApiError::Store(StoreError::Internal(format!("encoding YAML: {e}"))))?;
+        return Ok((reply.0, [(header::CONTENT_TYPE, "application/yaml")], body).into_response());
+    }
+    if !format.protobuf || format.table.is_some() || format.partial.is_some() {
         return Ok(json(reply));
     }
     let body = protobuf::encode(&reply.1)?;
@@ -60,7 +66,11 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let started = std::time::Instant::now();
-    let proto = protobuf::accepts(header_str(req.headers(), header::ACCEPT));
+    // Errors go back in the media type the client asked for (JSON when it asked for none we
+    // make, as the 406 itself).
+    let wire = Format::new(header_str(req.headers(), header::ACCEPT), &Query::new())
+        .map(|f| Format { table: None, partial: None, ..f })
+        .unwrap_or_default();
     let is_watch = axum::extract::Query::<Query>::try_from_uri(req.uri())
         .is_ok_and(|q| q.0.get("watch").is_some_and(|w| w == "true" || w == "1"));
     let timeout = st.limits.request_timeout;
@@ -80,7 +90,7 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
         Ok(r) => r,
         Err(e) => {
             let code = StatusCode::from_u16(e.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            encoded((code, e.status()), proto).unwrap_or_else(|e| e.into_response())
+            encoded((code, e.status()), wire).unwrap_or_else(|e| e.into_response())
         }
     };
     tracing::debug!(%method, %path, status = resp.status().as_u16(), elapsed = ?started.elapsed(), "request");
@@ -132,55 +142,72 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         Route::Apis => ok(discovery::api_groups()),
         Route::ApiGroup(g) => discovery::api_group(&g).ok_or(ApiError::NoRoute).and_then(ok),
         Route::ResourceList(g, v) => discovery::resource_list(&g, &v).ok_or(ApiError::NoRoute).and_then(ok),
-        Route::OpenApiV2 => Ok((
+        Route::OpenApiV2 if accept.contains("protobuf") => Ok((
             StatusCode::OK,
             [(header::CONTENT_TYPE, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")],
             discovery::openapi_v2_protobuf(),
         )
             .into_response()),
-        Route::OpenApiV3Root => ok(discovery::openapi_v3_root()),
-        Route::OpenApiV3(p) => discovery::openapi_v3_doc(&p).ok_or(ApiError::NoRoute).and_then(ok),
+        Route::OpenApiV2 => {
+            Ok(([(header::CONTENT_TYPE, "application/json")], discovery::OPENAPI_V2_JSON).into_response())
+        }
+        // kube-apiserver answers the v3 index as text/plain.
+        Route::OpenApiV3Root => Ok((
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            serde_json::to_vec(&discovery::openapi_v3_root()).unwrap_or_default(),
+        )
+            .into_response()),
+        Route::OpenApiV3(p) => discovery::openapi_v3_doc(&p)
+            .ok_or(ApiError::NoRoute)
+            .map(|d| ([(header::CONTENT_TYPE, "application/json")], d).into_response()),
         Route::Resource(t) => {
-            let format = Format::new(accept, &q);
-            let is_watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
-            let body: Body = req.into_body();
-            let mut bytes = read_body(&headers, body, st.limits.max_body).await?;
-            let mut ct = ct;
-            if protobuf::is_protobuf(ct) && matches!(method, Method::POST | Method::PUT | Method::DELETE) {
-                // Decoded at the edge: the handlers see the JSON a JSON client would send.
-                let v = protobuf::decode(t.served.kind(), &bytes)?;
-                bytes = serde_json::to_vec(&v).unwrap_or_default().into();
-                ct = "application/json";
-            } else {
-                limits::check_depth(&bytes, st.limits.max_yaml_depth)?;
+            let events_v1 = t.served.events_v1;
+            let answer: Result<Response> = async {
+                let format = Format::new(accept, &q)?;
+                let is_watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
+                let body: Body = req.into_body();
+                let mut bytes = read_body(&headers, body, st.limits.max_body).await?;
+                let mut ct = ct;
+                if protobuf::is_protobuf(ct) && matches!(method, Method::POST | Method::PUT | Method::DELETE) {
+                    // Decoded at the edge: the handlers see the JSON a JSON client would send.
+                    let v = protobuf::decode(t.served.kind(), &bytes)?;
+                    bytes = serde_json::to_vec(&v).unwrap_or_default().into();
+                    ct = "application/json";
+                } else {
+                    limits::check_depth(&bytes, st.limits.max_yaml_depth)?;
+                }
+                let (reply, warnings) = match method {
+                    Method::GET if is_watch => {
+                        handlers::selectors_for(&t, &q)?;
+                        return watch::watch(st, &t, &q, format);
+                    }
+                    Method::GET if t.name.is_some() => (handlers::get(&st, &t, &q, format)?, Vec::new()),
+                    Method::GET => (handlers::list(&st, &t, &q, format)?, Vec::new()),
+                    Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
+                        // A write returns once it is durable: the wait (a group commit's fsync, or
+                        // the commit before it) runs off the async workers, so they keep reading
+                        // requests, and those join the next batch.
+                        let ct = ct.to_string();
+                        st.writes
+                            .clone()
+                            .spawn_blocking(move || match method {
+                                Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
+                                Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
+                                Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
+                                _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
+                                _ => handlers::delete_collection(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
+                            })
+                            .await
+                            .map_err(|e| {
+                                ApiError::Store(StoreError::Internal(format!("request handler failed: {e}")))
+                            })??
+                    }
+                    _ => return Err(ApiError::MethodNotAllowed),
+                };
+                Ok(with_warnings(encoded(reply, format)?, &warnings))
             }
-            let (reply, warnings) = match method {
-                Method::GET if is_watch => {
-                    handlers::selectors_for(&t, &q)?;
-                    return watch::watch(st, &t, &q, format);
-                }
-                Method::GET if t.name.is_some() => (handlers::get(&st, &t, &q, format)?, Vec::new()),
-                Method::GET => (handlers::list(&st, &t, &q, format)?, Vec::new()),
-                Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
-                    // A write returns once it is durable: the wait (a group commit's fsync, or
-                    // the commit before it) runs off the async workers, so they keep reading
-                    // requests, and those join the next batch.
-                    let ct = ct.to_string();
-                    st.writes
-                        .clone()
-                        .spawn_blocking(move || match method {
-                            Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
-                            Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
-                            Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
-                            _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
-                            _ => handlers::delete_collection(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
-                        })
-                        .await
-                        .map_err(|e| ApiError::Store(StoreError::Internal(format!("request handler failed: {e}"))))??
-                }
-                _ => return Err(ApiError::MethodNotAllowed),
-            };
-            Ok(with_warnings(encoded(reply, format.protobuf)?, &warnings))
+            .await;
+            answer.map_err(|e| if events_v1 { handlers::events_v1_error(e) } else { e })
         }
     }
 }

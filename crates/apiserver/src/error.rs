@@ -43,6 +43,18 @@ pub enum ApiError {
     /// The request did not finish in time (504).
     #[error("Timeout: {0}")]
     Timeout(String),
+    /// A read asked for a resourceVersion newer than the store's (504 with the
+    /// `ResourceVersionTooLarge` cause, as kube-apiserver answers).
+    #[error("Timeout: Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion {
+        /// The version asked for.
+        requested: u64,
+        /// The store's newest delivered version.
+        current: u64,
+    },
+    /// The server cannot answer in any media type the client accepts (406).
+    #[error("406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf")]
+    NotAcceptable,
 }
 
 /// Result with an [`ApiError`].
@@ -72,7 +84,8 @@ impl ApiError {
             ApiError::Expired(_) => 410,
             ApiError::RequestEntityTooLarge(_) => 413,
             ApiError::Unprocessable(_) => 422,
-            ApiError::Timeout(_) => 504,
+            ApiError::Timeout(_) | ApiError::TooLargeResourceVersion { .. } => 504,
+            ApiError::NotAcceptable => 406,
         }
     }
 
@@ -81,7 +94,7 @@ impl ApiError {
         let (reason, details) = match self {
             ApiError::Store(e) => (e.reason(), store_details(e)),
             ApiError::BadRequest(_) => ("BadRequest", Value::Null),
-            ApiError::NoRoute => ("NotFound", Value::Null),
+            ApiError::NoRoute => ("NotFound", json!({})),
             ApiError::NamespaceNotFound(n) => ("NotFound", json!({"name": n, "kind": "namespaces"})),
             ApiError::Unauthorized => ("Unauthorized", Value::Null),
             ApiError::MethodNotAllowed => ("MethodNotAllowed", Value::Null),
@@ -90,10 +103,20 @@ impl ApiError {
             ApiError::RequestEntityTooLarge(_) => ("RequestEntityTooLarge", Value::Null),
             ApiError::Unprocessable(_) => ("Invalid", Value::Null),
             ApiError::Timeout(_) => ("Timeout", Value::Null),
+            ApiError::TooLargeResourceVersion { .. } => (
+                "Timeout",
+                json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                       "retryAfterSeconds": 1}),
+            ),
+            ApiError::NotAcceptable => ("NotAcceptable", json!({})),
+        };
+        let message = match self {
+            ApiError::Store(StoreError::Invalid { kind, name, errors }) => invalid_message(kind, name, errors),
+            _ => self.to_string(),
         };
         let mut s = json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": self.to_string(), "reason": reason, "code": self.code(),
+            "message": message, "reason": reason, "code": self.code(),
         });
         if reason.is_empty() {
             // kube-apiserver omits an unknown reason (etcd's "request is too large").
@@ -125,16 +148,43 @@ fn store_details(e: &StoreError) -> Value {
                 .iter()
                 .map(|f| json!({"reason": f.reason(), "message": cause_message(f), "field": f.path}))
                 .collect();
-            let mut d = json!({"name": name, "kind": kind, "causes": causes});
-            if let Some(g) = pv_store::ResourceType::by_kind(kind).map(|r| r.group) {
-                if !g.is_empty() {
-                    d["group"] = json!(g);
-                }
+            let (kind, group) = group_kind(kind);
+            let mut d = json!({"kind": kind, "causes": causes});
+            if !name.is_empty() {
+                d["name"] = json!(name);
+            }
+            if !group.is_empty() {
+                d["group"] = json!(group);
             }
             d
         }
         _ => Value::Null,
     }
+}
+
+/// `(Kind, group)` of a kind as the store names it: `PersistentVolume`, `StorageClass` (group
+/// looked up), or an options kind already qualified (`CreateOptions.meta.k8s.io`).
+fn group_kind(kind: &str) -> (&str, &str) {
+    if let Some((k, g)) = kind.split_once('.') {
+        return (k, g);
+    }
+    (kind, pv_store::ResourceType::by_kind(kind).map_or("", |r| r.group))
+}
+
+/// kube-apiserver's message for a 422: `Kind.group "name" is invalid: ERR` with one distinct
+/// error, `[ERR1, ERR2]` with more (repeated texts once).
+fn invalid_message(kind: &str, name: &str, errors: &[FieldError]) -> String {
+    let (k, g) = group_kind(kind);
+    let qualified = if g.is_empty() { k.to_string() } else { format!("{k}.{g}") };
+    let mut seen: Vec<String> = Vec::new();
+    for e in errors {
+        let text = e.to_string();
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    let all = if seen.len() == 1 { seen.remove(0) } else { format!("[{}]", seen.join(", ")) };
+    format!("{qualified} {name:?} is invalid: {all}")
 }
 
 /// A `Status` for an invalid value outside the store's validation (e.g. a bad selector).
@@ -174,6 +224,42 @@ mod tests {
         assert_eq!(s["details"]["causes"][0]["message"], "Required value");
         assert_eq!(s["details"]["causes"][0]["field"], "spec.capacity");
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
+    }
+
+    #[test]
+    fn invalid_messages_qualify_the_kind_and_bracket_several_errors() {
+        let one = ApiError::Store(StoreError::Invalid {
+            kind: "StorageClass".into(),
+            name: "fast".into(),
+            errors: vec![FieldError::required("provisioner", "")],
+        });
+        let s = one.status();
+        assert_eq!(s["message"], "StorageClass.storage.k8s.io \"fast\" is invalid: provisioner: Required value");
+        assert_eq!(s["details"]["group"], "storage.k8s.io");
+        let two = ApiError::Store(StoreError::Invalid {
+            kind: "PersistentVolume".into(),
+            name: "v".into(),
+            errors: vec![
+                FieldError::required("spec.capacity", ""),
+                FieldError::required("spec", "must specify a volume type"),
+            ],
+        });
+        assert_eq!(
+            two.status()["message"],
+            "PersistentVolume \"v\" is invalid: [spec.capacity: Required value, spec: Required value: must specify a volume type]"
+        );
+        let opts = ApiError::Store(StoreError::Invalid {
+            kind: "ListOptions.meta.k8s.io".into(),
+            name: String::new(),
+            errors: vec![FieldError::required("x", "")],
+        });
+        let s = opts.status();
+        assert_eq!(
+            (s["details"]["kind"].as_str(), s["details"]["group"].as_str()),
+            (Some("ListOptions"), Some("meta.k8s.io"))
+        );
+        assert!(s["details"].get("name").is_none(), "{s}");
+        assert_eq!(s["message"], "ListOptions.meta.k8s.io \"\" is invalid: x: Required value");
     }
 
     #[test]

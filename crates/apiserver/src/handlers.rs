@@ -12,6 +12,7 @@
 use crate::decode::{self, FieldValidation};
 use crate::error::{ApiError, Result};
 use crate::events;
+use crate::listopts;
 use crate::patch::{self, PatchKind};
 use crate::routes::Target;
 use crate::select::{self, FieldSelector, LabelSelector, Selectors};
@@ -34,22 +35,90 @@ pub type Reply = (StatusCode, Value);
 pub type Written = (Reply, Vec<String>);
 
 /// How the client wants objects back.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Format {
     /// Some: as a Table, with this row object.
     pub table: Option<IncludeObject>,
     /// Objects in protobuf (Tables are JSON only).
     pub protobuf: bool,
+    /// Objects in YAML.
+    pub yaml: bool,
+    /// Some: only the metadata, as `PartialObjectMetadata` of this `meta.k8s.io` version.
+    pub partial: Option<&'static str>,
+}
+
+/// One `Accept` entry: the media type and its `as`/`v`/`g` parameters.
+fn accept_entry(entry: &str) -> (String, HashMap<String, String>) {
+    let mut parts = entry.split(';');
+    let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let params = parts
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+        .collect();
+    (media, params)
 }
 
 impl Format {
-    /// From the Accept header and query.
-    pub fn new(accept: &str, q: &Query) -> Self {
-        let table =
-            tables::wants_table(accept).then(|| IncludeObject::parse(q.get("includeObject").map(String::as_str)));
-        let protobuf = table.is_none() && crate::protobuf::accepts(accept);
-        Format { table, protobuf }
+    /// From the Accept header and query: the first entry the server can produce, as
+    /// kube-apiserver negotiates (JSON, YAML or protobuf, optionally as a `meta.k8s.io` Table
+    /// or PartialObjectMetadata); 406 when it can produce none of them.
+    pub fn new(accept: &str, q: &Query) -> Result<Self> {
+        if accept.trim().is_empty() {
+            return Ok(Format::default());
+        }
+        for entry in accept.split(',') {
+            let (media, params) = accept_entry(entry);
+            let (json, yaml, proto) = match media.as_str() {
+                "application/json" | "application/*" | "*/*" | "*" => (true, false, false),
+                "application/yaml" => (false, true, false),
+                m if m == crate::protobuf::MEDIA_TYPE => (false, false, true),
+                _ => continue,
+            };
+            let group_ok = params.get("g").is_none_or(|g| g == "meta.k8s.io");
+            let version = match params.get("v").map(String::as_str) {
+                None | Some("v1") => "v1",
+                Some("v1beta1") => "v1beta1",
+                Some(_) => continue,
+            };
+            let mut f = Format { yaml, protobuf: proto, ..Format::default() };
+            match params.get("as").map(String::as_str) {
+                None => {}
+                Some("Table") if group_ok && !yaml => {
+                    let include = q.get("includeObject").map_or("", String::as_str);
+                    if !matches!(include, "" | "Metadata" | "Object" | "None") {
+                        return Err(ApiError::BadRequest(format!(
+                            "Unable to convert to Table as requested: includeObject: Invalid value: {include:?}: must be 'Metadata', 'Object', 'None', or empty"
+                        )));
+                    }
+                    f.table = Some(IncludeObject::parse(Some(include)));
+                    f.protobuf = false;
+                }
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList") if group_ok && json => {
+                    f.partial = Some(version);
+                }
+                Some(_) => continue,
+            }
+            return Ok(f);
+        }
+        Err(ApiError::NotAcceptable)
     }
+
+    /// The media type of an answer in this format.
+    pub fn media_type(&self) -> &'static str {
+        if self.protobuf {
+            crate::protobuf::MEDIA_TYPE
+        } else if self.yaml {
+            "application/yaml"
+        } else {
+            "application/json"
+        }
+    }
+}
+
+/// An object as `PartialObjectMetadata` of `meta.k8s.io/<version>`.
+pub fn partial_metadata(obj: &Value, version: &str) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": format!("meta.k8s.io/{version}"),
+           "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({}))})
 }
 
 /// The object as this endpoint serves it (converted for `events.k8s.io`).
@@ -58,6 +127,24 @@ pub fn out(t: &Target, obj: &Value) -> Value {
         events::to_v1(obj)
     } else {
         obj.clone()
+    }
+}
+
+/// An error of an `events.k8s.io` endpoint, naming the resource as that group does
+/// (`events.events.k8s.io "x" not found`) instead of the core events it is stored as.
+pub fn events_v1_error(e: ApiError) -> ApiError {
+    let rename = |r: String| if r == "events" { "events.events.k8s.io".to_string() } else { r };
+    match e {
+        ApiError::Store(StoreError::NotFound { resource, name }) => {
+            ApiError::Store(StoreError::NotFound { resource: rename(resource), name })
+        }
+        ApiError::Store(StoreError::AlreadyExists { resource, name }) => {
+            ApiError::Store(StoreError::AlreadyExists { resource: rename(resource), name })
+        }
+        ApiError::Store(StoreError::Conflict { resource, name, message }) => {
+            ApiError::Store(StoreError::Conflict { resource: rename(resource), name, message })
+        }
+        e => e,
     }
 }
 
@@ -106,13 +193,12 @@ fn options_invalid(options_kind: &str, error: FieldError) -> ApiError {
 /// `dryRun` values: only `All` is known.
 fn dry_run_values(values: &[String], options_kind: &str) -> Result<bool> {
     if values.iter().any(|v| v != "All") {
-        let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
         return Err(options_invalid(
             options_kind,
             FieldError {
                 path: "dryRun".into(),
                 kind: FieldErrorKind::NotSupportedValue(
-                    format!("[]string{{{}}}", quoted.join(", ")),
+                    serde_json::to_string(values).unwrap_or_default(),
                     vec!["All".into()],
                 ),
                 detail: String::new(),
@@ -202,11 +288,15 @@ fn check_namespace(st: &AppState, t: &Target) -> Result<()> {
 /// GET of one object.
 pub fn get(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
     status_write(t)?;
+    let rv = listopts::requested_version(q.get("resourceVersion").map_or("", String::as_str))?;
+    listopts::check_not_too_large(&st.store, rv)?;
     let obj = st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?;
     if let Some(inc) = f.table {
         let rv = select::field_value(&obj, "metadata.resourceVersion");
-        let _ = q;
         return Ok((StatusCode::OK, tables::table(t.served.kind(), &[&obj], &rv, inc, None)));
+    }
+    if let Some(v) = f.partial {
+        return Ok((StatusCode::OK, partial_metadata(&obj, v)));
     }
     Ok((StatusCode::OK, out(t, &obj)))
 }
@@ -234,12 +324,19 @@ pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Arc<V
 
 /// LIST.
 pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
+    let opts = listopts::parse(q, false)?;
     let sel = selectors_for(t, q)?;
-    let limit: usize = q.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
-    let page =
-        st.pages.page(limit, q.get("continue").map(String::as_str), select::object_key, || matching(st, t, &sel))?;
+    let asked = listopts::requested_version(&opts.resource_version)?;
+    listopts::check_not_too_large(&st.store, asked)?;
+    let exact = asked.filter(|_| opts.rv_match == "Exact");
+    if let Some(r) = exact {
+        listopts::check_exact(&st.store, t.served.plural(), t.namespace.as_deref(), r)?;
+    }
+    let page = st
+        .pages
+        .page(opts.limit, q.get("continue").map(String::as_str), select::object_key, || matching(st, t, &sel))?;
     let (items, rv, cont, remaining) = (page.items, page.rv, page.next, page.remaining);
-    let rv = rv.to_string();
+    let rv = exact.unwrap_or(rv).to_string();
     if let Some(inc) = f.table {
         let refs: Vec<&Value> = items.iter().map(|o| o.as_ref()).collect();
         let tbl = tables::table(t.served.kind(), &refs, &rv, inc, cont.as_deref());
@@ -250,12 +347,29 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
         meta["continue"] = json!(c);
         meta["remainingItemCount"] = json!(remaining);
     }
-    let items: Vec<Value> = items.iter().map(|o| out(t, o)).collect();
+    if let Some(v) = f.partial {
+        let items: Vec<Value> = items.iter().map(|o| partial_metadata(o, v)).collect();
+        return Ok((
+            StatusCode::OK,
+            json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{v}"),
+                   "metadata": meta, "items": items}),
+        ));
+    }
+    // Items carry no kind or apiVersion in a JSON list, as kube-apiserver lists them.
+    let items: Vec<Value> = items.iter().map(|o| without_type_meta(out(t, o))).collect();
     Ok((
         StatusCode::OK,
         json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),
                "metadata": meta, "items": items}),
     ))
+}
+
+fn without_type_meta(mut obj: Value) -> Value {
+    if let Some(o) = obj.as_object_mut() {
+        o.remove("kind");
+        o.remove("apiVersion");
+    }
+    obj
 }
 
 const NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -272,7 +386,8 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
         return Err(ApiError::MethodNotAllowed);
     }
     if t.served.rt.namespaced && t.namespace.is_none() {
-        return Err(ApiError::NoRoute);
+        // The all-namespaces collection lists and watches, but takes no creates.
+        return Err(ApiError::MethodNotAllowed);
     }
     let opts = write_options(q, "CreateOptions")?;
     let decoded = decode::decode(&t.served, ct, body, opts.fields)?;
@@ -292,7 +407,11 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
             st.store.create(t.served.plural(), attempt)
         };
         match result {
-            Ok(o) => return Ok(((StatusCode::CREATED, out(t, &o)), decoded.warnings)),
+            Ok(o) => {
+                let mut warnings = decoded.warnings;
+                warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
+                return Ok(((StatusCode::CREATED, out(t, &o)), warnings));
+            }
             Err(StoreError::AlreadyExists { .. }) if !named && !prefix.is_empty() => continue,
             Err(e) => return Err(e.into()),
         }
@@ -318,7 +437,11 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     if !opts.dry_run {
         progress_namespace(st, t, ns_of(t));
     }
-    Ok(((StatusCode::OK, out(t, &o)), decoded.warnings))
+    let mut warnings = decoded.warnings;
+    if !status {
+        warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
+    }
+    Ok(((StatusCode::OK, out(t, &o)), warnings))
 }
 
 /// PATCH (merge, JSON, strategic, apply).
@@ -327,6 +450,22 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
     let status = status_write(t)?;
     let kind = PatchKind::from_content_type(ct)?;
     let opts = write_options(q, "PatchOptions")?;
+    if kind == PatchKind::Apply && q.get("fieldManager").is_none_or(|m| m.is_empty()) {
+        return Err(options_invalid(
+            "PatchOptions",
+            FieldError::required("fieldManager", "is required for apply patch"),
+        ));
+    }
+    if kind != PatchKind::Apply && q.contains_key("force") {
+        return Err(options_invalid(
+            "PatchOptions",
+            FieldError {
+                path: "force".into(),
+                kind: FieldErrorKind::Forbidden,
+                detail: "may not be specified for non-apply patch".into(),
+            },
+        ));
+    }
     let p = patch::parse_body(kind, body)?;
     for _ in 0..5 {
         let current = match st.store.get(t.served.plural(), ns_of(t), name) {
@@ -364,7 +503,11 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
                 if !opts.dry_run {
                     progress_namespace(st, t, ns_of(t));
                 }
-                return Ok(((StatusCode::OK, out(t, &o)), decoded.warnings));
+                let mut warnings = decoded.warnings;
+                if !status {
+                    warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
+                }
+                return Ok(((StatusCode::OK, out(t, &o)), warnings));
             }
             Err(StoreError::Conflict { .. }) if !pinned => continue,
             Err(e) => return Err(e.into()),
@@ -389,11 +532,11 @@ struct DeleteOptions {
 /// reads them (kubectl sends `{"propagationPolicy": ..., "dryRun": ["All"]}` in the body).
 fn delete_options(body: &[u8], q: &Query) -> Result<DeleteOptions> {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-    let (dry, policy, pre) = if body.iter().all(u8::is_ascii_whitespace) {
+    let (dry, policy, pre, orphan) = if body.iter().all(u8::is_ascii_whitespace) {
         let dry: Vec<String> = q.get("dryRun").into_iter().cloned().collect();
         // A bare `resourceVersion` query is taken as a precondition, as before.
         let pre = meta::Preconditions { resource_version: q.get("resourceVersion").cloned(), uid: None };
-        (dry, q.get("propagationPolicy").cloned(), pre)
+        (dry, q.get("propagationPolicy").cloned(), pre, q.contains_key("orphanDependents"))
     } else {
         let mut v: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::BadRequest(format!("the body of the request was in an unknown format: {e}")))?;
@@ -403,8 +546,20 @@ fn delete_options(body: &[u8], q: &Query) -> Result<DeleteOptions> {
         }
         let opts: meta::DeleteOptions = serde_path_to_error::deserialize(&v)
             .map_err(|e| ApiError::BadRequest(format!("invalid DeleteOptions: {}: {}", e.path(), e.inner())))?;
-        (opts.dry_run.unwrap_or_default(), opts.propagation_policy, opts.preconditions.unwrap_or_default())
+        #[allow(deprecated)]
+        let orphan = opts.orphan_dependents.is_some();
+        (opts.dry_run.unwrap_or_default(), opts.propagation_policy, opts.preconditions.unwrap_or_default(), orphan)
     };
+    if let Some(p) = policy.as_deref().filter(|_| orphan) {
+        return Err(options_invalid(
+            "DeleteOptions",
+            FieldError {
+                path: "propagationPolicy".into(),
+                kind: FieldErrorKind::Invalid(p.into()),
+                detail: "orphanDependents and deletionPropagation cannot be both set".into(),
+            },
+        ));
+    }
     if let Some(p) = policy.filter(|p| !matches!(p.as_str(), "Foreground" | "Background" | "Orphan")) {
         return Err(options_invalid(
             "DeleteOptions",
@@ -434,7 +589,23 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply
     if !opts.dry_run {
         progress_namespace(st, t, ns_of(t));
     }
+    let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
+    if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease") {
+        // Gone at once: for these kinds kube-apiserver answers with a success Status naming
+        // what went (for the others, with the deleted object).
+        return Ok((StatusCode::OK, deleted_status(t, &o)));
+    }
     Ok((StatusCode::OK, out(t, &o)))
+}
+
+/// The `Status` of a delete that removed the object at once.
+fn deleted_status(t: &Target, obj: &Value) -> Value {
+    let mut details = json!({"name": select::field_value(obj, "metadata.name"), "kind": t.served.plural(),
+                             "uid": select::field_value(obj, "metadata.uid")});
+    if !t.served.group.is_empty() {
+        details["group"] = json!(t.served.group);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
 /// DELETE of a collection (with selectors). Namespaces have none, as in kube-apiserver.

@@ -28,6 +28,7 @@ pub mod events;
 pub mod handlers;
 pub mod health;
 pub mod limits;
+pub mod listopts;
 pub mod paging;
 pub mod patch;
 pub mod protobuf;
@@ -37,6 +38,7 @@ pub mod select;
 pub mod server;
 pub mod tables;
 pub mod tls;
+pub mod warnings;
 pub mod watch;
 
 pub use error::ApiError;

@@ -163,8 +163,9 @@ fn apply_json_patch(doc: &mut Value, ops: &[json_patch::PatchOperation]) -> Resu
         }
         // One operation at a time, so the copy sizes are measured on the document as it is;
         // on failure the whole document is dropped, so no rollback is needed.
+        // A patch that does not apply is a 422, as kube-apiserver answers it.
         json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|e| {
-            ApiError::BadRequest(format!(
+            ApiError::Unprocessable(format!(
                 "the JSON patch could not be applied: operation '/{i}' failed at path '{}': {}",
                 e.path, e.kind
             ))

@@ -76,7 +76,10 @@ impl Stream {
                 let rv = select::field_value(obj, "metadata.resourceVersion");
                 tables::table(self.target.served.kind(), &[obj], &rv, inc, None)
             }
-            None => handlers::out(&self.target, obj),
+            None => match self.format.partial {
+                Some(v) => handlers::partial_metadata(obj, v),
+                None => handlers::out(&self.target, obj),
+            },
         }
     }
 
@@ -139,6 +142,7 @@ impl Stream {
 
 /// Answers a `?watch=true` request.
 pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result<Response> {
+    crate::listopts::parse(q, true)?;
     let mut sel = handlers::selectors(q)?;
     if let Some(name) = &t.name {
         // The old `.../NAME?watch=true` form watches one object.

@@ -40,6 +40,16 @@ impl ResourceType {
         }
     }
 
+    /// Kind qualified by group (`StorageClass.storage.k8s.io`), as kube-apiserver names the
+    /// object in a failed delete precondition.
+    pub fn qualified_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.to_string()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
     /// Looks up by plural name.
     pub fn by_plural(plural: &str) -> Option<&'static ResourceType> {
         RESOURCE_TYPES.iter().find(|r| r.plural == plural)

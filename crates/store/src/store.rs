@@ -947,11 +947,12 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })?;
         if let Some(u) = uid.filter(|u| !u.is_empty()) {
             if u != meta_str(&old, "uid") {
+                // Named by kind, as kube-apiserver's delete preconditions name it.
                 return Err(StoreError::Conflict {
-                    resource: rt.qualified(),
+                    resource: rt.qualified_kind(),
                     name: name.into(),
                     message: format!(
-                        "Precondition failed: UID in precondition: {u}, UID in object meta: {}",
+                        "the UID in the precondition ({u}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                         meta_str(&old, "uid")
                     ),
                 });
@@ -960,10 +961,10 @@ impl Store {
         if let Some(r) = rv_pre.filter(|r| !r.is_empty()) {
             if r != meta_str(&old, "resourceVersion") {
                 return Err(StoreError::Conflict {
-                    resource: rt.qualified(),
+                    resource: rt.qualified_kind(),
                     name: name.into(),
                     message: format!(
-                        "Precondition failed: ResourceVersion in precondition: {r}, ResourceVersion in object meta: {}",
+                        "the ResourceVersion in the precondition ({r}) does not match the ResourceVersion in record ({}). The object might have been modified",
                         meta_str(&old, "resourceVersion")
                     ),
                 });
