@@ -179,6 +179,8 @@ impl Controller {
                 }
                 let result = self.bind(&volume, &claim).await;
                 self.reservations.lock().unwrap().remove(&vname);
+                // A provisioning of this claim (if one started) is done once it is bound.
+                self.metrics.operation_finished(&key, self.clock.now_ms(), result.is_err());
                 result
             }
             UnboundClaimPlan::Bind(volume) => self.bind(&volume, &claim).await,
