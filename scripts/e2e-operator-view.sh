@@ -61,7 +61,7 @@ provisioner: kubernetes.io/no-provisioner
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: ext}
-provisioner: example.com/ext
+provisioner: ext.example.com
 reclaimPolicy: Delete
 ---
 apiVersion: v1
@@ -177,7 +177,7 @@ run_side() {
 
   workload | kubectl apply -f - >/dev/null
   wait_for 30 "ov/static Bound" phase_is pvc Bound static -n "$NS"
-  wait_for 30 "ov/ext handed off" bash -c "kubectl get pvc ext -n $NS -o jsonpath='{.metadata.annotations}' | grep -q example.com/ext"
+  wait_for 30 "ov/ext handed off" bash -c "kubectl get pvc ext -n $NS -o jsonpath='{.metadata.annotations}' | grep -q ext.example.com"
   # Several resyncs while claims stay stuck, then play the external provisioner.
   sleep 8
   local uid
@@ -185,13 +185,13 @@ run_side() {
   kubectl create -f - >/dev/null <<EOF
 apiVersion: v1
 kind: PersistentVolume
-metadata: {name: pvc-$uid, annotations: {pv.kubernetes.io/provisioned-by: example.com/ext}}
+metadata: {name: pvc-$uid, annotations: {pv.kubernetes.io/provisioned-by: ext.example.com}}
 spec:
   capacity: {storage: 1Gi}
   accessModes: [ReadWriteOnce]
   storageClassName: ext
   persistentVolumeReclaimPolicy: Delete
-  csi: {driver: example.com/ext, volumeHandle: v-$uid}
+  csi: {driver: ext.example.com, volumeHandle: v-$uid}
   claimRef: {namespace: $NS, name: ext, uid: $uid}
 EOF
   wait_for 30 "ov/ext Bound" phase_is pvc Bound ext -n "$NS"

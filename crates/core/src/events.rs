@@ -301,17 +301,37 @@ impl Recorder {
         reason: &'static str,
         message: impl Into<String>,
     ) {
+        self.event_with_detail(obj, type_, reason, message, "").await
+    }
+
+    /// Records an event whose message is upstream's `message` followed by `detail`, a part that
+    /// changes with the state (FailedBinding's breakdown of rejected volumes). Repeats are
+    /// correlated on `message` alone, as upstream's are, so a changing detail updates the one
+    /// Event instead of starting new ones.
+    pub async fn event_with_detail(
+        &self,
+        obj: impl Into<Involved>,
+        type_: &'static str,
+        reason: &'static str,
+        message: impl Into<String>,
+        detail: &str,
+    ) {
         let obj = obj.into();
-        let message = message.into();
+        let key_message = message.into();
         let now = Time(to_timestamp(self.clock.now()));
         let correlated = self.correlator.lock().unwrap().correlate(
             &obj,
             type_,
             reason,
-            &message,
+            &key_message,
             now.clone(),
             self.clock.now_ms(),
         );
+        let message = format!("{key_message}{detail}");
+        let correlated = correlated.map(|mut c| {
+            c.message.push_str(detail);
+            c
+        });
         let Some(c) = correlated else {
             tracing::debug!(object = %obj.name, kind = obj.kind, reason, %message, "event dropped by the spam filter");
             return;
@@ -421,7 +441,10 @@ mod tests {
         let (now, ms) = at(s);
         let r = c.correlate(&claim("1"), "Normal", reason, msg, now.clone(), ms)?;
         let stored = Event {
-            metadata: ObjectMeta { name: Some(r.name.clone().unwrap_or_else(|| format!("c1.{s}"))), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(r.name.clone().unwrap_or_else(|| format!("c1.{s}"))),
+                ..Default::default()
+            },
             count: Some(r.count),
             first_timestamp: Some(r.first.clone()),
             last_timestamp: Some(now),

@@ -346,7 +346,10 @@ mod tests {
         let m = q.metrics();
         assert_eq!((m.depth, m.adds), (2, 3));
         assert_eq!(m.queue_duration.count, 1);
-        assert!(m.longest_running_processor_seconds >= 0.0 && m.unfinished_work_seconds >= m.longest_running_processor_seconds);
+        assert!(
+            m.longest_running_processor_seconds >= 0.0
+                && m.unfinished_work_seconds >= m.longest_running_processor_seconds
+        );
         q.done(&a);
         q.add_rate_limited("c");
         q.add_after("c", Duration::ZERO);

@@ -192,8 +192,9 @@ impl Controller {
                 self.stay_pending(&claim).await
             }
             UnboundClaimPlan::NoClass => {
-                let msg = format!("{NO_CLASS_MESSAGE}{}", self.rejection_breakdown(&claim));
-                self.recorder.event(&*claim, reasons::NORMAL, reasons::FAILED_BINDING, msg).await;
+                let why = self.rejection_breakdown(&claim);
+                let (normal, reason) = (reasons::NORMAL, reasons::FAILED_BINDING);
+                self.recorder.event_with_detail(&*claim, normal, reason, NO_CLASS_MESSAGE, &why).await;
                 self.stay_pending(&claim).await
             }
             // The requested volume does not exist (yet): stay Pending.

@@ -368,8 +368,10 @@ mod tests {
             "storageClassName": class, "volumeMode": "Filesystem"});
         spec.as_object_mut().unwrap().extend(source.as_object().unwrap().clone());
         let annotations = beta.map(|b| serde_json::json!({"volume.beta.kubernetes.io/storage-class": b}));
-        serde_json::from_value(serde_json::json!({"metadata": {"name": name, "resourceVersion": "1", "annotations": annotations},
-            "spec": spec, "status": {"phase": phase}}))
+        serde_json::from_value(
+            serde_json::json!({"metadata": {"name": name, "resourceVersion": "1", "annotations": annotations},
+            "spec": spec, "status": {"phase": phase}}),
+        )
         .unwrap()
     }
 
@@ -402,7 +404,11 @@ mod tests {
             assert!(text.contains(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n")), "{name}:\n{text}");
             let first = text
                 .lines()
-                .find(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name}_bucket{{")) || l.starts_with(&format!("{name} ")))
+                .find(|l| {
+                    l.starts_with(&format!("{name}{{"))
+                        || l.starts_with(&format!("{name}_bucket{{"))
+                        || l.starts_with(&format!("{name} "))
+                })
                 .unwrap_or_else(|| panic!("no sample of {name}"));
             let names: Vec<&str> = first
                 .split(['{', ','])

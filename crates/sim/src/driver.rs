@@ -39,7 +39,13 @@ pub struct SimulationOptions {
 
 impl Default for SimulationOptions {
     fn default() -> Self {
-        SimulationOptions { max_rounds: 100, min_rounds: 0, faults: None, config: Config::default(), watch_before_response: false }
+        SimulationOptions {
+            max_rounds: 100,
+            min_rounds: 0,
+            faults: None,
+            config: Config::default(),
+            watch_before_response: false,
+        }
     }
 }
 

@@ -108,13 +108,13 @@ fn collector_counts_equal_counting_the_objects() {
     for i in 0..30u64 {
         let phase = ["Bound", "Available", "Released"][i as usize % 3];
         let mut v = pv(
-                &format!("v{i}"),
-                1,
-                ["", "gold", "silver"][i as usize % 3 / 2 + i as usize % 2],
-                phase,
-                i % 4 == 0,
-                i % 5 != 0,
-            );
+            &format!("v{i}"),
+            1,
+            ["", "gold", "silver"][i as usize % 3 / 2 + i as usize % 2],
+            phase,
+            i % 4 == 0,
+            i % 5 != 0,
+        );
         if i % 6 == 0 {
             beta(&mut v.metadata);
         }
@@ -124,11 +124,7 @@ fn collector_counts_equal_counting_the_objects() {
             (spec.nfs, spec.csi) = (None, None);
             spec.host_path = serde_json::from_value(json!({"path": "/tmp/x"})).unwrap();
         }
-        put_pv(
-            &c,
-            v,
-            &mut pvs,
-        );
+        put_pv(&c, v, &mut pvs);
     }
     for i in 0..30u64 {
         let cl = pvc(

@@ -29,7 +29,7 @@ fn provisioned_pv() -> serde_json::Value {
         "metadata": {"name": "pvc-1", "annotations": {"pv.kubernetes.io/provisioned-by": "example.com/ext"}},
         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "ext",
                  "persistentVolumeReclaimPolicy": "Delete",
-                 "csi": {"driver": "example.com/ext", "volumeHandle": "h1"},
+                 "csi": {"driver": "ext.example.com", "volumeHandle": "h1"},
                  "claimRef": {"namespace": "default", "name": "c1", "uid": "11111111-1111-1111-1111-111111111111"}}})
 }
 
