@@ -29,6 +29,16 @@ impl ApiError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ApiError::NotFound(_))
     }
+    /// The message, without the classification.
+    pub fn message(&self) -> &str {
+        match self {
+            ApiError::NotFound(m)
+            | ApiError::AlreadyExists(m)
+            | ApiError::Conflict(m)
+            | ApiError::Invalid(m)
+            | ApiError::Other(m) => m,
+        }
+    }
     /// True for 409 conflicts.
     pub fn is_conflict(&self) -> bool {
         matches!(self, ApiError::Conflict(_))

@@ -104,30 +104,38 @@ pub fn is_deleted(m: &pv_model::k8s::ObjectMeta) -> bool {
     m.deletion_timestamp.is_some() && m.finalizers.as_ref().is_none_or(|f| f.is_empty())
 }
 
-/// The label pairs the `pv_collector_*` metrics count objects by, interned: each cached object
+/// The label values the `pv_collector_*` metrics count objects by, interned: each cached object
 /// keeps a number, so counting reads no object (a packed one would have to be decoded).
-#[derive(Default)]
-struct Labels {
-    pairs: Vec<(String, String)>,
-    ids: HashMap<(String, String), u32>,
+struct Labels<K> {
+    values: Vec<K>,
+    ids: HashMap<K, u32>,
 }
 
-impl Labels {
-    fn id(&mut self, a: &str, b: &str) -> u32 {
-        let key = (a.to_string(), b.to_string());
+impl<K> Default for Labels<K> {
+    fn default() -> Self {
+        Labels { values: Vec::new(), ids: HashMap::new() }
+    }
+}
+
+impl<K: Clone + Eq + std::hash::Hash> Labels<K> {
+    fn id(&mut self, key: K) -> u32 {
         if let Some(id) = self.ids.get(&key) {
             return *id;
         }
-        let id = self.pairs.len() as u32;
-        self.pairs.push(key.clone());
+        let id = self.values.len() as u32;
+        self.values.push(key.clone());
         self.ids.insert(key, id);
         id
     }
 
-    fn get(&self, id: u32) -> &(String, String) {
-        &self.pairs[id as usize]
+    fn get(&self, id: u32) -> &K {
+        &self.values[id as usize]
     }
 }
+
+/// The labels a volume is counted by: plugin name, volume mode, and `spec.storageClassName`
+/// (upstream's collector reads the field, not the beta annotation matching honours).
+type VolumeLabels = (String, String, String);
 
 /// True when `new` is not older than `old` (unparsable versions are accepted).
 pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
@@ -142,8 +150,8 @@ pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
 pub struct VolumeCache {
     /// The index (and the store of record).
     pub index: VolumeIndex,
-    /// (plugin name, volume mode) of each volume, by the tag it has in the index.
-    labels: Labels,
+    /// (plugin name, volume mode, spec class) of each volume, by the tag it has in the index.
+    labels: Labels<VolumeLabels>,
     /// Volumes deleted lately, with their last resourceVersion.
     pub gone: Tombstones,
 }
@@ -167,7 +175,8 @@ impl VolumeCache {
             return Stored::Gone(Arc::new(v));
         }
         self.gone.lift(&name);
-        let tag = self.labels.id(plugin, helpers::volume_mode(&v));
+        let spec_class = v.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default();
+        let tag = self.labels.id((plugin.to_string(), helpers::volume_mode(&v).to_string(), spec_class));
         let v = Arc::new(v);
         self.index.apply_tagged(v.clone(), tag);
         Stored::Cached(v)
@@ -176,9 +185,10 @@ impl VolumeCache {
     /// Adds the volumes to the metrics' counts: by phase and class, and by plugin and mode.
     pub fn count_into(&self, c: &mut Counts) {
         for v in self.index.summaries() {
-            *c.total_pv.entry(self.labels.get(v.tag).clone()).or_default() += 1;
+            let (plugin, mode, class) = self.labels.get(v.tag);
+            *c.total_pv.entry((plugin.clone(), mode.clone())).or_default() += 1;
             let by_class = if v.bound { &mut c.bound_pv } else { &mut c.unbound_pv };
-            *by_class.entry(v.class.to_string()).or_default() += 1;
+            *by_class.entry(class.clone()).or_default() += 1;
         }
     }
 
@@ -210,7 +220,7 @@ pub struct ClaimCache {
     claims: HashMap<String, ClaimEntry>,
     unbound_by_class: HashMap<String, BTreeSet<String>>,
     /// (class, volume attributes class) of each claim, by the number its entry keeps.
-    labels: Labels,
+    labels: Labels<(String, String)>,
     /// Claims deleted lately, with their last resourceVersion.
     pub gone: Tombstones,
 }
@@ -255,11 +265,12 @@ impl ClaimCache {
         self.unindex(&key);
         let c = Arc::new(c);
         let bound = helpers::claim_phase(&c) == helpers::pvc_phase::BOUND;
-        let class = c.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()).unwrap_or("");
+        // Upstream's collector names a claim's class as matching does: the beta annotation first.
+        let class = helpers::claim_class(&c);
         let entry = ClaimEntry {
             claim: Held::new(c.clone(), bound),
             bound,
-            labels: self.labels.id(class, helpers::claim_vac(&c)),
+            labels: self.labels.id((class.to_string(), helpers::claim_vac(&c).to_string())),
             resource_version: c.metadata.resource_version.as_deref().map(Into::into),
             unbound_class: unbound_class(&c),
             modes: helpers::claim_access_modes(&c),

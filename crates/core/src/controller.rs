@@ -146,6 +146,8 @@ impl Controller {
             ObjectEvent::Deleted(v) => {
                 let name = helpers::name(&v.metadata);
                 self.volumes.write().unwrap().delete(name, v.metadata.resource_version.as_deref());
+                // A deletion of this volume (if one started) is done.
+                self.metrics.operation_finished(name, self.clock.now_ms(), false);
                 // Sync the claim now so it goes Lost without waiting for resync.
                 if let Some(r) = helpers::claim_ref(&v) {
                     self.claim_queue.add(&helpers::claim_ref_key(r));
@@ -184,6 +186,7 @@ impl Controller {
             ObjectEvent::Deleted(c) => {
                 let key = helpers::claim_key(&c);
                 self.claims.write().unwrap().delete(&key, c.metadata.resource_version.as_deref());
+                self.metrics.operation_forgotten(&key);
                 // Sync its volume now so it is Released without waiting for resync.
                 let vn = helpers::claim_volume_name(&c);
                 if !vn.is_empty() {
@@ -312,30 +315,18 @@ impl Controller {
         c
     }
 
-    /// The plugin name upstream reports for a PV in `pv_collector_total_pv_count`: a registered
-    /// plugin that supports it, else the in-tree plugin for its volume source
-    /// (`kubernetes.io/csi:<driver>` for CSI), else `N/A`.
+    /// The plugin name upstream reports for a PV in `pv_collector_total_pv_count`: the first of
+    /// the binder's own volume plugins that supports the volume — host-path and NFS, the only ones
+    /// kube-controller-manager gives its binder — else `N/A` (CSI, local, iSCSI, FC, ... volumes;
+    /// the CSI plugin is the attach/detach controller's, not the binder's).
     pub fn volume_plugin_name(&self, v: &PersistentVolume) -> String {
-        if let Ok(p) = self.plugins.deletable_by_spec(v) {
-            return p.name().to_string();
-        }
-        let Some(s) = v.spec.as_ref() else {
-            return "N/A".into();
-        };
-        let name = if let Some(csi) = &s.csi {
-            return format!("kubernetes.io/csi:{}", csi.driver);
-        } else if s.host_path.is_some() {
+        let s = v.spec.as_ref();
+        let name = if s.is_some_and(|s| s.host_path.is_some()) {
             "kubernetes.io/host-path"
-        } else if s.nfs.is_some() {
+        } else if s.is_some_and(|s| s.nfs.is_some()) {
             "kubernetes.io/nfs"
-        } else if s.local.is_some() {
-            "kubernetes.io/local-volume"
-        } else if s.iscsi.is_some() {
-            "kubernetes.io/iscsi"
-        } else if s.fc.is_some() {
-            "kubernetes.io/fc"
         } else {
-            "N/A"
+            crate::metrics::NOT_AVAILABLE
         };
         name.into()
     }

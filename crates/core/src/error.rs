@@ -32,6 +32,15 @@ impl Error {
         move |source| Error::Api { step, source }
     }
 
+    /// The API server's own message for an API error (as upstream prints a client-go error),
+    /// else the error's text.
+    pub fn api_message(&self) -> String {
+        match self {
+            Error::Api { source, .. } => source.message().to_string(),
+            e => e.to_string(),
+        }
+    }
+
     /// True when the underlying API error is a 404.
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::Api { source, .. } if source.is_not_found())

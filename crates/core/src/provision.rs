@@ -3,6 +3,7 @@
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};
+use crate::metrics;
 use crate::plugin::{ProvisionOptions, VolumePlugin};
 use crate::sync_claim::Provisioning;
 use pv_model::annotations as ann;
@@ -58,16 +59,27 @@ impl Controller {
                 return Ok(());
             }
         };
-        let name = format!("provision-{}[{}]", helpers::claim_key(&claim), helpers::uid(&claim.metadata));
+        let key = helpers::claim_key(&claim);
+        let name = format!("provision-{key}[{}]", helpers::uid(&claim.metadata));
         let this = self.self_arc();
-        let again = self.sync_claim_again(&helpers::claim_key(&claim));
+        let again = self.sync_claim_again(&key);
         self.operations.schedule(
             name,
             Box::pin(async move {
-                match plugin {
+                // Timed from here to the claim bound (see `metrics`); failures count as errors.
+                let provisioner = match &plugin {
+                    Some(p) => p.name().to_string(),
+                    None => csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string(),
+                };
+                this.metrics.operation_started(&key, &provisioner, metrics::PROVISION, this.clock.now_ms());
+                let r = match plugin {
                     None => this.provision_external(claim, class).await,
                     Some(p) => this.provision_internal(claim, p, class).await,
+                };
+                if r.is_err() {
+                    this.metrics.operation_finished(&key, this.clock.now_ms(), true);
                 }
+                r
             }),
             again,
         );
@@ -95,7 +107,15 @@ impl Controller {
 
     async fn provision_external(&self, claim: Arc<PersistentVolumeClaim>, class: Arc<StorageClass>) -> Result<()> {
         let provisioner = csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string();
-        let claim = self.set_claim_provisioner(claim, &provisioner).await?;
+        let claim = match self.set_claim_provisioner(claim.clone(), &provisioner).await {
+            Ok(c) => c,
+            Err(e) => {
+                // Upstream's event; the next sync tries again.
+                let msg = format!("Error saving claim: {}", e.api_message());
+                self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg).await;
+                return Err(e);
+            }
+        };
         let msg = format!(
             "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
         );
@@ -109,18 +129,6 @@ impl Controller {
     }
 
     async fn provision_internal(
-        &self,
-        claim: Arc<PersistentVolumeClaim>,
-        plugin: Arc<dyn VolumePlugin>,
-        class: Arc<StorageClass>,
-    ) -> Result<()> {
-        let started = std::time::Instant::now();
-        let r = self.provision_internal_inner(claim, plugin.clone(), class).await;
-        self.metrics.observe(plugin.name(), "volume_provision", started.elapsed().as_secs_f64(), r.is_err());
-        r
-    }
-
-    async fn provision_internal_inner(
         &self,
         claim: Arc<PersistentVolumeClaim>,
         plugin: Arc<dyn VolumePlugin>,
@@ -172,7 +180,11 @@ impl Controller {
             parameters: class.parameters.clone().unwrap_or_default(),
             selected_node,
         };
-        let mut volume = match plugin.provision(&options).await {
+        let started = std::time::Instant::now();
+        let provisioned = plugin.provision(&options).await;
+        let seconds = started.elapsed().as_secs_f64();
+        self.metrics.observe(&plugin_name, metrics::PLUGIN_PROVISION, seconds, provisioned.is_err());
+        let mut volume = match provisioned {
             Ok(v) => v,
             Err(e) => {
                 self.reschedule_provisioning(&claim).await;

@@ -7,12 +7,26 @@
 //!   client-go's default controller rate limiter), reset by `forget`.
 //! - Delayed adds are kept on the controller's clock, so a simulation releases them by advancing
 //!   virtual time.
+//!
+//! It keeps client-go's workqueue metrics as client-go does: `depth` (keys added and not yet
+//! taken, a key re-added while processed included), `adds` (adds of a key not already waiting),
+//! `retries` (every delayed add), how long keys waited and how long their processing took
+//! (histograms over [`DURATION_BUCKETS`]), and what is being processed now, for the unfinished
+//! work and longest running processor gauges. Those durations are wall time at nanosecond
+//! resolution, as client-go measures them, whatever clock the controller runs on.
 
 use crate::clock::Clock;
+use crate::metrics::Histogram;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Upper bounds (seconds) of client-go's workqueue duration histograms:
+/// `ExponentialBuckets(10e-9, 10, 10)`, 10 ns to 10 s, as that repeated multiplication rounds
+/// them (kube-controller-manager writes `le="9.999999999999999e-06"`).
+pub const DURATION_BUCKETS: &[f64] =
+    &[1e-8, 1e-7, 1e-6, 9.999999999999999e-6, 9.999999999999999e-5, 0.001, 0.01, 0.1, 1.0, 10.0];
 
 const BASE_DELAY_MS: u64 = 5;
 const MAX_DELAY_MS: u64 = 1_000_000;
@@ -25,7 +39,8 @@ struct Inner {
     delayed: BTreeMap<(u64, u64), String>,
     delayed_due: HashMap<String, u64>,
     failures: HashMap<String, u32>,
-    added_at: HashMap<String, u64>,
+    added_at: HashMap<String, Instant>,
+    started_at: HashMap<String, Instant>,
     seq: u64,
     shutdown: bool,
 }
@@ -35,12 +50,31 @@ struct Inner {
 pub struct QueueStats {
     /// Keys added (`workqueue_adds_total`).
     pub adds: AtomicU64,
-    /// Rate-limited re-adds (`workqueue_retries_total`).
+    /// Delayed adds, rate-limited retries included (`workqueue_retries_total`).
     pub retries: AtomicU64,
-    /// Sum of milliseconds keys waited in the queue.
-    pub wait_ms_sum: AtomicU64,
-    /// Keys taken from the queue.
-    pub gets: AtomicU64,
+    /// Seconds keys waited between add and get (`workqueue_queue_duration_seconds`).
+    pub queue_duration: Mutex<Histogram>,
+    /// Seconds between get and done (`workqueue_work_duration_seconds`).
+    pub work_duration: Mutex<Histogram>,
+}
+
+/// A snapshot of a queue's metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueMetrics {
+    /// `workqueue_depth`.
+    pub depth: usize,
+    /// `workqueue_adds_total`.
+    pub adds: u64,
+    /// `workqueue_retries_total`.
+    pub retries: u64,
+    /// `workqueue_queue_duration_seconds`.
+    pub queue_duration: Histogram,
+    /// `workqueue_work_duration_seconds`.
+    pub work_duration: Histogram,
+    /// `workqueue_unfinished_work_seconds`: summed age of the keys being processed.
+    pub unfinished_work_seconds: f64,
+    /// `workqueue_longest_running_processor_seconds`: age of the oldest of them.
+    pub longest_running_processor_seconds: f64,
 }
 
 /// A de-duplicating, rate-limited work queue of string keys.
@@ -61,7 +95,11 @@ impl WorkQueue {
             inner: Mutex::new(Inner::default()),
             notify: tokio::sync::Notify::new(),
             clock,
-            stats: QueueStats::default(),
+            stats: QueueStats {
+                queue_duration: Mutex::new(Histogram::with_bounds(DURATION_BUCKETS)),
+                work_duration: Mutex::new(Histogram::with_bounds(DURATION_BUCKETS)),
+                ..Default::default()
+            },
         }
     }
 
@@ -78,8 +116,7 @@ impl WorkQueue {
         }
         self.stats.adds.fetch_add(1, Ordering::Relaxed);
         q.dirty.insert(key.to_string());
-        let now = self.clock.now_ms();
-        q.added_at.entry(key.to_string()).or_insert(now);
+        q.added_at.entry(key.to_string()).or_insert_with(Instant::now);
         if q.processing.contains(key) {
             return;
         }
@@ -94,10 +131,11 @@ impl WorkQueue {
         let key = q.queue.pop_front()?;
         q.dirty.remove(&key);
         q.processing.insert(key.clone());
+        let now = Instant::now();
+        q.started_at.insert(key.clone(), now);
         if let Some(t) = q.added_at.remove(&key) {
-            self.stats.wait_ms_sum.fetch_add(self.clock.now_ms().saturating_sub(t), Ordering::Relaxed);
+            self.stats.queue_duration.lock().unwrap().observe(now.duration_since(t).as_secs_f64());
         }
-        self.stats.gets.fetch_add(1, Ordering::Relaxed);
         Some(key)
     }
 
@@ -118,6 +156,9 @@ impl WorkQueue {
     /// Marks a key as processed; if it was added meanwhile, it is queued again.
     pub fn done(&self, key: &str) {
         let mut q = self.inner.lock().unwrap();
+        if let Some(t) = q.started_at.remove(key) {
+            self.stats.work_duration.lock().unwrap().observe(t.elapsed().as_secs_f64());
+        }
         q.processing.remove(key);
         if q.dirty.contains(key) && !q.shutdown {
             q.queue.push_back(key.to_string());
@@ -128,6 +169,7 @@ impl WorkQueue {
 
     /// Queues a key after `delay` (the earliest pending delay wins).
     pub fn add_after(&self, key: &str, delay: Duration) {
+        self.stats.retries.fetch_add(1, Ordering::Relaxed);
         if delay.is_zero() {
             return self.add(key);
         }
@@ -158,7 +200,6 @@ impl WorkQueue {
             *n += 1;
             *n
         };
-        self.stats.retries.fetch_add(1, Ordering::Relaxed);
         let delay = BASE_DELAY_MS.saturating_mul(1u64 << (n - 1).min(40)).min(MAX_DELAY_MS);
         self.add_after(key, Duration::from_millis(delay));
     }
@@ -195,7 +236,26 @@ impl WorkQueue {
         self.inner.lock().unwrap().delayed.keys().next().map(|(t, _)| *t)
     }
 
-    /// Keys waiting to be processed (`workqueue_depth`).
+    /// The queue's metrics now.
+    pub fn metrics(&self) -> QueueMetrics {
+        let (depth, ages) = {
+            let q = self.inner.lock().unwrap();
+            let now = Instant::now();
+            let ages: Vec<f64> = q.started_at.values().map(|t| now.duration_since(*t).as_secs_f64()).collect();
+            (q.dirty.len(), ages)
+        };
+        QueueMetrics {
+            depth,
+            adds: self.stats.adds.load(Ordering::Relaxed),
+            retries: self.stats.retries.load(Ordering::Relaxed),
+            queue_duration: self.stats.queue_duration.lock().unwrap().clone(),
+            work_duration: self.stats.work_duration.lock().unwrap().clone(),
+            unfinished_work_seconds: ages.iter().sum(),
+            longest_running_processor_seconds: ages.iter().copied().fold(0.0, f64::max),
+        }
+    }
+
+    /// Keys waiting to be processed.
     pub fn len(&self) -> usize {
         self.inner.lock().unwrap().queue.len()
     }
@@ -271,6 +331,32 @@ mod tests {
         q.done("a");
         q.add_rate_limited("a");
         assert_eq!(q.next_due(), Some(20), "after forget the delay starts over");
+    }
+
+    #[test]
+    fn metrics_follow_client_go_depth_adds_retries_and_durations() {
+        let (q, _) = queue();
+        q.add("a");
+        q.add("a"); // already waiting: not an add
+        q.add("b");
+        let m = q.metrics();
+        assert_eq!((m.depth, m.adds, m.retries), (2, 2, 0));
+        let a = q.try_get().unwrap();
+        q.add("a"); // re-added while processed: counts in depth and adds
+        let m = q.metrics();
+        assert_eq!((m.depth, m.adds), (2, 3));
+        assert_eq!(m.queue_duration.count, 1);
+        assert!(
+            m.longest_running_processor_seconds >= 0.0
+                && m.unfinished_work_seconds >= m.longest_running_processor_seconds
+        );
+        q.done(&a);
+        q.add_rate_limited("c");
+        q.add_after("c", Duration::ZERO);
+        let m = q.metrics();
+        assert_eq!((m.retries, m.work_duration.count), (2, 1));
+        assert_eq!(m.work_duration.bounds(), DURATION_BUCKETS);
+        assert_eq!(m.work_duration.buckets.iter().sum::<u64>(), 1);
     }
 
     #[test]

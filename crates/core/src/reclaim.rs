@@ -2,11 +2,12 @@
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};
+use crate::metrics;
 use crate::plugin::VolumePlugin;
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::PersistentVolume;
-use pv_model::reasons;
+use pv_model::{csi, reasons};
 use std::sync::Arc;
 
 /// Outcome of deleting a volume's asset.
@@ -42,10 +43,20 @@ impl Controller {
                 );
             }
             policy::DELETE => {
+                // Timed from here to the PV gone (see `metrics`); failures count as errors.
+                let plugin = self.provisioner_name_of(&volume);
+                self.metrics.operation_started(&name, &plugin, metrics::DELETE, self.clock.now_ms());
                 let this = self.self_arc();
                 self.operations.schedule(
                     format!("delete-{name}[{uid}]"),
-                    Box::pin(async move { this.delete_volume_operation(volume).await }),
+                    Box::pin(async move {
+                        let name = helpers::name(&volume.metadata).to_string();
+                        let r = this.delete_volume_operation(volume).await;
+                        if r.is_err() {
+                            this.metrics.operation_finished(&name, this.clock.now_ms(), true);
+                        }
+                        r
+                    }),
                     self.sync_volume_again(&name),
                 );
             }
@@ -137,10 +148,8 @@ impl Controller {
                 return;
             }
         };
-        let started = std::time::Instant::now();
-        let result = plugin.recycle(&volume).await;
-        self.metrics.observe(plugin.name(), "volume_recycle", started.elapsed().as_secs_f64(), result.is_err());
-        if let Err(e) = result {
+        // Upstream times no recycling in its metrics.
+        if let Err(e) = plugin.recycle(&volume).await {
             self.recycle_failed(&volume, &format!("Recycle failed: {e}")).await;
             return;
         }
@@ -232,10 +241,24 @@ impl Controller {
         };
         let started = std::time::Instant::now();
         let r = plugin.delete(volume).await;
-        self.metrics.observe(plugin.name(), "volume_delete", started.elapsed().as_secs_f64(), r.is_err());
+        self.metrics.observe(plugin.name(), metrics::PLUGIN_DELETE, started.elapsed().as_secs_f64(), r.is_err());
         r?;
         tracing::info!(volume = %helpers::name(&volume.metadata), "volume deleted");
         Ok(Deleted::Yes)
+    }
+
+    /// The plugin name upstream's delete metrics carry for a volume (its
+    /// `getProvisionerNameFromVolume`): the deleting plugin's, else for an external deleter the
+    /// provisioner of the volume's class (the CSI driver for a migrated one), else `N/A`.
+    fn provisioner_name_of(&self, volume: &PersistentVolume) -> String {
+        match self.find_deletable_plugin(volume) {
+            Err(_) => metrics::NOT_AVAILABLE.into(),
+            Ok(Some(p)) => p.name().into(),
+            Ok(None) => match self.class(helpers::volume_class(volume)) {
+                None => metrics::NOT_AVAILABLE.into(),
+                Some(c) => csi::migrated_driver(&c.provisioner).unwrap_or(&c.provisioner).to_string(),
+            },
+        }
     }
 
     fn find_deletable_plugin(&self, volume: &PersistentVolume) -> Result<Option<Arc<dyn VolumePlugin>>, String> {

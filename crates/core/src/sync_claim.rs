@@ -179,6 +179,8 @@ impl Controller {
                 }
                 let result = self.bind(&volume, &claim).await;
                 self.reservations.lock().unwrap().remove(&vname);
+                // A provisioning of this claim (if one started) is done once it is bound.
+                self.metrics.operation_finished(&key, self.clock.now_ms(), result.is_err());
                 result
             }
             UnboundClaimPlan::Bind(volume) => self.bind(&volume, &claim).await,
@@ -190,8 +192,9 @@ impl Controller {
                 self.stay_pending(&claim).await
             }
             UnboundClaimPlan::NoClass => {
-                let msg = format!("{NO_CLASS_MESSAGE}{}", self.rejection_breakdown(&claim));
-                self.recorder.event(&*claim, reasons::NORMAL, reasons::FAILED_BINDING, msg).await;
+                let why = self.rejection_breakdown(&claim);
+                let (normal, reason) = (reasons::NORMAL, reasons::FAILED_BINDING);
+                self.recorder.event_with_detail(&*claim, normal, reason, NO_CLASS_MESSAGE, &why).await;
                 self.stay_pending(&claim).await
             }
             // The requested volume does not exist (yet): stay Pending.

@@ -7,7 +7,7 @@
 //! there is nothing to register — only a snapshot to print.
 
 use crate::api::RequestCounts;
-use pv_core::metrics::{Histogram, OPERATION_BUCKETS};
+use pv_core::metrics::Histogram;
 use pv_core::Controller;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -50,13 +50,13 @@ impl Out {
         let _ = writeln!(self.0, " {value}");
     }
 
-    /// A histogram with upstream's operation buckets.
+    /// A histogram with its buckets (`le` last among the labels, as Prometheus' client writes).
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
         let mut cumulative = 0;
         let bucket = format!("{name}_bucket");
-        for (i, bound) in OPERATION_BUCKETS.iter().enumerate() {
+        for (i, bound) in h.bounds().iter().enumerate() {
             cumulative += h.buckets.get(i).copied().unwrap_or(0);
-            let le = bound.to_string();
+            let le = format_float(*bound);
             let mut l = labels.to_vec();
             l.push(("le", &le));
             self.sample(&bucket, &l, cumulative as f64);
@@ -66,6 +66,18 @@ impl Out {
         self.sample(&bucket, &l, h.count as f64);
         self.sample(&format!("{name}_sum"), labels, h.sum);
         self.sample(&format!("{name}_count"), labels, h.count as f64);
+    }
+}
+
+/// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes bucket bounds (`1e-08`, `0.1`, `10`).
+fn format_float(f: f64) -> String {
+    if f != 0.0 && (f.abs() < 1e-4 || f.abs() >= 1e6) {
+        let s = format!("{f:e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let e: i32 = e.parse().unwrap_or(0);
+        format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+    } else {
+        f.to_string()
     }
 }
 
@@ -156,24 +168,33 @@ fn collector_counts(out: &mut Out, c: &Controller) {
 
 fn operations(out: &mut Out, c: &Controller) {
     let m = &c.metrics;
-    let ops = m.operations_snapshot();
+    let e2e = m.end_to_end_snapshot();
     out.header(
         "volume_operation_total_seconds",
         "histogram",
-        "[ALPHA] Storage operation end to end duration in seconds",
+        "[BETA] Storage operation end to end duration in seconds",
     );
-    for ((plugin, op), s) in &ops {
-        let labels = [("operation_name", *op), ("plugin_name", plugin.as_str())];
-        out.histogram("volume_operation_total_seconds", &labels, &s.succeeded);
+    for ((plugin, op), s) in &e2e {
+        if s.seconds.count > 0 {
+            let labels = [("operation_name", *op), ("plugin_name", plugin.as_str())];
+            out.histogram("volume_operation_total_seconds", &labels, &s.seconds);
+        }
     }
-    out.header("volume_operation_total_errors", "counter", "[ALPHA] Total volume operation errors");
-    for ((plugin, op), s) in &ops {
-        let labels = [("operation_name", *op), ("plugin_name", plugin.as_str())];
-        out.sample("volume_operation_total_errors", &labels, s.failed.count as f64);
+    // Its deprecated twin `volume_operation_total_errors` (since 1.36) is hidden in 1.37, as
+    // kube-controller-manager hides deprecated alpha metrics one release on.
+    {
+        let (name, help) = ("volume_operation_errors_total", "[ALPHA] Total volume operation errors");
+        out.header(name, "counter", help);
+        for ((plugin, op), s) in &e2e {
+            if s.errors > 0 {
+                let labels = [("operation_name", *op), ("plugin_name", plugin.as_str())];
+                out.sample(name, &labels, s.errors as f64);
+            }
+        }
     }
-    out.header("storage_operation_duration_seconds", "histogram", "[ALPHA] Storage operation duration");
-    for ((plugin, op), s) in &ops {
-        for (status, h) in [("success", &s.succeeded), ("fail-unknown", &s.failed)] {
+    out.header("storage_operation_duration_seconds", "histogram", "[BETA] Storage operation duration");
+    for ((plugin, op), s) in &m.operations_snapshot() {
+        for (status, h) in [("fail-unknown", &s.failed), ("success", &s.succeeded)] {
             if h.count == 0 {
                 continue;
             }
@@ -202,41 +223,64 @@ fn operations(out: &mut Out, c: &Controller) {
     out.sample("retroactive_storageclass_errors_total", &[], errors as f64);
 }
 
+/// client-go's workqueue metrics (component-base's provider: names, `name` label, buckets).
 fn workqueues(out: &mut Out, c: &Controller) {
-    let queues = [&c.volume_queue, &c.claim_queue];
-    out.header("workqueue_depth", "gauge", "[STABLE] Current depth of workqueue");
-    for q in queues {
-        out.sample("workqueue_depth", &[("name", q.name())], q.len() as f64);
+    let queues = [(c.volume_queue.name(), c.volume_queue.metrics()), (c.claim_queue.name(), c.claim_queue.metrics())];
+    let gauges: [(&str, &str, fn(&pv_core::queue::QueueMetrics) -> f64); 3] = [
+        ("workqueue_depth", "[BETA] Current depth of workqueue", |m| m.depth as f64),
+        (
+            "workqueue_longest_running_processor_seconds",
+            "[BETA] How many seconds has the longest running processor for workqueue been running.",
+            |m| m.longest_running_processor_seconds,
+        ),
+        (
+            "workqueue_unfinished_work_seconds",
+            "[BETA] How many seconds of work has done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+            |m| m.unfinished_work_seconds,
+        ),
+    ];
+    let counters: [(&str, &str, fn(&pv_core::queue::QueueMetrics) -> f64); 2] = [
+        ("workqueue_adds_total", "[BETA] Total number of adds handled by workqueue", |m| m.adds as f64),
+        ("workqueue_retries_total", "[BETA] Total number of retries handled by workqueue", |m| m.retries as f64),
+    ];
+    for (name, help, value) in counters {
+        out.header(name, "counter", help);
+        for (q, m) in &queues {
+            out.sample(name, &[("name", q)], value(m));
+        }
     }
-    out.header("workqueue_adds_total", "counter", "[STABLE] Total number of adds handled by workqueue");
-    for q in queues {
-        let n = q.stats.adds.load(Ordering::Relaxed);
-        out.sample("workqueue_adds_total", &[("name", q.name())], n as f64);
+    for (name, help, value) in gauges {
+        out.header(name, "gauge", help);
+        for (q, m) in &queues {
+            out.sample(name, &[("name", q)], value(m));
+        }
     }
-    out.header("workqueue_retries_total", "counter", "[STABLE] Total number of retries handled by workqueue");
-    for q in queues {
-        let n = q.stats.retries.load(Ordering::Relaxed);
-        out.sample("workqueue_retries_total", &[("name", q.name())], n as f64);
-    }
-    out.header(
-        "workqueue_queue_duration_seconds",
-        "histogram",
-        "[STABLE] How long in seconds an item stays in workqueue before being requested.",
-    );
-    for q in queues {
-        // pv-core keeps the sum and count only, so the histogram has just the +Inf bucket.
-        let gets = q.stats.gets.load(Ordering::Relaxed) as f64;
-        let sum = q.stats.wait_ms_sum.load(Ordering::Relaxed) as f64 / 1000.0;
-        let name = q.name();
-        out.sample("workqueue_queue_duration_seconds_bucket", &[("name", name), ("le", "+Inf")], gets);
-        out.sample("workqueue_queue_duration_seconds_sum", &[("name", name)], sum);
-        out.sample("workqueue_queue_duration_seconds_count", &[("name", name)], gets);
+    let histograms: [(&str, &str, fn(&pv_core::queue::QueueMetrics) -> &Histogram); 2] = [
+        (
+            "workqueue_queue_duration_seconds",
+            "[BETA] How long in seconds an item stays in workqueue before being requested.",
+            |m| &m.queue_duration,
+        ),
+        (
+            "workqueue_work_duration_seconds",
+            "[BETA] How long in seconds processing an item from workqueue takes.",
+            |m| &m.work_duration,
+        ),
+    ];
+    for (name, help, value) in histograms {
+        out.header(name, "histogram", help);
+        for (q, m) in &queues {
+            out.histogram(name, &[("name", q)], value(m));
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pv_core::ApiError;
+    use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim};
+    use std::sync::Arc;
 
     #[test]
     fn label_values_are_escaped() {
@@ -257,5 +301,168 @@ mod tests {
         assert!(o.0.contains("h_bucket{k=\"v\",le=\"5\"} 2\n"));
         assert!(o.0.contains("h_bucket{k=\"v\",le=\"+Inf\"} 2\n"));
         assert!(o.0.contains("h_count{k=\"v\"} 2\n"));
+    }
+
+    /// Every call fails: the metrics need no API.
+    struct NoApi;
+
+    #[async_trait::async_trait]
+    impl pv_core::ClusterApi for NoApi {
+        async fn get_volume(&self, _: &str) -> Result<PersistentVolume, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn create_volume(&self, _: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn update_volume(&self, _: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn update_volume_status(&self, _: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn delete_volume(&self, _: &str) -> Result<(), ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn get_claim(&self, _: &str, _: &str) -> Result<PersistentVolumeClaim, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn update_claim(&self, _: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn update_claim_status(&self, _: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn create_event(&self, _: &Event) -> Result<Event, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+        async fn update_event(&self, _: &Event) -> Result<Event, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
+    }
+
+    /// Upstream's definitions (kubernetes 1.37: pkg/controller/volume/persistentvolume/metrics,
+    /// pkg/volume/util/metrics.go, component-base's workqueue provider): name, type, help with
+    /// stability level, label names in the order Prometheus writes them, bucket bounds.
+    const UPSTREAM: &[(&str, &str, &str, &[&str], &[f64])] = &[
+        ("pv_collector_bound_pv_count", "gauge", "[ALPHA] Gauge measuring number of persistent volume currently bound", &["storage_class"], &[]),
+        ("pv_collector_unbound_pv_count", "gauge", "[ALPHA] Gauge measuring number of persistent volume currently unbound", &["storage_class"], &[]),
+        ("pv_collector_bound_pvc_count", "gauge", "[ALPHA] Gauge measuring number of persistent volume claim currently bound", &["namespace", "storage_class", "volume_attributes_class"], &[]),
+        ("pv_collector_unbound_pvc_count", "gauge", "[ALPHA] Gauge measuring number of persistent volume claim currently unbound", &["namespace", "storage_class", "volume_attributes_class"], &[]),
+        ("pv_collector_total_pv_count", "gauge", "[ALPHA] Gauge measuring total number of persistent volumes", &["plugin_name", "volume_mode"], &[]),
+        ("volume_operation_total_seconds", "histogram", "[BETA] Storage operation end to end duration in seconds", &["operation_name", "plugin_name"], &[0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 25.0, 50.0, 120.0, 300.0, 600.0]),
+        ("volume_operation_errors_total", "counter", "[ALPHA] Total volume operation errors", &["operation_name", "plugin_name"], &[]),
+        ("storage_operation_duration_seconds", "histogram", "[BETA] Storage operation duration", &["migrated", "operation_name", "status", "volume_plugin"], &[0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 25.0, 50.0, 120.0, 300.0, 600.0]),
+        ("retroactive_storageclass_total", "counter", "[ALPHA] Total number of retroactive StorageClass assignments to persistent volume claim", &[], &[]),
+        ("retroactive_storageclass_errors_total", "counter", "[ALPHA] Total number of failed retroactive StorageClass assignments to persistent volume claim", &[], &[]),
+        ("workqueue_depth", "gauge", "[BETA] Current depth of workqueue", &["name"], &[]),
+        ("workqueue_adds_total", "counter", "[BETA] Total number of adds handled by workqueue", &["name"], &[]),
+        ("workqueue_queue_duration_seconds", "histogram", "[BETA] How long in seconds an item stays in workqueue before being requested.", &["name"], &[1e-8, 1e-7, 1e-6, 9.999999999999999e-6, 9.999999999999999e-5, 0.001, 0.01, 0.1, 1.0, 10.0]),
+        ("workqueue_work_duration_seconds", "histogram", "[BETA] How long in seconds processing an item from workqueue takes.", &["name"], &[1e-8, 1e-7, 1e-6, 9.999999999999999e-6, 9.999999999999999e-5, 0.001, 0.01, 0.1, 1.0, 10.0]),
+        ("workqueue_unfinished_work_seconds", "gauge", "[BETA] How many seconds of work has done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.", &["name"], &[]),
+        ("workqueue_longest_running_processor_seconds", "gauge", "[BETA] How many seconds has the longest running processor for workqueue been running.", &["name"], &[]),
+        ("workqueue_retries_total", "counter", "[BETA] Total number of retries handled by workqueue", &["name"], &[]),
+    ];
+
+    fn volume(name: &str, source: serde_json::Value, class: &str, beta: Option<&str>, phase: &str) -> PersistentVolume {
+        let mut spec = serde_json::json!({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+            "storageClassName": class, "volumeMode": "Filesystem"});
+        spec.as_object_mut().unwrap().extend(source.as_object().unwrap().clone());
+        let annotations = beta.map(|b| serde_json::json!({"volume.beta.kubernetes.io/storage-class": b}));
+        serde_json::from_value(
+            serde_json::json!({"metadata": {"name": name, "resourceVersion": "1", "annotations": annotations},
+            "spec": spec, "status": {"phase": phase}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn metrics_have_upstreams_names_types_help_labels_buckets_and_label_values() {
+        use pv_core::{Config, Controller, ObjectEvent, PluginRegistry, SystemClock};
+        let c = Controller::new(Arc::new(NoApi), PluginRegistry::new(), SystemClock::new(), Config::default());
+        use serde_json::json;
+        let csi = json!({"csi": {"driver": "csi.example.com", "volumeHandle": "h"}});
+        c.on_volume(ObjectEvent::Applied(volume("csi", csi, "fast", None, "Available")));
+        let local = json!({"local": {"path": "/mnt"}});
+        c.on_volume(ObjectEvent::Applied(volume("local", local, "fast", None, "Bound")));
+        let nfs = json!({"nfs": {"server": "s", "path": "/p"}});
+        c.on_volume(ObjectEvent::Applied(volume("nfs", nfs, "fast", Some("beta"), "Available")));
+        let hp = json!({"hostPath": {"path": "/tmp/x"}});
+        c.on_volume(ObjectEvent::Applied(volume("hp", hp, "", None, "Available")));
+        let claim: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": {"name": "c", "namespace": "ns",
+            "resourceVersion": "1", "annotations": {"volume.beta.kubernetes.io/storage-class": "beta"}},
+            "spec": {"storageClassName": "fast"}, "status": {"phase": "Pending"}}))
+        .unwrap();
+        c.on_claim(ObjectEvent::Applied(claim));
+        c.metrics.operation_started("ns/c", "example.com/ext", pv_core::metrics::PROVISION, 0);
+        c.metrics.operation_finished("ns/c", 0, true);
+        c.metrics.operation_finished("ns/c", 2_000, false);
+        c.metrics.observe("kubernetes.io/host-path", pv_core::metrics::PLUGIN_DELETE, 0.2, false);
+        c.metrics.retroactive(true);
+        let text = render(&MetricsSource { controller: &c, requests: None, leader: None });
+
+        for (name, kind, help, labels, buckets) in UPSTREAM {
+            assert!(text.contains(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n")), "{name}:\n{text}");
+            let first = text
+                .lines()
+                .find(|l| {
+                    l.starts_with(&format!("{name}{{"))
+                        || l.starts_with(&format!("{name}_bucket{{"))
+                        || l.starts_with(&format!("{name} "))
+                })
+                .unwrap_or_else(|| panic!("no sample of {name}"));
+            let names: Vec<&str> = first
+                .split(['{', ','])
+                .skip(1)
+                .filter_map(|p| p.split_once('=').map(|x| x.0))
+                .filter(|l| *l != "le")
+                .collect();
+            assert_eq!(&names, labels, "label names of {name}");
+            if !buckets.is_empty() {
+                let prefix = format!("{name}_bucket{{{}=", labels[0]);
+                let les: Vec<f64> = text
+                    .lines()
+                    .filter(|l| l.starts_with(&prefix))
+                    .take(buckets.len())
+                    .map(|l| l.split("le=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+                    .collect();
+                assert_eq!(&les, buckets, "buckets of {name}");
+            }
+        }
+        assert!(!text.contains("volume_operation_total_errors"), "hidden in 1.37 (deprecated in 1.36)");
+        for sample in [
+            // Classes: a PV's from its spec, a claim's from the beta annotation first.
+            "pv_collector_unbound_pv_count{storage_class=\"fast\"} 2\n",
+            "pv_collector_unbound_pv_count{storage_class=\"\"} 1\n",
+            "pv_collector_bound_pv_count{storage_class=\"fast\"} 1\n",
+            "pv_collector_unbound_pvc_count{namespace=\"ns\",storage_class=\"beta\",volume_attributes_class=\"\"} 1\n",
+            // Plugins: the binder's own (host-path, NFS), else N/A (CSI and local included).
+            "pv_collector_total_pv_count{plugin_name=\"N/A\",volume_mode=\"Filesystem\"} 2\n",
+            "pv_collector_total_pv_count{plugin_name=\"kubernetes.io/nfs\",volume_mode=\"Filesystem\"} 1\n",
+            "pv_collector_total_pv_count{plugin_name=\"kubernetes.io/host-path\",volume_mode=\"Filesystem\"} 1\n",
+            "volume_operation_total_seconds_count{operation_name=\"provision\",plugin_name=\"example.com/ext\"} 1\n",
+            "volume_operation_total_seconds_sum{operation_name=\"provision\",plugin_name=\"example.com/ext\"} 2\n",
+            "volume_operation_errors_total{operation_name=\"provision\",plugin_name=\"example.com/ext\"} 1\n",
+            "storage_operation_duration_seconds_count{migrated=\"false\",operation_name=\"volume_delete\",status=\"success\",volume_plugin=\"kubernetes.io/host-path\"} 1\n",
+            "retroactive_storageclass_total 1\n",
+            "workqueue_depth{name=\"volumes\"} 4\n",
+            "workqueue_depth{name=\"claims\"} 1\n",
+        ] {
+            assert!(text.contains(sample), "{sample}not in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn bucket_bounds_are_written_as_go_writes_them() {
+        let got: Vec<String> = pv_core::queue::DURATION_BUCKETS.iter().map(|f| format_float(*f)).collect();
+        // As kube-controller-manager 1.37 writes them.
+        let kcm = ["1e-08", "1e-07", "1e-06", "9.999999999999999e-06", "9.999999999999999e-05", "0.001", "0.01"];
+        assert_eq!(got[..7], kcm);
+        assert_eq!(got[7..], ["0.1", "1", "10"]);
+        let mut product = vec![10e-9];
+        for _ in 1..10 {
+            product.push(product.last().unwrap() * 10.0);
+        }
+        assert_eq!(product, pv_core::queue::DURATION_BUCKETS, "client-go's ExponentialBuckets(10e-9, 10, 10)");
+        assert_eq!(format_float(2.5), "2.5");
     }
 }

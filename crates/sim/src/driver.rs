@@ -24,6 +24,9 @@ use std::time::Duration;
 pub struct SimulationOptions {
     /// Resync rounds allowed before giving up.
     pub max_rounds: usize,
+    /// Resync rounds to run at least, even once the state has settled (a stuck object's events
+    /// are emitted again on each).
+    pub min_rounds: usize,
     /// Faults injected into write requests, with their seed.
     pub faults: Option<(FaultSpec, u64)>,
     /// Controller settings (operations are always deferred).
@@ -36,7 +39,13 @@ pub struct SimulationOptions {
 
 impl Default for SimulationOptions {
     fn default() -> Self {
-        SimulationOptions { max_rounds: 100, faults: None, config: Config::default(), watch_before_response: false }
+        SimulationOptions {
+            max_rounds: 100,
+            min_rounds: 0,
+            faults: None,
+            config: Config::default(),
+            watch_before_response: false,
+        }
     }
 }
 
@@ -417,7 +426,8 @@ impl Simulation {
             self.drain(next_resync + period - 1).await;
             let after = self.api.write_attempts.load(Ordering::SeqCst);
             let skipped = self.controller.operations().backoff_skips() != skips;
-            if after == before && !skipped && self.controller.operations().is_idle() {
+            let settled = after == before && !skipped && self.controller.operations().is_idle();
+            if settled && self.rounds >= self.options.min_rounds {
                 break;
             }
             if skipped {

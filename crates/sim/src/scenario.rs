@@ -29,6 +29,10 @@ pub struct Scenario {
     pub input: Vec<Value>,
     /// Expectations.
     pub expect: Expect,
+    /// Resync rounds to run at least (default: until one changes nothing), e.g. to watch the
+    /// events of a stuck claim repeat.
+    #[serde(default)]
+    pub resyncs: usize,
     /// Skip the fault-injection rerun (for scenarios whose outcome depends on a plugin failure
     /// count, say).
     #[serde(default)]
@@ -187,7 +191,8 @@ pub fn run(s: &Scenario, root: &Path, faults: Option<(FaultSpec, u64)>) -> Resul
 }
 
 /// Runs a scenario's input under `root` with these options.
-pub fn run_with(s: &Scenario, root: &Path, opts: SimulationOptions) -> Result<Outcome, String> {
+pub fn run_with(s: &Scenario, root: &Path, mut opts: SimulationOptions) -> Result<Outcome, String> {
+    opts.min_rounds = opts.min_rounds.max(s.resyncs);
     let objects = prepare(s, root)?;
     let mut sim =
         Simulation::new(objects, pv_plugins::registry(Some(root.to_path_buf())), opts).map_err(|e| e.to_string())?;

@@ -1,6 +1,8 @@
 //! The `pv_collector_*` counts come from what the caches keep per object (packed Bound objects
 //! are not decoded); they must equal counting the objects themselves, by upstream's rules, as
-//! objects are added, change phase and go away.
+//! objects are added, change phase and go away. Upstream's rules: a PV's class is its
+//! `spec.storageClassName` (the beta annotation is not read), a claim's class the beta
+//! annotation first; a PV's plugin is host-path or NFS (the binder's only plugins), else `N/A`.
 
 use pv_core::{Config, Controller, ObjectEvent, SystemClock};
 use pv_model::helpers;
@@ -43,21 +45,32 @@ type Reference = (
 
 /// Upstream's counting, over the objects themselves.
 fn reference(
-    c: &Controller,
+    _c: &Controller,
     pvs: &HashMap<String, PersistentVolume>,
     pvcs: &HashMap<String, PersistentVolumeClaim>,
 ) -> Reference {
     let mut r = Reference::default();
     for v in pvs.values() {
-        let class = helpers::volume_class(v).to_string();
-        *r.4.entry((c.volume_plugin_name(v), helpers::volume_mode(v).to_string())).or_default() += 1;
+        let spec = v.spec.as_ref().unwrap();
+        let class = spec.storage_class_name.clone().unwrap_or_default();
+        let plugin = if spec.nfs.is_some() {
+            "kubernetes.io/nfs"
+        } else if spec.host_path.is_some() {
+            "kubernetes.io/host-path"
+        } else {
+            "N/A"
+        };
+        *r.4.entry((plugin.to_string(), helpers::volume_mode(v).to_string())).or_default() += 1;
         let m = if helpers::volume_phase(v) == "Bound" { &mut r.0 } else { &mut r.1 };
         *m.entry(class).or_default() += 1;
     }
     for cl in pvcs.values() {
         let key = (
             cl.metadata.namespace.clone().unwrap_or_default(),
-            cl.spec.as_ref().and_then(|s| s.storage_class_name.clone()).unwrap_or_default(),
+            helpers::annotation(&cl.metadata, "volume.beta.kubernetes.io/storage-class")
+                .map(str::to_string)
+                .or_else(|| cl.spec.as_ref().and_then(|s| s.storage_class_name.clone()))
+                .unwrap_or_default(),
             helpers::claim_vac(cl).to_string(),
         );
         let m = if helpers::claim_phase(cl) == "Bound" { &mut r.2 } else { &mut r.3 };
@@ -89,20 +102,29 @@ fn collector_counts_equal_counting_the_objects() {
         pvs.insert(v.metadata.name.clone().unwrap(), v.clone());
         c.on_volume(ObjectEvent::Applied(v));
     };
+    let beta = |m: &mut pv_model::k8s::ObjectMeta| {
+        m.annotations = Some([("volume.beta.kubernetes.io/storage-class".to_string(), "beta".to_string())].into());
+    };
     for i in 0..30u64 {
         let phase = ["Bound", "Available", "Released"][i as usize % 3];
-        put_pv(
-            &c,
-            pv(
-                &format!("v{i}"),
-                1,
-                ["", "gold", "silver"][i as usize % 3 / 2 + i as usize % 2],
-                phase,
-                i % 4 == 0,
-                i % 5 != 0,
-            ),
-            &mut pvs,
+        let mut v = pv(
+            &format!("v{i}"),
+            1,
+            ["", "gold", "silver"][i as usize % 3 / 2 + i as usize % 2],
+            phase,
+            i % 4 == 0,
+            i % 5 != 0,
         );
+        if i % 6 == 0 {
+            beta(&mut v.metadata);
+        }
+        if i % 7 == 0 {
+            // A host-path volume.
+            let spec = v.spec.as_mut().unwrap();
+            (spec.nfs, spec.csi) = (None, None);
+            spec.host_path = serde_json::from_value(json!({"path": "/tmp/x"})).unwrap();
+        }
+        put_pv(&c, v, &mut pvs);
     }
     for i in 0..30u64 {
         let cl = pvc(
@@ -113,6 +135,10 @@ fn collector_counts_equal_counting_the_objects() {
             if i % 7 == 0 { Some("fast") } else { None },
             ["Bound", "Pending"][i as usize % 2],
         );
+        let mut cl = cl;
+        if i % 5 == 0 {
+            beta(&mut cl.metadata);
+        }
         pvcs.insert(helpers::claim_key(&cl), cl.clone());
         c.on_claim(ObjectEvent::Applied(cl));
     }

@@ -44,7 +44,7 @@ async fn the_recorder_forgets_the_least_recently_used_events_beyond_its_bound() 
     assert_eq!(events(&store).len(), n, "every event was written");
     assert_eq!(recorder.remembered(), REMEMBERED, "the recorder keeps only the most recent");
 
-    // A remembered event repeats on a changed object: counted on its one Event.
+    // A remembered event repeats: counted on its one Event.
     let last = n - 1;
     recorder.event(&volume(last, "2"), "Warning", "VolumeFailedDelete", "gone").await;
     assert_eq!(count_for(&store, &format!("pv-{last}")), vec![2]);
@@ -55,4 +55,17 @@ async fn the_recorder_forgets_the_least_recently_used_events_beyond_its_bound() 
     first.sort();
     assert_eq!(first, vec![1, 1]);
     assert_eq!(recorder.remembered(), REMEMBERED);
+}
+
+#[tokio::test]
+async fn a_changing_detail_updates_the_one_event_of_an_unchanged_message() {
+    let store = Arc::new(Store::new());
+    let recorder = Recorder::new(Arc::new(MemApi::new(store.clone())), SystemClock::new());
+    let base = "no persistent volumes available for this claim and no storage class is set";
+    recorder.event_with_detail(&volume(1, "1"), "Normal", "FailedBinding", base, " (1 volume: 1 too small)").await;
+    recorder.event_with_detail(&volume(1, "1"), "Normal", "FailedBinding", base, " (2 volumes: 2 too small)").await;
+    let all = events(&store);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["count"], 2);
+    assert_eq!(all[0]["message"], format!("{base} (2 volumes: 2 too small)"));
 }
