@@ -482,6 +482,8 @@ mod tests {
         assert_eq!(
             got,
             serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
                 "metadata": {"name": "recycler-for-pv-1", "namespace": "default"},
                 "spec": {
                     "activeDeadlineSeconds": 300,

@@ -351,3 +351,187 @@ async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, accep
         tracing::debug!(%peer, error = %e, "connection ended");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::post;
+    use serde_json::{json, Value};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Reviews the fake API server answered, by kind.
+    #[derive(Default)]
+    struct Seen {
+        token_reviews: AtomicUsize,
+        access_reviews: AtomicUsize,
+        last_access_review: Mutex<Value>,
+    }
+
+    fn json_response(v: Value) -> Response {
+        ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+    }
+
+    /// An API server that knows two tokens: `reader` (may get /metrics) and `other` (may not),
+    /// and `admin` in group system:masters.
+    async fn fake_api_server() -> (Client, Arc<Seen>) {
+        let seen = Arc::new(Seen::default());
+        let (s1, s2) = (seen.clone(), seen.clone());
+        let app = Router::new()
+            .route(
+                "/apis/authentication.k8s.io/v1/tokenreviews",
+                post(move |body: String| async move {
+                    let review: Value = serde_json::from_str(&body).unwrap();
+                    s1.token_reviews.fetch_add(1, Ordering::SeqCst);
+                    let status = match review["spec"]["token"].as_str() {
+                        Some("reader") => json!({"authenticated": true, "user": {"username": "reader", "groups": ["g"]}}),
+                        Some("other") => json!({"authenticated": true, "user": {"username": "other"}}),
+                        Some("admin") => json!({"authenticated": true, "user": {"username": "admin", "groups": ["system:masters"]}}),
+                        _ => json!({"authenticated": false, "error": "invalid bearer token"}),
+                    };
+                    json_response(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": review["spec"], "status": status}))
+                }),
+            )
+            .route(
+                "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                post(move |body: String| async move {
+                    let review: Value = serde_json::from_str(&body).unwrap();
+                    s2.access_reviews.fetch_add(1, Ordering::SeqCst);
+                    *s2.last_access_review.lock().unwrap() = review["spec"].clone();
+                    let allowed = review["spec"]["user"] == "reader"
+                        && review["spec"]["nonResourceAttributes"] == json!({"path": "/metrics", "verb": "get"});
+                    json_response(json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                                "spec": review["spec"], "status": {"allowed": allowed}}))
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let client = Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+        (client, seen)
+    }
+
+    #[tokio::test]
+    async fn requests_are_authenticated_and_authorized_by_the_api_server_as_upstreams_delegation() {
+        let (client, seen) = fake_api_server().await;
+        let auth = Delegated::new(client);
+        assert_eq!(auth.check("/metrics", Some("Bearer reader")).await, Verdict::Allow);
+        assert_eq!(
+            *seen.last_access_review.lock().unwrap(),
+            json!({"user": "reader", "groups": ["g"], "nonResourceAttributes": {"path": "/metrics", "verb": "get"}})
+        );
+        assert_eq!(
+            auth.check("/metrics", Some("Bearer other")).await,
+            Verdict::Forbidden(r#"forbidden: User "other" cannot get path "/metrics""#.into())
+        );
+        assert_eq!(auth.check("/metrics", Some("Bearer forged")).await, Verdict::Unauthorized);
+        // No token: the anonymous user, whom the API server denies here.
+        assert_eq!(
+            auth.check("/metrics", None).await,
+            Verdict::Forbidden(r#"forbidden: User "system:anonymous" cannot get path "/metrics""#.into())
+        );
+        assert_eq!(seen.last_access_review.lock().unwrap()["groups"], json!(["system:unauthenticated"]));
+        // Probes need no authorization, but a bad token is still refused.
+        let reviews = seen.access_reviews.load(Ordering::SeqCst);
+        assert_eq!(auth.check("/healthz", None).await, Verdict::Allow);
+        assert_eq!(auth.check("/readyz", Some("Bearer other")).await, Verdict::Allow);
+        assert_eq!(auth.check("/livez", Some("Bearer forged")).await, Verdict::Unauthorized);
+        // system:masters needs no review.
+        assert_eq!(auth.check("/metrics", Some("Bearer admin")).await, Verdict::Allow);
+        assert_eq!(seen.access_reviews.load(Ordering::SeqCst), reviews, "no access review for probes or masters");
+    }
+
+    #[tokio::test]
+    async fn answers_are_reused_for_ten_seconds() {
+        let (client, seen) = fake_api_server().await;
+        let auth = Delegated::new(client);
+        for _ in 0..5 {
+            assert_eq!(auth.check("/metrics", Some("Bearer reader")).await, Verdict::Allow);
+            assert_eq!(auth.check("/metrics", Some("Bearer forged")).await, Verdict::Unauthorized);
+        }
+        assert_eq!(seen.token_reviews.load(Ordering::SeqCst), 2, "one token review per token");
+        assert_eq!(seen.access_reviews.load(Ordering::SeqCst), 1, "one access review per user and path");
+    }
+
+    #[tokio::test]
+    async fn the_endpoints_are_served_over_tls_with_the_status_bodies_of_the_api_server() {
+        let (client, _) = fake_api_server().await;
+        let app = Router::new().route("/metrics", axum::routing::get(|| async { "m 1\n" }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let tls = tls_config(None).unwrap();
+        let _task = spawn(listener, app, tls, Arc::new(Delegated::new(client)), std::future::pending());
+        let https = reqwest_like_get(addr, "/metrics", Some("reader")).await;
+        assert_eq!((https.0, https.1.as_str()), (200, "m 1\n"));
+        let denied = reqwest_like_get(addr, "/metrics", None).await;
+        assert_eq!(denied.0, 403);
+        let body: Value = serde_json::from_str(&denied.1).unwrap();
+        assert_eq!(
+            (body["kind"].as_str(), body["reason"].as_str(), body["code"].as_u64()),
+            (Some("Status"), Some("Forbidden"), Some(403))
+        );
+        assert_eq!(reqwest_like_get(addr, "/metrics", Some("forged")).await.0, 401);
+    }
+
+    /// One HTTPS GET that trusts any certificate (the server's is self-signed): (status, body).
+    async fn reqwest_like_get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        #[derive(Debug)]
+        struct AnyCert;
+        impl rustls::client::danger::ServerCertVerifier for AnyCert {
+            fn verify_server_cert(
+                &self,
+                _: &CertificateDer<'_>,
+                _: &[CertificateDer<'_>],
+                _: &rustls::pki_types::ServerName<'_>,
+                _: &[u8],
+                _: rustls::pki_types::UnixTime,
+            ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            fn verify_tls12_signature(
+                &self,
+                _: &[u8],
+                _: &CertificateDer<'_>,
+                _: &rustls::DigitallySignedStruct,
+            ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+                Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+            }
+            fn verify_tls13_signature(
+                &self,
+                _: &[u8],
+                _: &CertificateDer<'_>,
+                _: &rustls::DigitallySignedStruct,
+            ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+                Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+            }
+            fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+                rustls::crypto::ring::default_provider().signature_verification_algorithms.supported_schemes()
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let cfg = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCert))
+            .with_no_client_auth();
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut s = tokio_rustls::TlsConnector::from(Arc::new(cfg)).connect(name, tcp).await.unwrap();
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf).await;
+        let text = String::from_utf8_lossy(&buf).to_string();
+        let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+            // One chunk: size line, data, then the terminator.
+            body.split_once("\r\n").map(|(_, rest)| rest.split("\r\n").next().unwrap_or("").to_string()).unwrap()
+        } else {
+            body.to_string()
+        };
+        (status, body)
+    }
+}
