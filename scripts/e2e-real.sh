@@ -14,7 +14,11 @@
 # scheduler pre-binds a static volume and sets volume.kubernetes.io/selected-node for a
 # provisioned one, the controller finishes both, the pod is bound to the node); a claim being
 # expanded keeps its expansion fields; /metrics counts; no request refused (403) or failed; the
-# standby takes over after kill -9 of the leader. Stops at the first failure and says why.
+# standby takes over after kill -9 of the leader; LeaderElection events on the Lease; Recycle by a
+# recycler pod (the test plays the kubelet: an event about the pod, then Succeeded); /metrics over
+# HTTPS (--metrics-secure) authorized by TokenReview and SubjectAccessReview: 403 for anonymous
+# and for a user without the grant, 401 for a bad token, 200 for the metrics reader, /healthz
+# open. Stops at the first failure and says why.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -74,6 +78,7 @@ pass "KCM runs without its PV binder"
 # --- deploy/ ------------------------------------------------------------------------------------
 k "apply --dry-run=server -k deploy/" apply --dry-run=server -k "$ROOT/deploy/"
 for o in serviceaccount/pv-controller clusterrole.rbac.authorization.k8s.io/pv-controller \
+  clusterrole.rbac.authorization.k8s.io/pv-controller-metrics-reader \
   clusterrolebinding.rbac.authorization.k8s.io/pv-controller role.rbac.authorization.k8s.io/pv-controller-leader-election \
   rolebinding.rbac.authorization.k8s.io/pv-controller-leader-election deployment.apps/pv-controller \
   poddisruptionbudget.policy/pv-controller; do
@@ -101,15 +106,23 @@ current-context: pv-controller
 EOF
 k "whoami with the token" --kubeconfig "$SA_KC" auth whoami
 expect 'system:serviceaccount:kube-system:pv-controller'
-for verb_res in "update persistentvolumes" "update persistentvolumeclaims/status" "create events" "list nodes"; do
+for verb_res in "update persistentvolumes" "update persistentvolumeclaims/status" "create events" "list nodes" \
+  "create pods" "delete pods" "watch events" "create tokenreviews" "create subjectaccessreviews"; do
   k "can $verb_res" --kubeconfig "$SA_KC" auth can-i --all-namespaces $verb_res
   expect '^yes$'
 done
-for verb_res in "delete persistentvolumeclaims" "create pods" "list secrets" "patch persistentvolumes"; do
+for verb_res in "delete persistentvolumeclaims" "list secrets" "patch persistentvolumes" "update pods"; do
   if kubectl --kubeconfig "$SA_KC" auth can-i --all-namespaces $verb_res >"$WORK/out" 2>/dev/null; then fail "the ServiceAccount may $verb_res"; fi
   expect '^no$'
   pass "cannot $verb_res"
 done
+
+# Who may read /metrics: a ServiceAccount bound to deploy/'s pv-controller-metrics-reader.
+k "metrics reader ServiceAccount" create serviceaccount metrics-reader -n kube-system
+k "bind it to pv-controller-metrics-reader" create clusterrolebinding metrics-reader \
+  --clusterrole=pv-controller-metrics-reader --serviceaccount=kube-system:metrics-reader
+k "token for the metrics reader" create token metrics-reader -n kube-system --duration=2h
+METRICS_TOKEN="$(cat "$WORK/out")"
 
 # --- two replicas -------------------------------------------------------------------------------
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -118,11 +131,13 @@ start_replica() {
   RPORT[$r]="$(free_port)"
   "$BIN" run --kubeconfig "$SA_KC" --leader-elect --leader-elect-namespace=kube-system \
     --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s --leader-elect-retry-period 500ms \
-    --metrics-addr "127.0.0.1:${RPORT[$r]}" --resync-period 60s --hostpath-root "$VOLUMES" \
+    --metrics-addr "127.0.0.1:${RPORT[$r]}" --metrics-secure --resync-period 60s --hostpath-root "$VOLUMES" \
     >/dev/null 2>"$WORK/replica-$r.log" &
   RPID[$r]=$!
 }
-metrics() { curl -sf "http://127.0.0.1:${RPORT[$1]}/metrics" || true; }
+metrics() { curl -sfk -H "Authorization: Bearer $METRICS_TOKEN" "https://127.0.0.1:${RPORT[$1]}/metrics" || true; }
+# code R PATH [CURL ARGS...]: the HTTP status of an HTTPS GET of PATH on replica R (body in $WORK/body).
+code() { local r="$1" path="$2"; shift 2; curl -sk -o "$WORK/body" -w '%{http_code}' "$@" "https://127.0.0.1:${RPORT[$r]}$path" || true; }
 # metric R SERIES: the value of SERIES (exact name{labels}) in replica R's /metrics, or "".
 metric() { metrics "$1" | awk -v s="$2" '$1 == s {print $2}'; }
 LEADER_SERIES='leader_election_master_status{name="pv-controller"}'
@@ -133,8 +148,7 @@ one_leader() {
   local a b
   a="$(metric a "$LEADER_SERIES")" b="$(metric b "$LEADER_SERIES")"
   [[ -n "$a" && -n "$b" ]] && (( ${a%.*} + ${b%.*} == 1 )) || return 1
-  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${RPORT[a]}/readyz")" == 200 ]] &&
-    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:${RPORT[b]}/readyz")" == 200 ]]
+  [[ "$(code a /readyz)" == 200 && "$(code b /readyz)" == 200 ]]
 }
 wait_until "one leader among two ready replicas" 60 one_leader
 if [[ "$(metric a "$LEADER_SERIES")" == 1 ]]; then LEADER=a STANDBY=b; else LEADER=b STANDBY=a; fi
@@ -142,6 +156,10 @@ k "lease holder" get lease -n kube-system pv-controller -o jsonpath='{.spec.hold
 HOLDER="$(cat "$WORK/out")"
 [[ -n "$HOLDER" ]] || fail "Lease kube-system/pv-controller has no holder"
 pass "replica $LEADER leads ($HOLDER), $STANDBY stands by"
+k "LeaderElection event on the Lease" get events -n kube-system --field-selector reason=LeaderElection \
+  -o jsonpath='{range .items[*]}{.type} {.involvedObject.kind} {.involvedObject.name} {.source.component}: {.message}{"\n"}{end}'
+expect "^Normal Lease pv-controller pv-controller: $HOLDER became leader\$"
+pass "LeaderElection event: $HOLDER became leader"
 
 # --- examples/up/ -------------------------------------------------------------------------------
 T_APPLY=$(now_ms)
@@ -199,6 +217,23 @@ writes() { metrics "$1" | grep '^rest_client_requests_total{' | grep -vc 'method
 (( $(writes "$STANDBY") == 0 )) || { metrics "$STANDBY" | grep '^rest_client_requests_total' >&2; fail "the standby wrote"; }
 (( $(writes "$LEADER") > 0 )) || fail "the leader's /metrics counts no writes"
 pass "only the leader writes"
+
+# --- /metrics over HTTPS, authorized by the API server -----------------------------------------
+[[ "$(code "$LEADER" /metrics)" == 403 ]] || fail "anonymous /metrics: not 403: $(cat "$WORK/body")"
+grep -qF 'forbidden: User \"system:anonymous\" cannot get path \"/metrics\"' "$WORK/body" || fail "anonymous /metrics: $(cat "$WORK/body")"
+pass "anonymous /metrics: 403 (SubjectAccessReview denied system:anonymous)"
+[[ "$(code "$LEADER" /metrics -H "Authorization: Bearer $TOKEN")" == 403 ]] || fail "/metrics with a token lacking the grant: not 403"
+grep -qF 'system:serviceaccount:kube-system:pv-controller' "$WORK/body" || fail "403 body: $(cat "$WORK/body")"
+pass "/metrics with a valid token lacking the grant: 403 naming the user"
+[[ "$(code "$LEADER" /metrics -H "Authorization: Bearer not-a-token")" == 401 ]] || fail "/metrics with a bad token: not 401"
+pass "/metrics with a token the API server rejects: 401"
+[[ "$(code "$LEADER" /metrics -H "Authorization: Bearer $METRICS_TOKEN")" == 200 ]] || fail "/metrics as the metrics reader: not 200"
+grep -q '^leader_election_master_status' "$WORK/body" || fail "/metrics as the metrics reader: no metrics"
+pass "/metrics as the metrics reader: 200"
+[[ "$(code "$LEADER" /healthz)" == 200 && "$(code "$STANDBY" /livez)" == 200 ]] || fail "/healthz, /livez without a token: not 200"
+pass "/healthz and /livez need no token"
+if curl -s -o /dev/null --max-time 5 "http://127.0.0.1:${RPORT[$LEADER]}/metrics"; then fail "plain HTTP served on the secure port"; fi
+pass "no plain HTTP on the secure port"
 
 # --- reclaim: Delete and Retain, finalizers removed by KCM --------------------------------------
 k "delete demo/logs" delete pvc -n demo logs --wait=false
@@ -350,6 +385,50 @@ wait_until "demo/wait-static gone once its pod is" 30 pvc_gone wait-static demo
 pass "KCM's pvc-protection lifted the finalizer when the pod went"
 wait_until "pv-node-1 Released" 30 pv_phase_is pv-node-1 Released
 pass "pv-node-1 Released (Retain)"
+
+# --- Recycle: a recycler pod, finished by the test (no kubelet) -------------------------------
+k "create a released NFS volume with policy Recycle" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-recycle}
+spec:
+  capacity: {storage: 20Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Recycle
+  storageClassName: ""
+  claimRef: {namespace: demo, name: gone, uid: 00000000-0000-0000-0000-000000000000}
+  nfs: {server: nfs.example.com, path: /exports/recycle}
+EOF
+recycler_pod() { [[ -n "$(q get pod -n default recycler-for-pv-recycle --ignore-not-found -o name)" ]]; }
+wait_until "recycler pod default/recycler-for-pv-recycle" 30 recycler_pod
+k "recycler pod" get pod -n default recycler-for-pv-recycle \
+  -o jsonpath='{.spec.activeDeadlineSeconds} {.spec.volumes[0].nfs.server}:{.spec.volumes[0].nfs.path} {.spec.containers[0].image}'
+expect '^600 nfs\.example\.com:/exports/recycle registry\.k8s\.io/build-image/debian-base:bookworm-v1\.0\.6$'
+pass "recycler pod: upstream's template, the volume's NFS export, 30 s per GiB"
+k "the kubelet's part: an event about the pod" create -f - <<'EOF'
+apiVersion: v1
+kind: Event
+metadata: {name: recycler-for-pv-recycle.started, namespace: default}
+involvedObject: {kind: Pod, namespace: default, name: recycler-for-pv-recycle}
+reason: Started
+message: Started container pv-recycler
+type: Normal
+EOF
+relayed() {
+  q get events -n default --field-selector involvedObject.name=pv-recycle,reason=RecyclerPod -o jsonpath='{.items[*].message}' |
+    grep -q 'Recycler pod: Started container pv-recycler'
+}
+wait_until "RecyclerPod event on pv-recycle" 30 relayed
+pass "the pod's event relayed to the volume (RecyclerPod)"
+k "the kubelet's part: the pod succeeded" patch pod -n default recycler-for-pv-recycle --subresource=status --type=merge \
+  -p '{"status":{"phase":"Succeeded"}}'
+wait_until "pv-recycle Available" 30 pv_phase_is pv-recycle Available
+k "VolumeRecycled event" get events -n default --field-selector involvedObject.name=pv-recycle,reason=VolumeRecycled -o jsonpath='{.items[0].message}'
+expect '^Volume recycled$'
+# Deleted, but a pod on a node stays Terminating until its kubelet confirms; none runs here.
+pod_deleted() { [[ -n "$(q get pod -n default recycler-for-pv-recycle --ignore-not-found -o jsonpath='{.metadata.deletionTimestamp}')" ]] || ! recycler_pod; }
+wait_until "recycler pod deleted" 30 pod_deleted
+pass "Recycle: pv-recycle Available, VolumeRecycled, recycler pod deleted"
 
 # --- failover after kill -9 ---------------------------------------------------------------------
 kill -9 "${RPID[$LEADER]}"; wait "${RPID[$LEADER]}" 2>/dev/null || true

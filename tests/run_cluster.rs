@@ -271,12 +271,37 @@ async fn graceful_shutdown_releases_the_lease() {
     let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), FAST_ELECTION);
     let led = eventually("leadership", Duration::from_secs(30), || async { r.metric(LEADER).await == Some(1.0) }).await;
     assert!(led, "{}", r.logs());
+    let holder = lease_holder(&c).await.expect("a holder");
     let pid = r.child.id().to_string();
     let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(status.success());
     let released =
         eventually("lease released", Duration::from_secs(10), || async { lease_holder(&c).await.is_none() }).await;
     assert!(released, "{}", r.logs());
+    // client-go's LeaderElection events, on the Lease.
+    let want = [format!("{holder} became leader"), format!("{holder} stopped leading")];
+    let events = || async {
+        let lp = kube::api::ListParams::default().fields("reason=LeaderElection");
+        let list = Api::<k8s_openapi::api::core::v1::Event>::namespaced(c.clone(), "kube-system").list(&lp).await;
+        let mut got: Vec<(String, String, String)> = list
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| {
+                let o = e.involved_object;
+                (o.kind.unwrap_or_default(), o.name.unwrap_or_default(), e.message.unwrap_or_default())
+            })
+            .collect();
+        got.sort_by(|a, b| a.2.cmp(&b.2));
+        got
+    };
+    let both =
+        eventually("LeaderElection events", Duration::from_secs(10), || async { events().await.len() == 2 }).await;
+    let got = events().await;
+    assert!(both, "{got:?}");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!((g.0.as_str(), g.1.as_str(), &g.2), ("Lease", "pv-controller", w));
+    }
     server.shutdown().await.unwrap();
 }
 

@@ -6,10 +6,13 @@
 //! Lease stops everything at once and exits 1, as kube-controller-manager does, so the
 //! Deployment restarts the process as a fresh candidate.
 
+mod recycling;
+mod secure_metrics;
+
 use super::user;
 use clap::Args;
 use pv_kube::connect::{self, ClientOptions};
-use pv_kube::http::{self, Health};
+use pv_kube::http::Health;
 use pv_kube::lease::{default_identity, Elector, KubeLeaseStore, LeaderElectionConfig};
 use pv_kube::{ControllerOptions, LeaderState, Wiring};
 use std::net::SocketAddr;
@@ -94,6 +97,12 @@ pub struct RunArgs {
     /// More verbose logs (repeat for more).
     #[arg(short, action = clap::ArgAction::Count)]
     pub v: u8,
+    /// Recycler pods (kube-controller-manager's flags).
+    #[command(flatten)]
+    pub recycler: recycling::RecyclerFlags,
+    /// HTTPS with delegated authorization for the endpoints.
+    #[command(flatten)]
+    pub secure_metrics: secure_metrics::SecureMetricsFlags,
 }
 
 /// Parses `500ms`, `15s`, `2m`, `1h`, or a plain number of seconds.
@@ -164,8 +173,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(c) = &election {
         c.validate().map_err(|e| user(format!("--leader-elect: {e}")))?;
     }
+    let recyclers = a.recycler.recyclers()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = rt.block_on(run_async(a, election));
+    let result = rt.block_on(run_async(a, election, recyclers));
     rt.shutdown_timeout(Duration::from_secs(1));
     result
 }
@@ -212,7 +222,11 @@ async fn wait_for_signal() {
     }
 }
 
-async fn run_async(a: RunArgs, election: Option<LeaderElectionConfig>) -> anyhow::Result<ExitCode> {
+async fn run_async(
+    a: RunArgs,
+    election: Option<LeaderElectionConfig>,
+    recyclers: pv_kube::recycler::PodRecyclers,
+) -> anyhow::Result<ExitCode> {
     let client_opts = ClientOptions { kubeconfig: a.kubeconfig.clone(), context: a.context.clone() };
     let config = connect::load_config(&client_opts).await.map_err(|e| user(e.to_string()))?;
     let url = config.cluster_url.to_string();
@@ -226,10 +240,11 @@ async fn run_async(a: RunArgs, election: Option<LeaderElectionConfig>) -> anyhow
         workers: a.workers.unwrap_or(ControllerOptions::default().workers),
         resync_period: a.resync_period,
         hostpath_root: a.hostpath_root.clone(),
+        pod_recyclers: Some(recyclers),
     };
     let wiring = pv_kube::start(client.clone(), &host, &opts);
     let elector = election.map(|cfg| {
-        let store = KubeLeaseStore::new(client, &cfg.namespace, &cfg.name, REQUEST_TIMEOUT);
+        let store = KubeLeaseStore::new(client.clone(), &cfg.namespace, &cfg.name, REQUEST_TIMEOUT);
         Elector::new(store, cfg)
     });
     let health = Health {
@@ -238,9 +253,7 @@ async fn run_async(a: RunArgs, election: Option<LeaderElectionConfig>) -> anyhow
         leader: elector.as_ref().map(|(_, rx)| rx.clone()),
         requests: Some(wiring.requests.clone()),
     };
-    http::serve(a.metrics_addr, health, stopped(stop_rx.clone()))
-        .await
-        .map_err(|e| user(format!("--metrics-addr: {e}")))?;
+    a.secure_metrics.serve(a.metrics_addr, health, client.clone(), stopped(stop_rx.clone())).await?;
 
     let code = match elector {
         None => {

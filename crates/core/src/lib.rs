@@ -41,7 +41,7 @@ pub use api::{ApiError, ClusterApi};
 pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent};
 pub use error::{Error, Result};
-pub use plugin::{PluginError, PluginRegistry, ProvisionOptions, VolumePlugin};
+pub use plugin::{NoRecyclerEvents, PluginError, PluginRegistry, ProvisionOptions, RecyclerEvents, VolumePlugin};
 pub use protection::Protection;
 pub use sync_claim::{
     Provisioning, UnboundClaimPlan, FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER,

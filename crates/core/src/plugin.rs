@@ -63,8 +63,25 @@ pub trait VolumePlugin: Send + Sync {
     async fn provision(&self, options: &ProvisionOptions) -> Result<PersistentVolume, PluginError>;
     /// Deletes the asset behind a PV.
     async fn delete(&self, volume: &PersistentVolume) -> Result<(), PluginError>;
-    /// Empties the asset behind a PV.
-    async fn recycle(&self, volume: &PersistentVolume) -> Result<(), PluginError>;
+    /// Empties the asset behind a PV. What the recycler reports on the way (a recycler pod's
+    /// events) goes to `events`, which the controller records on the volume.
+    async fn recycle(&self, volume: &PersistentVolume, events: &dyn RecyclerEvents) -> Result<(), PluginError>;
+}
+
+/// Where a recycler reports progress: the controller records each report as a `RecyclerPod`
+/// event on the volume (`Recycler pod: <message>`), as upstream relays its recycler pod's events.
+#[async_trait]
+pub trait RecyclerEvents: Send + Sync {
+    /// One report: `event_type` is `Normal` or `Warning`.
+    async fn report(&self, event_type: &str, message: &str);
+}
+
+/// Discards reports (recyclers that have nothing to report, tests).
+pub struct NoRecyclerEvents;
+
+#[async_trait]
+impl RecyclerEvents for NoRecyclerEvents {
+    async fn report(&self, _event_type: &str, _message: &str) {}
 }
 
 /// The plugins the controller knows.
@@ -82,6 +99,12 @@ impl PluginRegistry {
     /// Adds a plugin.
     pub fn register(&mut self, plugin: Arc<dyn VolumePlugin>) {
         self.plugins.push(plugin);
+    }
+
+    /// Adds a plugin that is asked before every plugin already registered (so it wins where both
+    /// support a volume, e.g. a recycler pod before the in-process host-path recycler).
+    pub fn register_first(&mut self, plugin: Arc<dyn VolumePlugin>) {
+        self.plugins.insert(0, plugin);
     }
 
     /// The provisioning plugin with this name.

@@ -3,7 +3,7 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::metrics;
-use crate::plugin::VolumePlugin;
+use crate::plugin::{RecyclerEvents, VolumePlugin};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::PersistentVolume;
@@ -16,6 +16,22 @@ pub(crate) enum Deleted {
     Yes,
     /// An external deleter owns it; nothing was done.
     External,
+}
+
+/// Records a recycler's reports on the volume being recycled, as upstream's
+/// `newRecyclerEventRecorder`: reason `RecyclerPod`, message `Recycler pod: <report>`.
+struct RecyclerPodEvents<'a> {
+    controller: &'a Controller,
+    volume: &'a PersistentVolume,
+}
+
+#[async_trait::async_trait]
+impl RecyclerEvents for RecyclerPodEvents<'_> {
+    async fn report(&self, event_type: &str, message: &str) {
+        let type_ = if event_type == reasons::WARNING { reasons::WARNING } else { reasons::NORMAL };
+        let message = format!("Recycler pod: {message}");
+        self.controller.recorder.event(self.volume, type_, reasons::RECYCLER_POD, message).await;
+    }
 }
 
 impl Controller {
@@ -149,7 +165,8 @@ impl Controller {
             }
         };
         // Upstream times no recycling in its metrics.
-        if let Err(e) = plugin.recycle(&volume).await {
+        let relay = RecyclerPodEvents { controller: self, volume: &volume };
+        if let Err(e) = plugin.recycle(&volume, &relay).await {
             self.recycle_failed(&volume, &format!("Recycle failed: {e}")).await;
             return;
         }

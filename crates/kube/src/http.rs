@@ -88,14 +88,8 @@ pub async fn serve(
     health: Health,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), Error> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
-    let bound = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
-    let app = Router::new()
-        .route("/metrics", get(metrics))
-        .route("/healthz", get(healthz))
-        .route("/livez", get(healthz))
-        .route("/readyz", get(readyz))
-        .with_state(health);
+    let (listener, bound) = bind(addr).await?;
+    let app = router(health);
     let task = tokio::spawn(async move {
         let r = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
         if let Err(e) = r {
@@ -103,5 +97,35 @@ pub async fn serve(
         }
     });
     tracing::info!(addr = %bound, "serving /metrics, /healthz, /readyz");
+    Ok((bound, task))
+}
+
+async fn bind(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), Error> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
+    Ok((listener, bound))
+}
+
+fn router(health: Health) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/livez", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(health)
+}
+
+/// As [`serve`], over HTTPS with `tls`, each request authenticated and authorized by the API
+/// server through `auth` (see [`crate::secure`]).
+pub async fn serve_secure(
+    addr: SocketAddr,
+    health: Health,
+    tls: Arc<rustls::ServerConfig>,
+    auth: Arc<crate::secure::Delegated>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), Error> {
+    let (listener, bound) = bind(addr).await?;
+    let task = crate::secure::spawn(listener, router(health), tls, auth, shutdown);
+    tracing::info!(addr = %bound, "serving /metrics, /healthz, /readyz over HTTPS, authorized by the API server");
     Ok((bound, task))
 }

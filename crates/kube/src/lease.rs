@@ -15,12 +15,17 @@
 //!   workers and exits, as kube-controller-manager does).
 //! - On graceful shutdown the leader releases the Lease (empty holder, 1 s duration) so that a
 //!   standby takes over without waiting for expiry.
+//! - Becoming and ceasing to be the leader are recorded as client-go's lease lock records them:
+//!   a Normal Event with reason `LeaderElection` on the Lease, "<identity> became leader" and
+//!   "<identity> stopped leading" (after a loss too, best effort, without holding up the exit).
 //!
 //! Decisions use tokio's clock, so tests drive them with `tokio::time::pause()`.
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use kube::api::PostParams;
 use kube::{Api, Client};
 use pv_core::ApiError;
@@ -130,11 +135,51 @@ pub trait LeaseStore: Send + Sync {
     async fn create(&self, lease: &Lease) -> Result<Lease, ApiError>;
     /// Replaces it (optimistic on `metadata.resourceVersion`).
     async fn replace(&self, lease: &Lease) -> Result<Lease, ApiError>;
+    /// A `LeaderElection` event on the Lease last seen (`lease`), best effort: the returned
+    /// future writes it and may be awaited or left to run on its own.
+    fn record_event(&self, lease: &ObjectMeta, message: String) -> BoxFuture<'static, ()>;
+}
+
+/// `source.component` of the leader-election events (kube-controller-manager uses its own
+/// name for its lease events, as this process does).
+pub const EVENT_COMPONENT: &str = "pv-controller";
+
+/// The `LeaderElection` event client-go's recorder writes for `message` about `lease`.
+pub fn leader_election_event(lease: &ObjectMeta, message: String, now: k8s_openapi::jiff::Timestamp) -> Event {
+    let name = lease.name.clone().unwrap_or_default();
+    let time = Time(now);
+    Event {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
+            namespace: lease.namespace.clone(),
+            ..Default::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".into()),
+            kind: Some("Lease".into()),
+            namespace: lease.namespace.clone(),
+            name: Some(name),
+            uid: lease.uid.clone(),
+            resource_version: lease.resource_version.clone(),
+            field_path: None,
+        },
+        reason: Some("LeaderElection".into()),
+        message: Some(message),
+        type_: Some("Normal".into()),
+        count: Some(1),
+        first_timestamp: Some(time.clone()),
+        last_timestamp: Some(time),
+        source: Some(EventSource { component: Some(EVENT_COMPONENT.into()), host: None }),
+        reporting_component: Some(EVENT_COMPONENT.into()),
+        reporting_instance: Some(String::new()),
+        ..Default::default()
+    }
 }
 
 /// The Lease over kube-rs.
 pub struct KubeLeaseStore {
     api: Api<Lease>,
+    events: Api<Event>,
     name: String,
     timeout: Duration,
 }
@@ -142,7 +187,12 @@ pub struct KubeLeaseStore {
 impl KubeLeaseStore {
     /// The Lease `namespace/name`; each request is bounded by `timeout`.
     pub fn new(client: Client, namespace: &str, name: &str, timeout: Duration) -> Self {
-        KubeLeaseStore { api: Api::namespaced(client, namespace), name: name.into(), timeout }
+        KubeLeaseStore {
+            api: Api::namespaced(client.clone(), namespace),
+            events: Api::namespaced(client, namespace),
+            name: name.into(),
+            timeout,
+        }
     }
 
     async fn bounded<T>(
@@ -170,6 +220,17 @@ impl LeaseStore for KubeLeaseStore {
         let pp = PostParams::default();
         self.bounded("update lease", self.api.replace(&self.name, &pp, lease)).await
     }
+    fn record_event(&self, lease: &ObjectMeta, message: String) -> BoxFuture<'static, ()> {
+        let event = leader_election_event(lease, message, k8s_openapi::jiff::Timestamp::now());
+        let (api, timeout) = (self.events.clone(), self.timeout);
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, api.create(&PostParams::default(), &event)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "could not write leader election event"),
+                Err(_) => tracing::warn!("could not write leader election event: timed out"),
+            }
+        })
+    }
 }
 
 /// What one acquire-or-renew attempt found.
@@ -189,6 +250,8 @@ pub struct Elector<S> {
     config: LeaderElectionConfig,
     /// The last Lease spec seen and when (local clock) it was first seen with that content.
     observed: Option<(LeaseSpec, Instant)>,
+    /// The metadata of the Lease last read or written (what events refer to).
+    lease_meta: ObjectMeta,
     state: watch::Sender<LeaderState>,
 }
 
@@ -196,7 +259,12 @@ impl<S: LeaseStore> Elector<S> {
     /// An elector and a receiver of its state.
     pub fn new(store: S, config: LeaderElectionConfig) -> (Self, watch::Receiver<LeaderState>) {
         let (state, rx) = watch::channel(LeaderState::Unknown);
-        let e = Elector { store, config, observed: None, state };
+        let lease_meta = ObjectMeta {
+            name: Some(config.name.clone()),
+            namespace: Some(config.namespace.clone()),
+            ..Default::default()
+        };
+        let e = Elector { store, config, observed: None, lease_meta, state };
         (e, rx)
     }
 
@@ -243,6 +311,9 @@ impl<S: LeaseStore> Elector<S> {
             Ok(l) => l,
             Err(e) => return Attempt::Failed(e),
         };
+        if let Some(l) = &current {
+            self.lease_meta = l.metadata.clone();
+        }
         let Some(mut lease) = current else {
             let lease = Lease {
                 metadata: ObjectMeta {
@@ -279,6 +350,7 @@ impl<S: LeaseStore> Elector<S> {
     }
 
     fn held(&mut self, lease: Lease, now: Instant) -> Attempt {
+        self.lease_meta = lease.metadata;
         let spec = lease.spec.unwrap_or_default();
         self.observed = Some((spec, now));
         Attempt::Held
@@ -290,6 +362,7 @@ impl<S: LeaseStore> Elector<S> {
             match self.try_acquire_or_renew().await {
                 Attempt::Held => {
                     self.set_state(LeaderState::Leader);
+                    tokio::spawn(self.event("became leader"));
                     return true;
                 }
                 Attempt::HeldBy(h) => self.set_state(LeaderState::Follower { holder: h }),
@@ -315,6 +388,7 @@ impl<S: LeaseStore> Elector<S> {
                 _ = tokio::time::sleep(self.config.retry_period) => {}
                 _ = stop_requested(stop) => {
                     self.release().await;
+                    self.event("stopped leading").await;
                     return Ok(());
                 }
             }
@@ -335,12 +409,19 @@ impl<S: LeaseStore> Elector<S> {
             let expired = last_renew.elapsed() >= self.config.renew_deadline;
             if reason.is_some() || expired {
                 self.set_state(LeaderState::Lost);
+                // Not awaited: the caller stops writing and exits at once.
+                tokio::spawn(self.event("stopped leading"));
                 return Err(Error::Lost {
                     lease: self.config.key(),
                     reason: reason.unwrap_or_else(|| format!("not renewed within {:?}", self.config.renew_deadline)),
                 });
             }
         }
+    }
+
+    /// The `LeaderElection` event "<identity> <what>" on the Lease, to be awaited or spawned.
+    fn event(&self, what: &str) -> BoxFuture<'static, ()> {
+        self.store.record_event(&self.lease_meta, format!("{} {what}", self.config.identity))
     }
 
     /// Gives the Lease up (best effort): empty holder, 1 s duration.
@@ -362,7 +443,8 @@ impl<S: LeaseStore> Elector<S> {
             ..Default::default()
         });
         match self.store.replace(&lease).await {
-            Ok(_) => {
+            Ok(l) => {
+                self.lease_meta = l.metadata;
                 tracing::info!(lease = %self.config.key(), "released lease");
                 self.set_state(LeaderState::Released);
             }

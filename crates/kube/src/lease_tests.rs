@@ -11,9 +11,14 @@ use std::sync::{Arc, Mutex};
 struct MemLease {
     lease: Arc<Mutex<Option<Lease>>>,
     down: Arc<AtomicBool>,
+    /// The events recorded, as they would be written.
+    events: Arc<Mutex<Vec<Event>>>,
 }
 
 impl MemLease {
+    fn event_messages(&self) -> Vec<String> {
+        self.events.lock().unwrap().iter().filter_map(|e| e.message.clone()).collect()
+    }
     fn holder(&self) -> Option<String> {
         self.lease.lock().unwrap().as_ref().and_then(|l| l.spec.as_ref()?.holder_identity.clone())
     }
@@ -47,6 +52,7 @@ impl LeaseStore for MemLease {
             return Err(ApiError::AlreadyExists("lease".into()));
         }
         let mut l = lease.clone();
+        l.metadata.uid = Some("lease-uid".into());
         bump(&mut l);
         *cur = Some(l.clone());
         Ok(l)
@@ -64,6 +70,12 @@ impl LeaseStore for MemLease {
         bump(&mut l);
         *cur = Some(l.clone());
         Ok(l)
+    }
+    fn record_event(&self, lease: &ObjectMeta, message: String) -> BoxFuture<'static, ()> {
+        // Recorded even while `down`: the write itself is best effort in any case.
+        let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+        self.events.lock().unwrap().push(leader_election_event(lease, message, now));
+        Box::pin(async {})
     }
 }
 
@@ -179,6 +191,40 @@ async fn release_on_shutdown_lets_the_standby_take_over_without_waiting_for_expi
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(*b_state.borrow(), LeaderState::Leader);
     standby.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn leadership_changes_are_leader_election_events_on_the_lease() {
+    let store = MemLease::default();
+    let (a, _) = elector(&store, "a");
+    let (stop_tx, stop) = watch::channel(false);
+    let leader = tokio::spawn(a.run(stop));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(store.event_messages(), ["a became leader"]);
+    let e = store.events.lock().unwrap()[0].clone();
+    assert_eq!(e.reason.as_deref(), Some("LeaderElection"));
+    assert_eq!(e.type_.as_deref(), Some("Normal"));
+    assert_eq!(e.metadata.namespace.as_deref(), Some("kube-system"));
+    let r = &e.involved_object;
+    assert_eq!(
+        (r.kind.as_deref(), r.api_version.as_deref(), r.namespace.as_deref(), r.name.as_deref(), r.uid.as_deref()),
+        (Some("Lease"), Some("coordination.k8s.io/v1"), Some("kube-system"), Some("pv-controller"), Some("lease-uid"))
+    );
+    assert_eq!(e.source.and_then(|s| s.component).as_deref(), Some("pv-controller"));
+
+    stop_tx.send(true).unwrap();
+    leader.await.unwrap().unwrap();
+    assert_eq!(store.event_messages(), ["a became leader", "a stopped leading"]);
+
+    // A leader that loses the Lease records it too.
+    let (b, _) = elector(&store, "b");
+    let (_tx, stop) = watch::channel(false);
+    let task = tokio::spawn(b.run(stop));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    store.down.store(true, Ordering::SeqCst);
+    assert!(task.await.unwrap().is_err());
+    tokio::task::yield_now().await;
+    assert_eq!(store.event_messages()[2..], ["b became leader", "b stopped leading"]);
 }
 
 #[test]

@@ -9,7 +9,9 @@
 //! - [`informers`]: one watcher per kind feeding the handlers, relist-safe;
 //! - [`runner`]: [`run_controller`], wiring both and starting workers once caches are synced;
 //! - [`lease`]: leader election over a Lease, so replicas never write concurrently;
-//! - [`metrics`] and [`http`]: `/metrics` with upstream's names, `/healthz`, `/readyz`;
+//! - [`metrics`] and [`http`]: `/metrics` with upstream's names, `/healthz`, `/readyz`; [`secure`]:
+//!   the same over HTTPS with authn/authz delegated to the API server (`--metrics-secure`);
+//! - [`recycler`]: recycling NFS and host-path volumes with a recycler pod, as upstream;
 //! - [`connect`]: building a client as kubectl does, and a preflight check.
 
 pub mod api;
@@ -18,7 +20,9 @@ pub mod http;
 pub mod informers;
 pub mod lease;
 pub mod metrics;
+pub mod recycler;
 pub mod runner;
+pub mod secure;
 
 pub use api::{KubeApi, RequestCounts};
 pub use informers::{start_informers, Informers};

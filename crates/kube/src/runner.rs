@@ -7,6 +7,7 @@
 
 use crate::api::{KubeApi, RequestCounts};
 use crate::informers::{start_informers, Informers};
+use crate::recycler::PodRecyclers;
 use kube::Client;
 use pv_core::{Config, Controller, SystemClock};
 use std::future::Future;
@@ -23,6 +24,9 @@ pub struct ControllerOptions {
     pub resync_period: Duration,
     /// Enables the host-path plugin, provisioning under this directory.
     pub hostpath_root: Option<PathBuf>,
+    /// Recycle NFS and host-path volumes with recycler pods (`run`); without, host-path volumes
+    /// under `hostpath_root` are recycled in-process and NFS volumes cannot be.
+    pub pod_recyclers: Option<PodRecyclers>,
 }
 
 impl Default for ControllerOptions {
@@ -31,6 +35,7 @@ impl Default for ControllerOptions {
             workers: pv_core::runtime::default_workers(),
             resync_period: Duration::from_secs(15),
             hostpath_root: None,
+            pod_recyclers: None,
         }
     }
 }
@@ -51,8 +56,11 @@ pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
     let requests = Arc::new(RequestCounts::new(host));
     let api = KubeApi::new(client.clone()).with_request_counts(requests.clone());
     let config = Config { resync_period: opts.resync_period, ..Default::default() };
-    let controller =
-        Controller::new(Arc::new(api), pv_plugins::registry(opts.hostpath_root.clone()), SystemClock::new(), config);
+    let mut plugins = pv_plugins::registry(opts.hostpath_root.clone());
+    if let Some(recyclers) = &opts.pod_recyclers {
+        recyclers.register(&client, &mut plugins);
+    }
+    let controller = Controller::new(Arc::new(api), plugins, SystemClock::new(), config);
     let informers = start_informers(client, controller.clone());
     Wiring { controller, informers, requests }
 }

@@ -1,7 +1,7 @@
 //! The host-path plugin: one directory per volume under a root.
 
 use async_trait::async_trait;
-use pv_core::{PluginError, ProvisionOptions, VolumePlugin};
+use pv_core::{PluginError, ProvisionOptions, RecyclerEvents, VolumePlugin};
 use pv_model::annotations::{CREATED_BY, HOST_PATH_PLUGIN};
 use pv_model::helpers;
 use pv_model::k8s::{K8sQuantity, ObjectMeta, PersistentVolume, PersistentVolumeSpec};
@@ -165,7 +165,7 @@ impl VolumePlugin for HostPathPlugin {
             .map_err(|e| PluginError::new(format!("removing {}: {e}", dir.display())))
     }
 
-    async fn recycle(&self, volume: &PersistentVolume) -> Result<(), PluginError> {
+    async fn recycle(&self, volume: &PersistentVolume, _events: &dyn RecyclerEvents) -> Result<(), PluginError> {
         let name = self.volume_name(volume, "recycler")?;
         let dir = self.root.join(&name);
         self.open_root()?
@@ -178,6 +178,7 @@ impl VolumePlugin for HostPathPlugin {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::HostPathVolumeSource;
+    use pv_core::NoRecyclerEvents;
 
     fn pv_at(path: &str) -> PersistentVolume {
         PersistentVolume {
@@ -213,7 +214,7 @@ mod tests {
         let dir = p.root().join("pv1");
         std::fs::create_dir_all(dir.join("a/b")).unwrap();
         std::fs::write(dir.join("f"), "data").unwrap();
-        p.recycle(&pv_at(dir.to_str().unwrap())).await.unwrap();
+        p.recycle(&pv_at(dir.to_str().unwrap()), &NoRecyclerEvents).await.unwrap();
         assert!(dir.exists());
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     }
@@ -276,7 +277,7 @@ mod tests {
             let (f, o) = (flip.clone(), outside.path().to_path_buf());
             let p = hooked(plain, once_at("vol", move || swap_for_symlink(&f, &o)));
             let pv = pv_at(flip.join("vol").to_str().unwrap());
-            let r = if recycle { p.recycle(&pv).await } else { p.delete(&pv).await };
+            let r = if recycle { p.recycle(&pv, &NoRecyclerEvents).await } else { p.delete(&pv).await };
             let err = r.unwrap_err();
             assert!(err.message.contains("directly under the root"), "{err}");
             assert!(intact(&v), "recycle={recycle}: the outside directory was touched");
@@ -297,7 +298,7 @@ mod tests {
             let p = hooked(plain, once_at("sub", move || swap_for_symlink(&sub, &target)));
             let pv = pv_at(dir.to_str().unwrap());
             if recycle {
-                p.recycle(&pv).await.unwrap();
+                p.recycle(&pv, &NoRecyclerEvents).await.unwrap();
                 assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the volume is empty");
             } else {
                 p.delete(&pv).await.unwrap();
@@ -318,7 +319,7 @@ mod tests {
         let p = hooked(plain, once_at("pv1", move || swap_for_symlink(&d, &target)));
         let err = p.delete(&pv_at(dir.to_str().unwrap())).await.unwrap_err();
         assert!(err.message.contains("not a plain directory"), "{err}");
-        assert!(p.recycle(&pv_at(dir.to_str().unwrap())).await.is_err());
+        assert!(p.recycle(&pv_at(dir.to_str().unwrap()), &NoRecyclerEvents).await.is_err());
         assert!(intact(&v));
     }
 
@@ -331,7 +332,7 @@ mod tests {
         std::fs::write(other.join("data"), "another volume's data").unwrap();
         let link = p.root().join("link");
         std::os::unix::fs::symlink(&other, &link).unwrap();
-        let err = p.recycle(&pv_at(link.to_str().unwrap())).await.unwrap_err();
+        let err = p.recycle(&pv_at(link.to_str().unwrap()), &NoRecyclerEvents).await.unwrap_err();
         assert!(err.message.contains("not a plain directory"), "{err}");
         assert!(p.delete(&pv_at(link.to_str().unwrap())).await.is_err());
         assert!(other.join("data").exists(), "the other volume keeps its data");
@@ -350,7 +351,7 @@ mod tests {
             let _ = victim(&o, t.strip_prefix(&o).unwrap().to_str().unwrap());
         });
         assert!(p.delete(&pv_at(tail.to_str().unwrap())).await.is_err());
-        assert!(p.recycle(&pv_at(tail.to_str().unwrap())).await.is_err());
+        assert!(p.recycle(&pv_at(tail.to_str().unwrap()), &NoRecyclerEvents).await.is_err());
         assert!(!planted.exists() || intact(&planted));
     }
 
@@ -416,7 +417,7 @@ mod tests {
                 })
             };
             for pv in [pv_at(vol.to_str().unwrap()), pv_at(nest.join("vol").to_str().unwrap())] {
-                let _ = if recycle { p.recycle(&pv).await } else { p.delete(&pv).await };
+                let _ = if recycle { p.recycle(&pv, &NoRecyclerEvents).await } else { p.delete(&pv).await };
             }
             stop.store(true, Ordering::Relaxed);
             racer.join().unwrap();

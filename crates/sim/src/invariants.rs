@@ -2,7 +2,7 @@
 //! wrapper that catches a volume deleted or recycled while a claim still uses it.
 
 use async_trait::async_trait;
-use pv_core::{PluginError, ProvisionOptions, VolumePlugin};
+use pv_core::{PluginError, ProvisionOptions, RecyclerEvents, VolumePlugin};
 use pv_model::k8s::PersistentVolume;
 use pv_store::Store;
 use serde_json::Value;
@@ -140,9 +140,9 @@ impl VolumePlugin for GuardPlugin {
         self.check_unused("deletion", v);
         self.inner.delete(v).await
     }
-    async fn recycle(&self, v: &PersistentVolume) -> Result<(), PluginError> {
+    async fn recycle(&self, v: &PersistentVolume, events: &dyn RecyclerEvents) -> Result<(), PluginError> {
         self.check_unused("recycling", v);
-        self.inner.recycle(v).await
+        self.inner.recycle(v, events).await
     }
 }
 
