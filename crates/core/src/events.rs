@@ -115,7 +115,7 @@ impl Recorder {
             reason,
             message: message.clone(),
         };
-        let now = Time(to_timestamp(self.clock.now()));
+        let now = Time(self.clock.now());
         let existing = {
             let mut records = self.records.lock().unwrap();
             match records.get_mut(&key) {
@@ -194,8 +194,3 @@ impl Recorder {
     }
 }
 
-/// Converts a clock time to the API's timestamp type.
-pub fn to_timestamp(t: chrono::DateTime<chrono::Utc>) -> k8s_openapi::jiff::Timestamp {
-    k8s_openapi::jiff::Timestamp::from_millisecond(t.timestamp_millis())
-        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
-}

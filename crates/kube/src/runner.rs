@@ -23,6 +23,9 @@ pub struct ControllerOptions {
     pub resync_period: Duration,
     /// Enables the host-path plugin, provisioning under this directory.
     pub hostpath_root: Option<PathBuf>,
+    /// Provision for claims whose class names a provisioner (KCM's
+    /// `--enable-dynamic-provisioning`).
+    pub enable_dynamic_provisioning: bool,
 }
 
 impl Default for ControllerOptions {
@@ -31,6 +34,7 @@ impl Default for ControllerOptions {
             workers: pv_core::runtime::default_workers(),
             resync_period: Duration::from_secs(15),
             hostpath_root: None,
+            enable_dynamic_provisioning: true,
         }
     }
 }
@@ -50,7 +54,11 @@ pub struct Wiring {
 pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
     let requests = Arc::new(RequestCounts::new(host));
     let api = KubeApi::new(client.clone()).with_request_counts(requests.clone());
-    let config = Config { resync_period: opts.resync_period, ..Default::default() };
+    let config = Config {
+        resync_period: opts.resync_period,
+        enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
+        ..Default::default()
+    };
     let controller =
         Controller::new(Arc::new(api), pv_plugins::registry(opts.hostpath_root.clone()), SystemClock::new(), config);
     let informers = start_informers(client, controller.clone());
