@@ -39,8 +39,8 @@ pub fn output_list(store: &Store) -> Value {
 /// reading back as the same value: text that YAML syntax keeps from being plain (`a: b`,
 /// `*x`) is double-quoted where kubectl single-quotes it, and a one-line string longer than 80
 /// characters is a folded `>-` block where kubectl breaks it onto an indented next line.
-pub fn to_yaml(v: &Value) -> String {
-    serde_saphyr::to_string(v).expect("every JSON value has a YAML form")
+pub fn to_yaml<T: serde::Serialize>(v: &T) -> String {
+    serde_saphyr::to_string(v).expect("every JSON document has a YAML form")
 }
 
 #[cfg(test)]
