@@ -1,7 +1,8 @@
 # pv-controller: a static musl binary on distroless (no shell, no libc, runs as non-root), built
-# with the `dist` profile (stripped, thin LTO; Cargo.toml).
+# with the `dist` profile (stripped, thin LTO; Cargo.toml), by the Rust that Cargo.toml's
+# `rust-version` names.
 #   docker build -t pv-controller:latest .
-FROM rust:1-alpine AS build
+FROM rust:1.90-alpine AS build
 RUN apk add --no-cache musl-dev
 WORKDIR /src
 COPY . .

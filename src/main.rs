@@ -7,7 +7,7 @@ mod cmd;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Kubernetes' PersistentVolume controller: binds claims to volumes, provisions and reclaims.
@@ -30,6 +30,10 @@ enum Command {
     Explain(cmd::explain::ExplainArgs),
     /// Measure how fast claims become Bound: against an API server, or in-process (--simulate).
     Bench(cmd::bench::BenchArgs),
+    /// Print a shell completion script, e.g. `source <(pv-controller completion bash)`.
+    Completion(cmd::docs::CompletionArgs),
+    /// Print the manual page (roff), e.g. `pv-controller man | man -l -`; `man run` for a subcommand.
+    Man(cmd::docs::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +51,8 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Completion(a) => cmd::docs::completion(a, Cli::command()),
+        Command::Man(a) => cmd::docs::man(a, Cli::command()),
     });
     match result {
         Ok(Ok(code)) => code,

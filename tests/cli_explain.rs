@@ -32,6 +32,19 @@ fn existing_claim_exits_zero_with_json_on_stdout() {
 }
 
 #[test]
+fn yaml_output_holds_the_same_fields_as_json() {
+    let f = fixture("match.yaml");
+    let json = explain(&["pvc", "default/data", "-f", f.to_str().unwrap(), "-o", "json"]);
+    let yaml = explain(&["pvc", "default/data", "-f", f.to_str().unwrap(), "-o", "yaml"]);
+    assert_eq!(yaml.status.code(), Some(0), "stderr: {}", text(&yaml.stderr));
+    let y = text(&yaml.stdout);
+    assert!(y.lines().any(|l| l == "bestMatch: pv-fit"), "{y}");
+    let from_yaml: serde_json::Value = serde_saphyr::from_str(&y).expect("YAML on stdout");
+    let from_json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(from_yaml, from_json);
+}
+
+#[test]
 fn namespace_flag_and_bare_name_work_like_kubectl() {
     let f = fixture("match.yaml");
     let out = explain(&["pvc", "data", "-n", "default", "--file", f.to_str().unwrap()]);

@@ -101,7 +101,7 @@ fn yaml_output_prints_plain_strings_plain_as_kubectl_does() {
     for plain in ["kind: List", "apiVersion: v1", "name: pv1", "storage: 1Gi", "phase: Available", "path: /x"] {
         assert!(text.contains(plain), "{plain:?} in\n{text}");
     }
-    let back: serde_json::Value = serde_norway::from_str(&text).expect("valid YAML");
+    let back: serde_json::Value = serde_saphyr::from_str(&text).expect("valid YAML");
     assert_eq!(back["items"][0]["spec"]["capacity"]["storage"], "1Gi");
 }
 

@@ -35,3 +35,16 @@ fn the_docker_image_ships_the_dist_build() {
     assert!(dockerfile.contains("cargo build --profile dist"), "{dockerfile}");
     assert!(dockerfile.contains("target/dist/pv-controller"), "{dockerfile}");
 }
+
+#[test]
+fn the_docker_image_builds_with_the_declared_rust_version() {
+    let manifest = read("Cargo.toml");
+    let declared = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|r| r.split('"').next())
+        .expect("rust-version in Cargo.toml");
+    let dockerfile = read("Dockerfile");
+    let image = dockerfile.lines().find(|l| l.starts_with("FROM rust:")).expect("a rust build image");
+    assert!(image.starts_with(&format!("FROM rust:{declared}-")), "{image} pins Rust {declared}");
+}

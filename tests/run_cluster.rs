@@ -23,7 +23,7 @@ async fn start_server(dir: &Path, listen: SocketAddr) -> ServerHandle {
 }
 
 async fn client(kubeconfig: &Path) -> Client {
-    let opts = pv_kube::connect::ClientOptions { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
+    let opts = pv_kube::connect::ClientOptions { kubeconfig: Some(kubeconfig.to_path_buf()), ..Default::default() };
     let config = pv_kube::connect::load_config(&opts).await.expect("config");
     pv_kube::connect::client(config).expect("client")
 }

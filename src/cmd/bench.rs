@@ -73,6 +73,12 @@ pub struct BenchArgs {
     /// Kubeconfig context to use (default: the current context).
     #[arg(long)]
     pub context: Option<String>,
+    /// Kubeconfig cluster to use (default: the context's).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Kubeconfig user to use (default: the context's).
+    #[arg(long)]
+    pub user: Option<String>,
     /// N static pairs: PVs with distinct NFS paths and class "", and claims of matching size.
     #[arg(long, value_name = "N")]
     pub pairs: Option<usize>,
@@ -815,7 +821,12 @@ fn spawn_claim_watch(
 /// The run against an API server. Returns the report and, when not every claim became Bound or
 /// cleanup failed, the error to exit with after printing it.
 async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, Option<String>)> {
-    let opts = ClientOptions { kubeconfig: a.kubeconfig.clone(), context: a.context.clone() };
+    let opts = ClientOptions {
+        kubeconfig: a.kubeconfig.clone(),
+        context: a.context.clone(),
+        cluster: a.cluster.clone(),
+        user: a.user.clone(),
+    };
     let config = connect::load_config(&opts).await.map_err(|e| user(e.to_string()))?;
     let url = config.cluster_url.to_string();
     let client = connect::client(config).map_err(|e| user(e.to_string()))?;

@@ -19,6 +19,8 @@ pub enum Format {
     Text,
     /// A JSON document, for scripts (fields in the README, "Explaining a claim").
     Json,
+    /// The JSON document's fields as YAML, printed as kubectl prints YAML.
+    Yaml,
 }
 
 /// Flags of `explain`.
@@ -33,7 +35,7 @@ pub struct ExplainArgs {
     #[arg(short, long)]
     pub namespace: Option<String>,
     /// Read the state from this file (YAML or JSON, as `simulate` takes it; `-` for stdin).
-    #[arg(short, long, conflicts_with_all = ["kubeconfig", "context"])]
+    #[arg(short, long, conflicts_with_all = ["kubeconfig", "context", "cluster", "user"])]
     pub file: Option<String>,
     /// Kubeconfig of the cluster to read (default: KUBECONFIG, ~/.kube/config, in-cluster).
     #[arg(long)]
@@ -41,6 +43,12 @@ pub struct ExplainArgs {
     /// Kubeconfig context to use.
     #[arg(long)]
     pub context: Option<String>,
+    /// Kubeconfig cluster to use (default: the context's).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Kubeconfig user to use (default: the context's).
+    #[arg(long)]
+    pub user: Option<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
@@ -75,7 +83,12 @@ fn from_file(a: &ExplainArgs, path: &str) -> anyhow::Result<Explanation> {
 }
 
 fn from_cluster(a: &ExplainArgs) -> anyhow::Result<Explanation> {
-    let opts = ClientOptions { kubeconfig: a.kubeconfig.clone(), context: a.context.clone() };
+    let opts = ClientOptions {
+        kubeconfig: a.kubeconfig.clone(),
+        context: a.context.clone(),
+        cluster: a.cluster.clone(),
+        user: a.user.clone(),
+    };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let default_ns = if a.name.contains('/') || a.namespace.is_some() {
@@ -122,6 +135,7 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     };
     match a.output {
         Format::Json => println!("{}", serde_json::to_string_pretty(&pv_explain::to_json(&e))?),
+        Format::Yaml => print!("{}", pv_sim::output::to_yaml(&pv_explain::to_json(&e))),
         Format::Text => {
             let terminal = std::io::stdout().is_terminal();
             let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && terminal;

@@ -1,7 +1,9 @@
 //! One module per subcommand, plus the error-to-exit-code mapping they share.
 
 pub mod bench;
+pub mod docs;
 pub mod explain;
+pub mod feature_gates;
 pub mod run;
 pub mod simulate;
 pub mod up;
@@ -71,6 +73,15 @@ pub fn log_filter(v: u8) -> &'static str {
         3 => "debug",
         _ => "trace",
     }
+}
+
+/// Parses klog-style verbosity: `--v=2` / `-v=2` / `-v 2` give the number; `-vv` reaches here as
+/// `v` (the letters after the first), so a run of `v`s counts one level each.
+pub fn parse_verbosity(s: &str) -> Result<u8, String> {
+    if !s.is_empty() && s.bytes().all(|b| b == b'v') {
+        return u8::try_from(s.len() + 1).map_err(|_| "too many v's".to_string());
+    }
+    s.parse::<u8>().map_err(|_| format!("invalid verbosity {s:?}: a number from 0 to 255 (klog's --v), or -v, -vv"))
 }
 
 /// Sets up logging to stderr (`RUST_LOG` wins; default warnings only).

@@ -21,18 +21,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Feature gates that concern the PV controller. All are GA in current Kubernetes: accepted,
-/// but they cannot be turned off.
-const KNOWN_GATES: &[&str] = &[
-    "HonorPVReclaimPolicy",
-    "VolumeAttributesClass",
-    "RetroactiveDefaultStorageClass",
-    "ReadWriteOncePod",
-    "CSIMigration",
-    "CSIMigrationPortworx",
-    "PersistentVolumeLastPhaseTransitionTime",
-];
-
 /// How long the preflight check and the Lease requests may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -57,12 +45,18 @@ pub struct RunArgs {
     /// Kubeconfig context to use (default: the current context).
     #[arg(long)]
     pub context: Option<String>,
+    /// Kubeconfig cluster to use (default: the context's).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Kubeconfig user to use (default: the context's).
+    #[arg(long)]
+    pub user: Option<String>,
     /// Run only while holding the Lease, so several replicas can run with one writer.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false",
           action = clap::ArgAction::Set)]
     pub leader_elect: bool,
     /// Namespace of the leader-election Lease.
-    #[arg(long, default_value = "kube-system")]
+    #[arg(long, visible_alias = "leader-elect-resource-namespace", default_value = "kube-system")]
     pub leader_elect_namespace: String,
     /// Name of the leader-election Lease.
     #[arg(long, default_value = "pv-controller")]
@@ -80,7 +74,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "127.0.0.1:9090")]
     pub metrics_addr: SocketAddr,
     /// How often every volume and claim is synced again.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, visible_alias = "pvclaimbinder-sync-period", default_value = "15s", value_parser = parse_duration)]
     pub resync_period: Duration,
     /// Workers per queue (default: 8 per CPU, between 8 and 64).
     #[arg(long)]
@@ -88,14 +82,16 @@ pub struct RunArgs {
     /// Enables the host-path plugin: provision, delete and recycle directories under DIR.
     #[arg(long, value_name = "DIR")]
     pub hostpath_root: Option<PathBuf>,
-    /// Feature gates, `Name=true|false,...`.
+    /// Feature gates, `Name=true|false,...`, as kube-controller-manager takes them: an unknown
+    /// gate, or a locked one set against its lock, stops the start.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
     /// Log format.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, visible_alias = "logging-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
-    /// More verbose logs (repeat for more).
-    #[arg(short, action = clap::ArgAction::Count)]
+    /// Log verbosity, klog style: `--v=2`, `-v=2`, or `-v`, `-vv`.
+    #[arg(short = 'v', long = "v", value_name = "N", num_args = 0..=1, default_value = "0",
+          default_missing_value = "1", value_parser = super::parse_verbosity)]
     pub v: u8,
     /// Recycler pods (kube-controller-manager's flags).
     #[command(flatten)]
@@ -103,63 +99,56 @@ pub struct RunArgs {
     /// HTTPS with delegated authorization for the endpoints.
     #[command(flatten)]
     pub secure_metrics: secure_metrics::SecureMetricsFlags,
+    /// Provision volumes for claims whose class names a provisioner (kube-controller-manager's
+    /// flag; `false` leaves every such claim Pending).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true",
+          action = clap::ArgAction::Set)]
+    pub enable_dynamic_provisioning: bool,
+    /// Enables the host-path plugin as kube-controller-manager's flag does, under
+    /// /tmp/hostpath_pv (its provisioner's directory) unless --hostpath-root names another.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false",
+          action = clap::ArgAction::Set)]
+    pub enable_hostpath_provisioner: bool,
 }
 
-/// Parses `500ms`, `15s`, `2m`, `1h`, or a plain number of seconds.
+/// Where `--enable-hostpath-provisioner` provisions without `--hostpath-root`: upstream's
+/// host-path provisioner creates `/tmp/hostpath_pv/<uuid>`.
+const UPSTREAM_HOSTPATH_ROOT: &str = "/tmp/hostpath_pv";
+
+impl RunArgs {
+    /// The host-path root, from `--hostpath-root` or `--enable-hostpath-provisioner`.
+    pub fn hostpath_root(&self) -> Option<PathBuf> {
+        self.hostpath_root
+            .clone()
+            .or_else(|| self.enable_hostpath_provisioner.then(|| PathBuf::from(UPSTREAM_HOSTPATH_ROOT)))
+    }
+}
+
+/// Parses a duration as Go's `time.ParseDuration` does, as every kube-controller-manager flag
+/// takes it (`500ms`, `15s`, `1m30s`, `1h`, `1.5h`); it must be positive.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?} (use e.g. 500ms, 15s, 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("invalid duration unit in {s:?} (ms, s, m or h)")),
-    };
-    if !(secs.is_finite() && secs > 0.0) {
+    if s.is_empty() {
+        return Err("invalid duration \"\" (use e.g. 500ms, 15s, 1m30s)".into());
+    }
+    let d: kube::core::Duration = s.parse().map_err(|e| format!("invalid duration {s:?}: {e} (use e.g. 500ms, 15s, 1m30s)"))?;
+    if d.is_negative() || Duration::from(d).is_zero() {
         return Err(format!("duration {s:?} must be positive"));
     }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// Validates `Name=true|false` pairs; unknown names only warn (upstream fails, but a gate
-/// meant for another controller must not stop this one).
-pub fn parse_feature_gates(spec: &str) -> Result<Vec<(String, bool)>, String> {
-    let mut out = Vec::new();
-    for pair in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (name, value) =
-            pair.split_once('=').ok_or_else(|| format!("--feature-gates: {pair:?} is not Name=true|false"))?;
-        let value = match value.trim() {
-            "true" => true,
-            "false" => false,
-            other => return Err(format!("--feature-gates: {name}={other}: value must be true or false")),
-        };
-        out.push((name.trim().to_string(), value));
-    }
-    Ok(out)
-}
-
-fn warn_about_gates(gates: &[(String, bool)]) {
-    for (name, value) in gates {
-        if !KNOWN_GATES.contains(&name.as_str()) {
-            tracing::warn!(gate = %name, "unknown feature gate, ignored");
-        } else if !value {
-            tracing::warn!(gate = %name, "feature gate is GA and cannot be disabled, ignored");
-        }
-    }
+    Ok(d.into())
 }
 
 /// Runs `run`.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     super::init_logging(super::log_filter(a.v), a.log_format == LogFormat::Json);
-    let gates = parse_feature_gates(&a.feature_gates).map_err(user)?;
-    warn_about_gates(&gates);
+    let gates = super::feature_gates::parse(&a.feature_gates).map_err(user)?;
+    for (name, value) in &gates {
+        tracing::debug!(gate = %name, value, "feature gate");
+    }
     if a.workers == Some(0) {
         return Err(user("--workers: must be at least 1"));
     }
-    if let Some(root) = &a.hostpath_root {
+    if let Some(root) = &a.hostpath_root() {
         std::fs::create_dir_all(root).map_err(|e| user(format!("--hostpath-root {}: {e}", root.display())))?;
     }
     let election = a.leader_elect.then(|| {
@@ -227,7 +216,12 @@ async fn run_async(
     election: Option<LeaderElectionConfig>,
     recyclers: pv_kube::recycler::PodRecyclers,
 ) -> anyhow::Result<ExitCode> {
-    let client_opts = ClientOptions { kubeconfig: a.kubeconfig.clone(), context: a.context.clone() };
+    let client_opts = ClientOptions {
+        kubeconfig: a.kubeconfig.clone(),
+        context: a.context.clone(),
+        cluster: a.cluster.clone(),
+        user: a.user.clone(),
+    };
     let config = connect::load_config(&client_opts).await.map_err(|e| user(e.to_string()))?;
     let url = config.cluster_url.to_string();
     let host = config.cluster_url.authority().map(|h| h.to_string()).unwrap_or_default();
@@ -239,8 +233,9 @@ async fn run_async(
     let opts = ControllerOptions {
         workers: a.workers.unwrap_or(ControllerOptions::default().workers),
         resync_period: a.resync_period,
-        hostpath_root: a.hostpath_root.clone(),
+        hostpath_root: a.hostpath_root(),
         pod_recyclers: Some(recyclers),
+        enable_dynamic_provisioning: a.enable_dynamic_provisioning,
     };
     let wiring = pv_kube::start(client.clone(), &host, &opts);
     let elector = election.map(|cfg| {
@@ -322,20 +317,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse_like_upstream_flags() {
+    fn durations_parse_as_go_parses_them() {
         assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h2m3s4ms"), Ok(Duration::from_millis(3_723_004)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        // Go wants a unit on anything but 0.
+        assert!(parse_duration("3").is_err());
         assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("").is_err());
         assert!(parse_duration("5 parsecs").is_err());
     }
 
-    #[test]
-    fn feature_gates_must_be_name_equals_bool() {
-        assert_eq!(parse_feature_gates("A=true, B=false,"), Ok(vec![("A".into(), true), ("B".into(), false)]));
-        assert!(parse_feature_gates("A").is_err());
-        assert!(parse_feature_gates("A=yes").is_err());
-        assert_eq!(parse_feature_gates(""), Ok(vec![]));
-    }
 }

@@ -42,8 +42,9 @@ pub struct UpArgs {
     /// When the default port is taken, `up` starts without them and says so.
     #[arg(long, default_value = DEFAULT_METRICS_ADDR)]
     pub metrics_addr: String,
-    /// More verbose logs (repeat for more); `RUST_LOG` overrides.
-    #[arg(short, action = clap::ArgAction::Count)]
+    /// Log verbosity, klog style: `--v=2`, `-v=2`, or `-v`, `-vv`; `RUST_LOG` overrides.
+    #[arg(short = 'v', long = "v", value_name = "N", num_args = 0..=1, default_value = "0",
+          default_missing_value = "1", value_parser = super::parse_verbosity)]
     pub v: u8,
 }
 

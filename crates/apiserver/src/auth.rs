@@ -9,7 +9,6 @@
 //! because the port may change.
 
 use axum::http::{header, HeaderMap};
-use rand::RngCore;
 use std::io::Write;
 use std::path::Path;
 
@@ -53,7 +52,7 @@ pub fn authorized(h: &HeaderMap, token: &str) -> bool {
 /// A fresh random token (64 hex characters).
 pub fn new_token() -> String {
     let mut b = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut b);
+    rand::fill(&mut b);
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
@@ -137,7 +136,7 @@ mod tests {
     #[test]
     fn kubeconfig_parses_as_yaml_with_the_context_selected() {
         let k: serde_json::Value =
-            serde_norway::from_str(&kubeconfig("https://127.0.0.1:1", "t", Some("PEM"))).unwrap();
+            serde_saphyr::from_str(&kubeconfig("https://127.0.0.1:1", "t", Some("PEM"))).unwrap();
         assert_eq!(k["clusters"][0]["cluster"]["certificate-authority-data"], "UEVN");
         assert_eq!(k["current-context"], "pv-controller");
         assert_eq!(k["users"][0]["user"]["token"], "t");

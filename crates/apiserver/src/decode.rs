@@ -278,8 +278,15 @@ fn parse_json(body: &[u8]) -> Result<(Value, Vec<String>)> {
     Ok((v, dups))
 }
 
-fn parse_yaml(body: &[u8]) -> Result<Value> {
-    serde_norway::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))
+/// Parses a YAML body (one document) as kubectl's YAML library reads it (YAML 1.1 booleans,
+/// duplicate keys refused). The flow nesting was bounded before; the parser's own budget allows
+/// the same depth for block nesting.
+pub(crate) fn parse_yaml(body: &[u8]) -> Result<Value> {
+    let options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! { max_depth: 128 },
+    };
+    serde_saphyr::from_slice_with_options(body, options)
+        .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))
 }
 
 /// Builds a [`Value`] while recording the path of every key seen twice in one object.

@@ -15,10 +15,15 @@
 use crate::resources::{self, Served};
 use serde_json::{json, Map, Value};
 
+/// The Kubernetes minor version whose API the types pin (k8s-openapi's `v1_37` feature): what
+/// `/version` and the OpenAPI document report, so clients pick the right behaviour.
+pub const KUBERNETES_MINOR: u32 = 37;
+
 /// The version this server reports.
 pub fn version() -> Value {
     json!({
-        "major": "1", "minor": "33", "gitVersion": "v1.33.0+pv-controller",
+        "major": "1", "minor": KUBERNETES_MINOR.to_string(),
+        "gitVersion": format!("v1.{KUBERNETES_MINOR}.0+pv-controller"),
         "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
         "buildDate": "2025-01-01T00:00:00Z", "goVersion": "n/a", "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
@@ -136,6 +141,20 @@ pub fn openapi_v2_protobuf() -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_reported_version_is_the_one_the_api_types_pin() {
+        let manifest = include_str!("../../../Cargo.toml");
+        let feature = manifest
+            .lines()
+            .find(|l| l.starts_with("k8s-openapi ="))
+            .and_then(|l| l.split("\"v1_").nth(1))
+            .and_then(|r| r.split('"').next())
+            .expect("the k8s-openapi version feature in the workspace Cargo.toml");
+        let v = super::version();
+        assert_eq!(v["minor"], feature, "{v}");
+        assert_eq!(v["gitVersion"], format!("v1.{feature}.0+pv-controller"));
+    }
+
     use super::*;
 
     #[test]

@@ -271,9 +271,11 @@ mod tests {
         assert_eq!(c["metadata"]["resourceVersion"], "4");
     }
 
-    /// Measures start-up (open + load + build) at N objects and single-writer commits per
-    /// second. `PV_BENCH_N=100000 cargo test -p pv-apiserver --release startup -- --ignored
-    /// --nocapture` gives the figures quoted in the report.
+    /// Measures start-up (open + load + build) at N objects, and durable creates per second by
+    /// one writer, which waits for its own fsync each time (concurrent writers share one commit:
+    /// `concurrent_writers_are_group_committed_and_all_survive_a_reopen`).
+    /// `PV_BENCH_N=100000 cargo test -p pv-apiserver --release startup -- --ignored --nocapture`
+    /// prints both figures.
     #[test]
     #[ignore]
     fn startup_and_write_throughput_bench() {

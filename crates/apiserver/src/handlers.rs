@@ -20,7 +20,6 @@ use crate::tables::{self, IncludeObject};
 use crate::AppState;
 use axum::http::StatusCode;
 use pv_store::{FieldError, FieldErrorKind, ListOptions, StoreError};
-use rand::Rng;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -375,8 +374,7 @@ fn without_type_meta(mut obj: Value) -> Value {
 const NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 fn generated_name(prefix: &str) -> String {
-    let mut rng = rand::thread_rng();
-    let suffix: String = (0..5).map(|_| NAME_CHARS[rng.gen_range(0..NAME_CHARS.len())] as char).collect();
+    let suffix: String = (0..5).map(|_| NAME_CHARS[rand::random_range(0..NAME_CHARS.len())] as char).collect();
     format!("{prefix}{suffix}")
 }
 

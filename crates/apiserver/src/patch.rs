@@ -105,9 +105,7 @@ impl Schema {
 /// Parses a body as JSON, or YAML for apply patches.
 pub fn parse_body(kind: PatchKind, body: &[u8]) -> Result<Value> {
     if kind == PatchKind::Apply {
-        let v: Value =
-            serde_norway::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?;
-        return Ok(v);
+        return crate::decode::parse_yaml(body);
     }
     serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
 }

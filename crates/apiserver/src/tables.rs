@@ -3,7 +3,7 @@
 //! whatever columns come back; `-o wide` shows the priority-1 ones too).
 
 use crate::select::field_value as field;
-use chrono::{DateTime, Utc};
+use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 
 /// What each row carries besides its cells (`?includeObject=`).
@@ -34,8 +34,8 @@ pub fn wants_table(accept: &str) -> bool {
 }
 
 /// Kubernetes' short human duration (`5s`, `3m20s`, `2d4h`).
-pub fn human_duration(d: chrono::Duration) -> String {
-    let s = d.num_seconds();
+pub fn human_duration(d: SignedDuration) -> String {
+    let s = d.as_secs();
     if s < -1 {
         return "<invalid>".into();
     }
@@ -81,10 +81,10 @@ pub fn human_duration(d: chrono::Duration) -> String {
     }
 }
 
-fn age(obj: &Value, path: &str, now: DateTime<Utc>) -> String {
+fn age(obj: &Value, path: &str, now: Timestamp) -> String {
     let t = field(obj, path);
-    match DateTime::parse_from_rfc3339(&t) {
-        Ok(t) => human_duration(now - t.with_timezone(&Utc)),
+    match t.parse::<Timestamp>() {
+        Ok(t) => human_duration(now.duration_since(t)),
         Err(_) => "<unknown>".into(),
     }
 }
@@ -186,7 +186,7 @@ fn columns(kind: &str) -> Vec<Col> {
     }
 }
 
-fn event_time(o: &Value, now: DateTime<Utc>, first: bool) -> String {
+fn event_time(o: &Value, now: Timestamp, first: bool) -> String {
     let candidates: &[&str] = if first {
         &["firstTimestamp", "eventTime", "metadata.creationTimestamp"]
     } else {
@@ -195,7 +195,7 @@ fn event_time(o: &Value, now: DateTime<Utc>, first: bool) -> String {
     candidates.iter().find(|p| !field(o, p).is_empty()).map(|p| age(o, p, now)).unwrap_or_else(|| "<unknown>".into())
 }
 
-fn cells(kind: &str, o: &Value, now: DateTime<Utc>) -> Vec<Value> {
+fn cells(kind: &str, o: &Value, now: Timestamp) -> Vec<Value> {
     let f = |p: &str| field(o, p);
     let name = f("metadata.name");
     let age_s = age(o, "metadata.creationTimestamp", now);
@@ -323,7 +323,7 @@ pub fn table(
     inc: IncludeObject,
     continue_token: Option<&str>,
 ) -> Value {
-    let now = Utc::now();
+    let now = Timestamp::now();
     let defs: Vec<Value> = columns(kind)
         .into_iter()
         .map(|(name, ty, prio)| {
@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn human_durations_match_kubernetes() {
-        let d = chrono::Duration::seconds;
+        let d = SignedDuration::from_secs;
         assert_eq!(human_duration(d(5)), "5s");
         assert_eq!(human_duration(d(200)), "3m20s");
         assert_eq!(human_duration(d(3600 * 5 + 60)), "5h1m");

@@ -4,7 +4,7 @@
 //! the simulation driver advances it or when an operation sleeps — a simulated sleep advances the
 //! clock and returns at once, which is exact in a single-threaded deterministic run.
 
-use chrono::{DateTime, Utc};
+use jiff::{SignedDuration, Timestamp};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +17,7 @@ pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// The controller's view of time.
 pub trait Clock: Send + Sync {
     /// Current time.
-    fn now(&self) -> DateTime<Utc>;
+    fn now(&self) -> Timestamp;
     /// Milliseconds since an arbitrary origin, for timers and backoff.
     fn now_ms(&self) -> u64;
     /// Waits `d`.
@@ -38,8 +38,8 @@ impl SystemClock {
 }
 
 impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        Utc::now()
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
     }
     fn now_ms(&self) -> u64 {
         self.origin.elapsed().as_millis() as u64
@@ -52,13 +52,13 @@ impl Clock for SystemClock {
 /// Virtual time for simulations and tests.
 #[derive(Debug)]
 pub struct SimClock {
-    base: DateTime<Utc>,
+    base: Timestamp,
     offset_ms: AtomicU64,
 }
 
 impl SimClock {
     /// A virtual clock starting at `base`.
-    pub fn new(base: DateTime<Utc>) -> Arc<Self> {
+    pub fn new(base: Timestamp) -> Arc<Self> {
         Arc::new(SimClock { base, offset_ms: AtomicU64::new(0) })
     }
 
@@ -74,8 +74,8 @@ impl SimClock {
 }
 
 impl Clock for SimClock {
-    fn now(&self) -> DateTime<Utc> {
-        self.base + chrono::Duration::milliseconds(self.offset_ms.load(Ordering::SeqCst) as i64)
+    fn now(&self) -> Timestamp {
+        self.base.saturating_add(SignedDuration::from_millis(self.offset_ms.load(Ordering::SeqCst) as i64)).unwrap_or(self.base)
     }
     fn now_ms(&self) -> u64 {
         self.offset_ms.load(Ordering::SeqCst)

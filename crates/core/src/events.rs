@@ -318,7 +318,7 @@ impl Recorder {
     ) {
         let obj = obj.into();
         let key_message = message.into();
-        let now = Time(to_timestamp(self.clock.now()));
+        let now = Time(self.clock.now());
         let correlated = self.correlator.lock().unwrap().correlate(
             &obj,
             type_,
@@ -412,11 +412,6 @@ impl Recorder {
     }
 }
 
-/// Converts a clock time to the API's timestamp type.
-pub fn to_timestamp(t: chrono::DateTime<chrono::Utc>) -> k8s_openapi::jiff::Timestamp {
-    k8s_openapi::jiff::Timestamp::from_millisecond(t.timestamp_millis())
-        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
-}
 
 #[cfg(test)]
 mod tests {

@@ -172,7 +172,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_refused_while_running_is_followed_up_when_the_operation_ends() {
-        let ops = Operations::new(Mode::Deferred, SimClock::new(chrono::Utc::now()));
+        let ops = Operations::new(Mode::Deferred, SimClock::new(jiff::Timestamp::now()));
         let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let count = || {
             let c = calls.clone();
@@ -193,7 +193,7 @@ mod tests {
 
     #[tokio::test]
     async fn second_request_for_a_running_operation_starts_nothing() {
-        let ops = Operations::new(Mode::Deferred, SimClock::new(chrono::Utc::now()));
+        let ops = Operations::new(Mode::Deferred, SimClock::new(jiff::Timestamp::now()));
         assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::Started);
         assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::AlreadyRunning);
         assert!(ops.run_next().await);
@@ -204,7 +204,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_back_off_exponentially() {
-        let clock = SimClock::new(chrono::Utc::now());
+        let clock = SimClock::new(jiff::Timestamp::now());
         let ops = Operations::new(Mode::Deferred, clock.clone());
         ops.schedule("op".into(), fail(), nothing());
         ops.run_next().await;

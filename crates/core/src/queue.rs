@@ -284,7 +284,7 @@ mod tests {
     use crate::clock::SimClock;
 
     fn queue() -> (WorkQueue, Arc<SimClock>) {
-        let clock = SimClock::new(chrono::Utc::now());
+        let clock = SimClock::new(jiff::Timestamp::now());
         (WorkQueue::new("test", clock.clone()), clock)
     }
 

@@ -7,7 +7,6 @@
 //! index hold exactly what they would hold in production, and asking it what it would do writes
 //! nothing. The controller sits on an empty in-memory API that nothing ever writes to.
 
-use chrono::{DateTime, Utc};
 use pv_core::operations::Mode;
 use pv_core::{Config, Controller, ObjectEvent, PluginRegistry, SimClock};
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
@@ -105,8 +104,7 @@ impl Snapshot {
     /// A controller whose caches hold this snapshot, fed through its watch handlers in the order
     /// `simulate` lists kinds (classes, nodes, pods, volumes, claims). No sync ever runs.
     pub fn controller(&self, plugins: PluginRegistry) -> Arc<Controller> {
-        let epoch = DateTime::<Utc>::from_timestamp(0, 0).unwrap_or_default();
-        let clock = SimClock::new(epoch);
+        let clock = SimClock::new(jiff::Timestamp::UNIX_EPOCH);
         let api = Arc::new(MemApi::new(Arc::new(pv_store::Store::new())));
         let config = Config { operations: Mode::Deferred, ..Config::default() };
         let c = Controller::new(api, plugins, clock, config);

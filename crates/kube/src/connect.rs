@@ -64,11 +64,15 @@ pub struct ClientOptions {
     pub kubeconfig: Option<PathBuf>,
     /// `--context`; the kubeconfig's current context otherwise.
     pub context: Option<String>,
+    /// `--cluster`; the context's cluster otherwise.
+    pub cluster: Option<String>,
+    /// `--user`; the context's user otherwise.
+    pub user: Option<String>,
 }
 
 /// Loads the configuration as kubectl would.
 pub async fn load_config(opts: &ClientOptions) -> Result<Config, Error> {
-    let kco = KubeConfigOptions { context: opts.context.clone(), ..Default::default() };
+    let kco = KubeConfigOptions { context: opts.context.clone(), cluster: opts.cluster.clone(), user: opts.user.clone() };
     let mut config = if let Some(path) = &opts.kubeconfig {
         let shown = path.display().to_string();
         // Read the file here: kube's own read error quotes the path a second time.
@@ -79,7 +83,7 @@ pub async fn load_config(opts: &ClientOptions) -> Result<Config, Error> {
         Config::from_custom_kubeconfig(kc, &kco)
             .await
             .map_err(|e| Error::Kubeconfig { path: shown, message: e.to_string() })?
-    } else if opts.context.is_some() {
+    } else if opts.context.is_some() || opts.cluster.is_some() || opts.user.is_some() {
         Config::from_kubeconfig(&kco).await.map_err(|e| Error::Kubeconfig {
             path: std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config".into()),
             message: e.to_string(),

@@ -175,7 +175,7 @@ pub fn load_template(path: &Path) -> Result<Pod, TemplateError> {
     let text = std::fs::read_to_string(path).map_err(|source| TemplateError::Read { path: shown.clone(), source })?;
     let decode = |message: String| TemplateError::Decode { path: shown.clone(), message };
     let value: serde_json::Value =
-        serde_norway::from_str(&text).map_err(|e| decode(format!("not YAML or JSON: {e}")))?;
+        serde_saphyr::from_str(&text).map_err(|e| decode(format!("not YAML or JSON: {e}")))?;
     match value.get("kind").and_then(|k| k.as_str()) {
         Some("Pod") => {}
         Some(other) => return Err(decode(format!("kind: must be Pod, not {other:?}"))),

@@ -27,6 +27,9 @@ pub struct ControllerOptions {
     /// Recycle NFS and host-path volumes with recycler pods (`run`); without, host-path volumes
     /// under `hostpath_root` are recycled in-process and NFS volumes cannot be.
     pub pod_recyclers: Option<PodRecyclers>,
+    /// Provision for claims whose class names a provisioner (KCM's
+    /// `--enable-dynamic-provisioning`).
+    pub enable_dynamic_provisioning: bool,
 }
 
 impl Default for ControllerOptions {
@@ -36,6 +39,7 @@ impl Default for ControllerOptions {
             resync_period: Duration::from_secs(15),
             hostpath_root: None,
             pod_recyclers: None,
+            enable_dynamic_provisioning: true,
         }
     }
 }
@@ -55,7 +59,11 @@ pub struct Wiring {
 pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
     let requests = Arc::new(RequestCounts::new(host));
     let api = KubeApi::new(client.clone()).with_request_counts(requests.clone());
-    let config = Config { resync_period: opts.resync_period, ..Default::default() };
+    let config = Config {
+        resync_period: opts.resync_period,
+        enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
+        ..Default::default()
+    };
     let mut plugins = pv_plugins::registry(opts.hostpath_root.clone());
     if let Some(recyclers) = &opts.pod_recyclers {
         recyclers.register(&client, &mut plugins);

@@ -9,7 +9,7 @@
 
 use crate::input::InputObject;
 use crate::memapi::MemApi;
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use pv_core::operations::Mode;
 use pv_core::{Clock, Config, Controller, ObjectEvent, PluginRegistry, SimClock};
 use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, WatchEventType, Watcher};
@@ -104,11 +104,10 @@ pub struct Simulation {
 
 /// The start of virtual time: the latest timestamp in the input, else a fixed instant, so output
 /// is the same on every run.
-fn start_time(objects: &[InputObject]) -> DateTime<Utc> {
-    let mut latest: Option<DateTime<Utc>> = None;
+fn start_time(objects: &[InputObject]) -> Timestamp {
+    let mut latest: Option<Timestamp> = None;
     let mut visit = |s: &str| {
-        if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-            let t = t.with_timezone(&Utc);
+        if let Ok(t) = s.parse::<Timestamp>() {
             latest = Some(latest.map_or(t, |l| l.max(t)));
         }
     };
@@ -127,7 +126,7 @@ fn start_time(objects: &[InputObject]) -> DateTime<Utc> {
             }
         }
     }
-    latest.unwrap_or_else(|| DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().with_timezone(&Utc))
+    latest.unwrap_or_else(|| "2026-01-01T00:00:00Z".parse().expect("a valid timestamp"))
 }
 
 impl Simulation {
@@ -306,7 +305,7 @@ impl Simulation {
         match &mut self.watch_rng {
             Some((rng, spec)) => {
                 let p = p(spec);
-                p > 0.0 && rand::Rng::gen::<f64>(rng) < p
+                p > 0.0 && rand::RngExt::random::<f64>(rng) < p
             }
             None => false,
         }

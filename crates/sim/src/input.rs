@@ -6,7 +6,6 @@
 use pv_model::k8s::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_store::{validation, ResourceType};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
 
@@ -120,12 +119,14 @@ fn documents(text: &str) -> Result<Vec<Value>, InputError> {
         return Ok(out);
     }
     let mut out = Vec::new();
-    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
-        // Through the YAML value first: it refuses duplicate keys, as kubectl does.
-        let y =
-            serde_norway::Value::deserialize(doc).map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
-        let v = serde_json::to_value(&y).map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?;
-        out.push(v);
+    // Duplicate keys are refused, as kubectl does. A cluster dump may hold many thousands of
+    // objects: the parser's budget counts documents and nodes, so only aliases stay bounded.
+    let options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! { max_documents: usize::MAX, max_nodes: usize::MAX, max_events: usize::MAX },
+    };
+    let mut bytes = text.as_bytes();
+    for (i, doc) in serde_saphyr::read_with_options::<_, Value>(&mut bytes, options).enumerate() {
+        out.push(doc.map_err(|e| err(i + 1, None, None, format!("invalid YAML: {e}")))?);
     }
     Ok(out)
 }

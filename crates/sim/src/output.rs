@@ -32,202 +32,94 @@ pub fn output_list(store: &Store) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "items": objects})
 }
 
-/// Emits YAML with every string scalar double-quoted, so no reader (YAML 1.1 included) can take
-/// `yes`, `no`, `on` or `1e3` for anything but a string.
-pub fn to_yaml(v: &Value) -> String {
-    let mut out = String::new();
-    emit(v, 0, &mut out, false);
-    out
-}
-
-fn plain_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
-        && !matches!(
-            k.to_ascii_lowercase().as_str(),
-            "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "~"
-        )
-        && !k.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.')
-}
-
-/// True when YAML 1.1 (what kubectl's YAML library reads and writes) would take `s`, written
-/// plain, for something other than this string: a bool, null, number or timestamp, an indicator,
-/// or text that changes meaning (`: `, ` #`, surrounding spaces, line breaks).
-fn needs_quotes(s: &str) -> bool {
-    const SPECIAL: &[&str] =
-        &["y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", ".inf", "-.inf", "+.inf", ".nan"];
-    let Some(first) = s.chars().next() else {
-        return true;
-    };
-    if SPECIAL.contains(&s.to_ascii_lowercase().as_str()) {
-        return true;
-    }
-    if "-?:,[]{}#&*!|>'\"%@`".contains(first) || s.ends_with(':') || s.trim() != s {
-        return true;
-    }
-    if s.contains(": ") || s.contains(" #") || s.chars().any(|c| c.is_control()) {
-        return true;
-    }
-    // Numbers in any YAML 1.1 spelling (10, 1e3, 0x1f, 1_000, 1:20) and dates/timestamps.
-    let numeric = |c: char| c.is_ascii_hexdigit() || "._:+-xXoO".contains(c);
-    if (first.is_ascii_digit() || first == '+' || first == '.') && s.chars().all(numeric) {
-        return true;
-    }
-    let b = s.as_bytes();
-    b.len() >= 8 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
-}
-
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) if !needs_quotes(s) => s.clone(),
-        // A JSON string is a valid double-quoted YAML string.
-        Value::String(s) => serde_json::to_string(s).expect("string"),
-        other => other.to_string(),
-    }
-}
-
-fn emit(v: &Value, indent: usize, out: &mut String, in_list: bool) {
-    let pad = " ".repeat(indent);
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (i, (k, val)) in m.iter().enumerate() {
-                let key = if plain_key(k) { k.clone() } else { serde_json::to_string(k).expect("key") };
-                if !(in_list && i == 0) {
-                    out.push_str(&pad);
-                }
-                out.push_str(&key);
-                out.push(':');
-                match val {
-                    Value::Object(c) if !c.is_empty() => {
-                        out.push('\n');
-                        emit(val, indent + 2, out, false);
-                    }
-                    Value::Array(a) if !a.is_empty() => {
-                        out.push('\n');
-                        emit(val, indent, out, false);
-                    }
-                    _ => {
-                        out.push(' ');
-                        out.push_str(&inline(val));
-                        out.push('\n');
-                    }
-                }
-            }
-        }
-        Value::Array(a) if !a.is_empty() => {
-            for item in a {
-                out.push_str(&pad);
-                out.push_str("- ");
-                match item {
-                    Value::Object(c) if !c.is_empty() => emit(item, indent + 2, out, true),
-                    Value::Array(x) if !x.is_empty() => {
-                        out.push('\n');
-                        emit(item, indent + 2, out, false);
-                    }
-                    _ => {
-                        out.push_str(&inline(item));
-                        out.push('\n');
-                    }
-                }
-            }
-        }
-        other => {
-            out.push_str(&pad);
-            out.push_str(&inline(other));
-            out.push('\n');
-        }
-    }
-}
-
-fn inline(v: &Value) -> String {
-    match v {
-        Value::Object(m) if m.is_empty() => "{}".into(),
-        Value::Array(a) if a.is_empty() => "[]".into(),
-        other => scalar(other),
-    }
+/// YAML as kubectl prints it (`-o yaml`): keys sorted, list items at their key's indentation,
+/// strings that YAML 1.1 (kubectl's reader) would take for a bool, number, null or timestamp
+/// double-quoted (`"yes"`, `"10"`, `""`, `"2026-01-01T00:00:00Z"`), everything else plain where
+/// YAML allows it, multi-line strings as `|` blocks. Two spellings differ from kubectl's, both
+/// reading back as the same value: text that YAML syntax keeps from being plain (`a: b`,
+/// `*x`) is double-quoted where kubectl single-quotes it, and a one-line string longer than 80
+/// characters is a folded `>-` block where kubectl breaks it onto an indented next line.
+pub fn to_yaml<T: serde::Serialize>(v: &T) -> String {
+    serde_saphyr::to_string(v).expect("every JSON document has a YAML form")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// What `kubectl get pv pv-20g -o yaml` prints for this volume (kubectl 1.32, checked by
+    /// feeding it the same JSON).
+    const KUBECTL_PV: &str = r#"apiVersion: v1
+kind: PersistentVolume
+metadata:
+  annotations:
+    pv.kubernetes.io/bound-by-controller: "yes"
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  generation: 2
+  name: pv-20g
+  resourceVersion: "11"
+  uid: 3607ae47-5741-5418-9a99-a268a515a089
+spec:
+  accessModes:
+  - ReadWriteOnce
+  - ReadOnlyMany
+  capacity:
+    storage: 20Gi
+  claimRef:
+    apiVersion: v1
+    kind: PersistentVolumeClaim
+    name: reserved
+    namespace: data
+    resourceVersion: "7"
+    uid: ad4d936a-05ff-5eea-8404-0deb125ebde3
+  nfs:
+    path: /exports/b
+    server: nfs.example.com
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ""
+  volumeMode: Filesystem
+status:
+  lastPhaseTransitionTime: "2026-01-01T00:00:00Z"
+  phase: Bound
+"#;
+
     #[test]
-    fn plain_strings_are_printed_plain_as_kubectl_does() {
-        let v = json!({"metadata": {"name": "pv-5g", "creationTimestamp": "2026-01-01T00:00:00Z",
-            "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
-            "spec": {"capacity": {"storage": "5Gi"}, "storageClassName": "", "nfs": {"path": "/exports/a"},
-                     "accessModes": ["ReadWriteOnce"]},
-            "status": {"phase": "Bound"}, "message": "waiting for first consumer: a pod", "count": "10"});
-        let y = to_yaml(&v);
-        for plain in ["name: pv-5g", "storage: 5Gi", "path: /exports/a", "- ReadWriteOnce", "phase: Bound"] {
-            assert!(y.contains(plain), "{plain:?} in\n{y}");
+    fn a_volume_prints_exactly_as_kubectl_prints_it() {
+        let v: Value = serde_saphyr::from_str(KUBECTL_PV).unwrap();
+        // Built in another key order: the output sorts keys as kubectl does.
+        let mut shuffled = serde_json::Map::new();
+        for k in ["status", "spec", "metadata", "kind", "apiVersion"] {
+            shuffled.insert(k.into(), v[k].clone());
         }
-        for quoted in [
-            "creationTimestamp: \"2026-01-01T00:00:00Z\"",
-            "bind-completed: \"yes\"",
-            "storageClassName: \"\"",
-            "message: \"waiting for first consumer: a pod\"",
-            "count: \"10\"",
-        ] {
-            assert!(y.contains(quoted), "{quoted:?} in\n{y}");
-        }
-        let back: Value = serde_norway::from_str(&y).unwrap();
-        assert_eq!(back, v);
+        assert_eq!(to_yaml(&Value::Object(shuffled)), KUBECTL_PV);
     }
 
     #[test]
-    fn strings_that_yaml_would_read_as_something_else_are_quoted() {
+    fn strings_that_yaml_would_read_as_something_else_are_quoted_and_read_back() {
         for s in [
-            "",
-            "yes",
-            "No",
-            "true",
-            "null",
-            "~",
-            "1",
-            "1.5",
-            "1e3",
-            "0x1F",
-            "1_000",
-            "12:30",
-            ".inf",
-            "-x",
-            "a: b",
-            "a #b",
-            " a",
-            "a ",
-            "line\nbreak",
-            "*ref",
-            "&a",
-            "!tag",
-            "%x",
-            "@x",
-            "`x",
-            "{a}",
-            "[a]",
-            "'a'",
-            "\"a\"",
-            "a:",
-            "2026-01-01",
+            "", "yes", "No", "on", "true", "null", "~", "1", "1.5", "1e3", "0x1F", "1_000", "12:30", ".inf", "-x",
+            "a: b", "a #b", " a", "a ", "line\nbreak", "line\nbreak\n", "*ref", "&a", "!tag", "%x", "@x", "`x",
+            "{a}", "[a]", "'a'", "\"a\"", "a:", "2026-01-01",
         ] {
             let v = json!({"k": s, "l": [s]});
-            let back: Value = serde_norway::from_str(&to_yaml(&v)).unwrap_or_else(|e| panic!("{s:?}: {e}"));
-            assert_eq!(back, v, "{s:?} round-trips");
-            assert!(needs_quotes(s), "{s:?} is quoted");
+            let y = to_yaml(&v);
+            assert!(!y.contains(&format!("k: {s}\n")) || s.contains('\n'), "{s:?} is not plain:\n{y}");
+            let back: Value = serde_saphyr::from_str(&y).unwrap_or_else(|e| panic!("{s:?}: {e}"));
+            assert_eq!(back, v, "{s:?} round-trips through\n{y}");
         }
         for s in ["pv-1", "5Gi", "/tmp/x", "kubernetes.io/host-path", "Bound", "a b", "x=y", "1Gi", "v1"] {
-            assert!(!needs_quotes(s), "{s:?} is plain");
-            let back: Value = serde_norway::from_str(&to_yaml(&json!({"k": s}))).unwrap();
-            assert_eq!(back, json!({"k": s}), "{s:?} round-trips");
+            assert_eq!(to_yaml(&json!({"k": s})), format!("k: {s}\n"), "{s:?} is plain");
         }
     }
 
     #[test]
-    fn yaml_round_trips_and_quotes_ambiguous_strings() {
-        let v = json!({"a": "yes", "b": [1, {"c": "on", "d": []}, [true, null]], "e": {}, "f": {"g": "1e3"}, "yes": 1});
+    fn long_and_multi_line_strings_and_empty_collections_read_back() {
+        let long = "Successfully provisioned volume pvc-59b96b5f-38c3-5150-9b4d-a06ceedff3b0 using kubernetes.io/host-path";
+        let v = json!({"message": long, "script": "a\nb\n", "e": {}, "l": [], "n": null, "b": [1, {"c": "on", "d": []}, [true, null]]});
         let y = to_yaml(&v);
-        assert!(y.contains("a: \"yes\""), "{y}");
-        let back: Value = serde_norway::from_str(&y).unwrap();
+        assert!(y.contains("e: {}\n") && y.contains("l: []\n") && y.contains("n: null\n"), "{y}");
+        assert!(y.contains("script: |\n  a\n  b\n"), "{y}");
+        let back: Value = serde_saphyr::from_str(&y).unwrap();
         assert_eq!(back, v);
     }
 }

@@ -151,7 +151,7 @@ pub fn fixture_files() -> Vec<std::path::PathBuf> {
 /// Reads one fixture.
 pub fn load_fixture(path: &Path) -> Result<Scenario, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    serde_norway::from_str(&text).map_err(|e| format!("bad fixture: {e}"))
+    serde_saphyr::from_str(&text).map_err(|e| format!("bad fixture: {e}"))
 }
 
 /// Prepares the host-path root and parses the input of a scenario.

@@ -120,7 +120,7 @@ fn a_failed_hand_off_to_an_external_provisioner_is_a_provisioning_failed_event_a
     let store = Arc::new(Store::new());
     let api = Arc::new(RefusingClaims(MemApi::new(store.clone())));
     let config = Config { operations: Mode::Deferred, ..Config::default() };
-    let c = Controller::new(api, pv_core::PluginRegistry::new(), SimClock::new(chrono::Utc::now()), config);
+    let c = Controller::new(api, pv_core::PluginRegistry::new(), SimClock::new(jiff::Timestamp::now()), config);
     let docs = load_documents(&format!("{CLASS}---\n{CLAIM}")).unwrap();
     let class: StorageClass = serde_json::from_value(docs[0].value.clone()).unwrap();
     let claim: PersistentVolumeClaim = serde_json::from_value(docs[1].value.clone()).unwrap();

@@ -38,7 +38,7 @@ fn every_scenario_converges_to_its_expected_state_with_and_without_faults() {
             continue;
         }
         let text = std::fs::read_to_string(f).unwrap();
-        let s: Scenario = match serde_norway::from_str(&text) {
+        let s: Scenario = match serde_saphyr::from_str(&text) {
             Ok(s) => s,
             Err(e) => {
                 failures.push(format!("{fname}: bad fixture: {e}"));

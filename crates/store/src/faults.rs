@@ -5,7 +5,7 @@
 
 use crate::error::StoreError;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 /// One kind of injected fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,7 +100,7 @@ impl FaultInjector {
         if self.spec.total() == 0.0 {
             return None;
         }
-        let x: f64 = self.rng.gen();
+        let x: f64 = self.rng.random();
         let s = &self.spec;
         let kind = if x < s.conflict {
             FaultKind::Conflict

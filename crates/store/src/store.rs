@@ -7,7 +7,7 @@ use crate::kinds::ResourceType;
 use crate::validation;
 use crate::watch::{self, History, Refused, StoreLimits, Watcher};
 use crate::Result;
-use chrono::{DateTime, SecondsFormat, Utc};
+use jiff::Timestamp;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -243,15 +243,15 @@ pub struct Store {
     durable_cv: std::sync::Condvar,
     faults: Mutex<Option<FaultInjector>>,
     past_faults: Mutex<[u64; 4]>,
-    now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
+    now: Box<dyn Fn() -> Timestamp + Send + Sync>,
     uid_mode: UidMode,
     limits: StoreLimits,
     admission: Admission,
 }
 
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
-pub fn format_time(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+pub fn format_time(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -1020,7 +1020,7 @@ impl Default for Store {
 pub struct StoreBuilder {
     backend: Option<Box<dyn Backend>>,
     snapshot: Snapshot,
-    now: Box<dyn Fn() -> DateTime<Utc> + Send + Sync>,
+    now: Box<dyn Fn() -> Timestamp + Send + Sync>,
     uid_mode: UidMode,
     limits: StoreLimits,
     admission: Admission,
@@ -1031,7 +1031,7 @@ impl Default for StoreBuilder {
         StoreBuilder {
             backend: None,
             snapshot: Snapshot::default(),
-            now: Box::new(Utc::now),
+            now: Box::new(Timestamp::now),
             uid_mode: UidMode::Random,
             limits: StoreLimits::default(),
             admission: Admission::none(),
@@ -1048,7 +1048,7 @@ impl StoreBuilder {
     }
 
     /// Uses this clock for timestamps.
-    pub fn clock(mut self, now: impl Fn() -> DateTime<Utc> + Send + Sync + 'static) -> Self {
+    pub fn clock(mut self, now: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
         self.now = Box::new(now);
         self
     }

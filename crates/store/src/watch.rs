@@ -18,7 +18,7 @@
 //! `open_store`).
 
 use crate::store::WatchEvent;
-use chrono::{DateTime, Utc};
+use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -171,7 +171,7 @@ pub(crate) fn channel(limits: &StoreLimits, replay: VecDeque<WatchEvent>) -> (Se
 /// The changes a watch can still be resumed from.
 #[derive(Default)]
 pub(crate) struct History {
-    kept: VecDeque<(Option<DateTime<Utc>>, WatchEvent)>,
+    kept: VecDeque<(Option<Timestamp>, WatchEvent)>,
     bytes: usize,
     /// Events at or below this version are no longer kept.
     compacted: u64,
@@ -189,16 +189,16 @@ impl History {
     }
 
     /// Keeps `ev` (made at `now`), then forgets the oldest changes beyond the limits.
-    pub(crate) fn push(&mut self, ev: WatchEvent, now: Option<DateTime<Utc>>, limits: &StoreLimits) {
+    pub(crate) fn push(&mut self, ev: WatchEvent, now: Option<Timestamp>, limits: &StoreLimits) {
         self.bytes += ev.size;
         self.kept.push_back((now, ev));
         self.trim(now, limits);
     }
 
     /// Forgets the oldest changes beyond the limits (age measured at `now`).
-    pub(crate) fn trim(&mut self, now: Option<DateTime<Utc>>, limits: &StoreLimits) {
-        let too_old = |at: Option<DateTime<Utc>>| match (limits.history_age, at, now) {
-            (Some(age), Some(at), Some(now)) => (now - at).to_std().is_ok_and(|d| d > age),
+    pub(crate) fn trim(&mut self, now: Option<Timestamp>, limits: &StoreLimits) {
+        let too_old = |at: Option<Timestamp>| match (limits.history_age, at, now) {
+            (Some(age), Some(at), Some(now)) => Duration::try_from(now.duration_since(at)).is_ok_and(|d| d > age),
             _ => false,
         };
         while let Some((at, front)) = self.kept.front() {
@@ -253,14 +253,14 @@ mod tests {
         let limits =
             StoreLimits { history_bytes: Some(100), history_age: Some(Duration::from_secs(60)), ..Default::default() };
         let mut h = History::starting_at(0);
-        let t0 = DateTime::<Utc>::UNIX_EPOCH;
+        let t0 = Timestamp::UNIX_EPOCH;
         for rv in 1..=5 {
             h.push(ev(rv, 40), Some(t0), &limits);
         }
         // 5 x 40 bytes > 100: only the newest two fit.
         assert_eq!(h.compacted(), 3);
         assert_eq!(h.since(0, "persistentvolumes", None).len(), 2);
-        h.trim(Some(t0 + chrono::Duration::seconds(61)), &limits);
+        h.trim(Some(t0 + jiff::SignedDuration::from_secs(61)), &limits);
         assert_eq!(h.compacted(), 5);
         assert!(h.since(0, "persistentvolumes", None).is_empty());
     }

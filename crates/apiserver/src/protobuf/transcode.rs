@@ -18,7 +18,7 @@
 use super::schema::{schema, Field};
 use super::wire::{self, put_key, put_len, put_varint_field, Raw, WireError};
 use base64::Engine;
-use chrono::{DateTime, SecondsFormat, Utc};
+use jiff::Timestamp;
 use serde_json::{Map, Number, Value};
 
 const TIME: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.Time";
@@ -234,10 +234,9 @@ fn message_value(ty: &str, b: &[u8], path: &str) -> Result<Value, Error> {
             }
             let f = wire::fields(b).map_err(wire_err(path))?;
             let (secs, nanos) = (varint_of(&f, 1) as i64, varint_of(&f, 2) as i32);
-            let t = DateTime::<Utc>::from_timestamp(secs, nanos.clamp(0, 999_999_999) as u32)
-                .ok_or_else(|| err(path, "time out of range"))?;
-            let format = if ty == TIME { SecondsFormat::Secs } else { SecondsFormat::Micros };
-            Value::String(t.to_rfc3339_opts(format, true))
+            let t = Timestamp::new(secs, nanos.clamp(0, 999_999_999)).map_err(|_| err(path, "time out of range"))?;
+            let format = if ty == TIME { "%Y-%m-%dT%H:%M:%SZ" } else { "%Y-%m-%dT%H:%M:%S%.6fZ" };
+            Value::String(t.strftime(format).to_string())
         }
         QUANTITY => {
             let s = text_of(&wire::fields(b).map_err(wire_err(path))?, 1, path)?;
@@ -359,11 +358,11 @@ fn message_bytes(ty: &str, v: Option<&Value>, path: &str, out: &mut Vec<u8>) -> 
         TIME | MICRO_TIME => {
             let Some(v) = v else { return Ok(()) };
             let s = v.as_str().ok_or_else(|| want("an RFC 3339 time"))?;
-            let t = DateTime::parse_from_rfc3339(s).map_err(|e| err(path, format!("invalid time {s:?}: {e}")))?;
+            let t: Timestamp = s.parse().map_err(|e| err(path, format!("invalid time {s:?}: {e}")))?;
             // Time carries whole seconds (its JSON has no more); MicroTime microseconds.
-            let nanos = if ty == TIME { 0 } else { t.timestamp_subsec_micros() * 1000 };
-            put_varint_field(out, 1, t.timestamp() as u64);
-            put_varint_field(out, 2, u64::from(nanos));
+            let nanos = if ty == TIME { 0 } else { t.subsec_microsecond() * 1000 };
+            put_varint_field(out, 1, t.as_second() as u64);
+            put_varint_field(out, 2, nanos as u64);
         }
         QUANTITY => {
             let s = match v {

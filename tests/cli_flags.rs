@@ -1,0 +1,113 @@
+//! The command line as kubectl and kube-controller-manager users type it: klog's `--v=N`, KCM's
+//! flag names, Go durations, KCM's feature-gate checks, and the generated completion script and
+//! manual page. Every case runs the built binary.
+
+use std::process::{Command, Output};
+
+fn pv_controller(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Exit 1 with one `error:` line containing `needle`.
+fn assert_user_error(o: &Output, needle: &str) {
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "stderr: {e}");
+    assert!(e.contains(needle), "{needle:?} not in {e:?}");
+}
+
+#[test]
+fn klog_verbosity_and_kcm_flag_names_parse() {
+    for args in [
+        &["run", "--v=2", "--leader-elect-resource-namespace", "kube-system", "--help"][..],
+        &["run", "-v=2", "--help"],
+        &["run", "--v", "3", "--help"],
+        &["run", "-vv", "--help"],
+        &[
+            "run",
+            "--pvclaimbinder-sync-period=1m30s",
+            "--leader-elect-lease-duration",
+            "1m",
+            "--logging-format=json",
+            "--enable-dynamic-provisioning=false",
+            "--enable-hostpath-provisioner",
+            "--cluster",
+            "c",
+            "--user",
+            "u",
+            "--context",
+            "x",
+            "--help",
+        ],
+        &["up", "--v=2", "--help"],
+        &["explain", "--cluster", "c", "--user", "u", "--help"],
+    ] {
+        let o = pv_controller(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        assert!(text(&o.stdout).contains("Usage:"), "{args:?}");
+    }
+    let help = text(&pv_controller(&["run", "--help"]).stdout);
+    for alias in ["pvclaimbinder-sync-period", "leader-elect-resource-namespace", "logging-format"] {
+        assert!(help.contains(alias), "run --help names {alias}:\n{help}");
+    }
+}
+
+#[test]
+fn bad_verbosity_and_durations_are_refused_as_go_refuses_them() {
+    assert_user_error(&pv_controller(&["run", "--v=loud"]), "invalid verbosity");
+    // Go's time.ParseDuration wants a unit.
+    assert_user_error(&pv_controller(&["run", "--pvclaimbinder-sync-period", "90"]), "invalid duration");
+    assert_user_error(&pv_controller(&["run", "--resync-period", "0s"]), "must be positive");
+}
+
+#[test]
+fn unknown_or_locked_feature_gates_stop_the_start_as_in_kcm() {
+    // Checked before any connection is tried: the kubeconfig does not exist.
+    let run = |gates: &str| pv_controller(&["run", "--kubeconfig", "/nonexistent/kubeconfig", "--feature-gates", gates]);
+    assert_user_error(&run("NoSuchGate=true"), "unrecognized feature gate: NoSuchGate");
+    assert_user_error(
+        &run("VolumeAttributesClass=false"),
+        "cannot set feature gate VolumeAttributesClass to false, feature is locked to true",
+    );
+    // A known gate passes the check; the start then fails on the kubeconfig instead.
+    let o = run("VolumeAttributesClass=true,AllowServiceExternalIPs=false");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!text(&o.stderr).contains("feature gate"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("/nonexistent/kubeconfig"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn completion_prints_a_script_for_each_shell() {
+    let o = pv_controller(&["completion", "bash"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let script = text(&o.stdout);
+    assert!(script.contains("complete -F _pv-controller"), "{script}");
+    assert!(script.contains("--leader-elect-resource-namespace"), "flags of run are completed");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = pv_controller(&["completion", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", text(&o.stderr));
+        assert!(!o.stdout.is_empty(), "{shell}");
+    }
+    assert_user_error(&pv_controller(&["completion", "tcsh"]), "invalid value");
+}
+
+#[test]
+fn man_prints_the_manual_page_of_the_program_or_a_subcommand() {
+    let o = pv_controller(&["man"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let page = text(&o.stdout);
+    assert!(page.starts_with(".ie") || page.contains(".TH pv-controller 1"), "{page}");
+    assert!(page.contains(".TH pv-controller 1"), "{page}");
+    let run = text(&pv_controller(&["man", "run"]).stdout);
+    assert!(run.contains(".TH pv-controller-run 1"), "{run}");
+    assert!(run.contains("leader\\-elect\\-resource\\-namespace") || run.contains("leader-elect-resource-namespace"), "{run}");
+    assert_user_error(&pv_controller(&["man", "nosuch"]), "no subcommand \"nosuch\"");
+}
