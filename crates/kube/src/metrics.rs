@@ -393,6 +393,11 @@ mod tests {
             "spec": {"storageClassName": "fast"}, "status": {"phase": "Pending"}}))
         .unwrap();
         c.on_claim(ObjectEvent::Applied(claim));
+        let bound: PersistentVolumeClaim = serde_json::from_value(json!({"metadata": {"name": "b", "namespace": "ns",
+            "resourceVersion": "1"}, "spec": {"storageClassName": "fast", "volumeName": "local"},
+            "status": {"phase": "Bound"}}))
+        .unwrap();
+        c.on_claim(ObjectEvent::Applied(bound));
         c.metrics.operation_started("ns/c", "example.com/ext", pv_core::metrics::PROVISION, 0);
         c.metrics.operation_finished("ns/c", 0, true);
         c.metrics.operation_finished("ns/c", 2_000, false);
@@ -445,7 +450,7 @@ mod tests {
             "storage_operation_duration_seconds_count{migrated=\"false\",operation_name=\"volume_delete\",status=\"success\",volume_plugin=\"kubernetes.io/host-path\"} 1\n",
             "retroactive_storageclass_total 1\n",
             "workqueue_depth{name=\"volumes\"} 4\n",
-            "workqueue_depth{name=\"claims\"} 1\n",
+            "workqueue_depth{name=\"claims\"} 2\n",
         ] {
             assert!(text.contains(sample), "{sample}not in:\n{text}");
         }
