@@ -89,7 +89,11 @@ pub struct Lists {
 
 async fn list<K>(api: Api<K>) -> anyhow::Result<Vec<Value>>
 where
-    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + k8s_openapi::serde::Serialize + std::fmt::Debug,
+    K: kube::Resource
+        + Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + k8s_openapi::serde::Serialize
+        + std::fmt::Debug,
 {
     let items = tokio::time::timeout(Duration::from_secs(20), api.list(&ListParams::default())).await??;
     Ok(items.items.iter().map(|o| serde_json::to_value(o).unwrap_or_default()).collect())
@@ -200,7 +204,13 @@ impl Checker {
             .iter()
             .filter(|c| s(&c["status"]["phase"]) == "Lost")
             .filter(|c| !deleted.contains(s(&c["spec"]["volumeName"])))
-            .map(|c| format!("claim {} is Lost, but the user never deleted its volume {:?}", key(c), s(&c["spec"]["volumeName"])))
+            .map(|c| {
+                format!(
+                    "claim {} is Lost, but the user never deleted its volume {:?}",
+                    key(c),
+                    s(&c["spec"]["volumeName"])
+                )
+            })
             .collect()
     }
 
@@ -275,7 +285,9 @@ impl Checker {
             let still = c.metadata.uid.as_deref() == Some(uid.as_str())
                 && c.spec.as_ref().and_then(|s| s.volume_name.as_deref()) == Some(vol.as_str());
             if still {
-                out.push(format!("volume {vol} was deleted or recycled while claim {claim} (uid {uid}) is bound to it"));
+                out.push(format!(
+                    "volume {vol} was deleted or recycled while claim {claim} (uid {uid}) is bound to it"
+                ));
             } else {
                 self.marked.remove(&uid);
             }

@@ -169,12 +169,9 @@ async fn rig_real(a: &Args) -> anyhow::Result<Rig> {
         .args(["--kcm", "*,-persistentvolume-binder-controller"])
         .output()?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    anyhow::ensure!(
-        out.status.success(),
-        "real-cluster.sh up failed:\n{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let server = text.lines().find_map(|l| l.strip_prefix("server: ")).ok_or_else(|| anyhow::anyhow!("no server line"))?;
+    anyhow::ensure!(out.status.success(), "real-cluster.sh up failed:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+    let server =
+        text.lines().find_map(|l| l.strip_prefix("server: ")).ok_or_else(|| anyhow::anyhow!("no server line"))?;
     let upstream: SocketAddr = server.trim_start_matches("https://").parse()?;
     let proxy = Proxy::start(upstream).await?;
     let kubeconfig = cluster.join("kubeconfig");
@@ -207,7 +204,11 @@ async fn rig_real(a: &Args) -> anyhow::Result<Rig> {
         procs.push(p);
     }
     let logs = cluster.join("logs");
-    procs.push(Proc::adopt("kube-apiserver", &cluster.join("pids/kube-apiserver.pid"), logs.join("kube-apiserver.log"))?);
+    procs.push(Proc::adopt(
+        "kube-apiserver",
+        &cluster.join("pids/kube-apiserver.pid"),
+        logs.join("kube-apiserver.log"),
+    )?);
     Ok(Rig {
         apiserver: Some(procs.len() - 1),
         procs,
@@ -238,7 +239,9 @@ impl FaultCounts {
 
 fn leader(rig: &Rig, metrics: &HashMap<usize, String>) -> Option<usize> {
     rig.controllers.iter().map(|(i, _)| *i).find(|i| {
-        metrics.get(i).is_some_and(|m| m.lines().any(|l| l == "leader_election_master_status{name=\"pv-controller\"} 1"))
+        metrics
+            .get(i)
+            .is_some_and(|m| m.lines().any(|l| l == "leader_election_master_status{name=\"pv-controller\"} 1"))
     })
 }
 
@@ -466,7 +469,8 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
         tokio::spawn(async move {
             let mut rng = SmallRng::seed_from_u64(seed);
             while !stop.load(Ordering::Relaxed) {
-                churn.step(&mut rng).await;
+                // A paused or dead server must not hold the churn (or the end of the run).
+                let _ = tokio::time::timeout(Duration::from_secs(10), churn.step(&mut rng)).await;
                 tokio::time::sleep(Duration::from_millis(rng.gen_range(100..300))).await;
             }
         })
@@ -518,7 +522,8 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
 
     // --- quiescence ----------------------------------------------------------------------------
     stop.store(true, Ordering::Relaxed);
-    let _ = churn_task.await;
+    // Not awaited: a step may wait for a paused server that only the supervisor below resumes.
+    churn_task.abort();
     fault_task.abort();
     let quiet = Instant::now();
     {
@@ -601,7 +606,8 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
         // Judged only on a long window: memory that keeps growing, or descriptors that leak.
         if ours && t.window_s >= 300.0 {
             if t.rss_growth_mib > (0.10 * t.rss_mean_mib).max(16.0) {
-                violations.push(format!("{}#{}: RSS grew {:+.1} MiB in {:.0} s", k.0, k.1, t.rss_growth_mib, t.window_s));
+                violations
+                    .push(format!("{}#{}: RSS grew {:+.1} MiB in {:.0} s", k.0, k.1, t.rss_growth_mib, t.window_s));
             }
             if t.fds_per_h * t.window_s / 3600.0 > 20.0 {
                 violations.push(format!("{}#{}: descriptors grew {}→{}", k.0, k.1, t.fds.0, t.fds.1));
@@ -648,11 +654,16 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
         cc.rounds, cc.invariant_checks, cc.cache_checks, cc.cache_equal, CACHE_GRACE.as_secs(), cc.marker_checks, cc.ack_checks
     );
     match bound_after {
-        Some(d) => println!("quiescence: every claim that can bind Bound {:.1} s after the churn stopped", d.as_secs_f64()),
+        Some(d) => {
+            println!("quiescence: every claim that can bind Bound {:.1} s after the churn stopped", d.as_secs_f64())
+        }
         None => println!("quiescence: claims still unbound after {} s", BIND_BOUND.as_secs()),
     }
     match held_after {
-        Some(d) => println!("final checks (invariants, caches equal to the API with resourceVersions): held after {:.1} s", d.as_secs_f64()),
+        Some(d) => println!(
+            "final checks (invariants, caches equal to the API with resourceVersions): held after {:.1} s",
+            d.as_secs_f64()
+        ),
         None => println!("final checks: did not hold within 60 s"),
     }
     let total = violations.len() + checker.violations.len();

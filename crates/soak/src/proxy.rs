@@ -152,7 +152,8 @@ impl Proxy {
     /// then after `for_` resets it or lets it go on. Returns false when none is open.
     pub fn stall(&self, pick: usize, for_: Duration, then_reset: bool) -> bool {
         let open = self.open();
-        let long: Vec<u64> = open.iter().filter(|(_, age)| *age >= Duration::from_secs(10)).map(|(id, _)| *id).collect();
+        let long: Vec<u64> =
+            open.iter().filter(|(_, age)| *age >= Duration::from_secs(10)).map(|(id, _)| *id).collect();
         let pool: Vec<u64> = if long.is_empty() { open.iter().map(|(id, _)| *id).collect() } else { long };
         if pool.is_empty() {
             return false;
