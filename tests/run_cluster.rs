@@ -439,3 +439,33 @@ async fn provisioned_claims_created_and_deleted_leave_metrics_equal_to_the_api()
     assert!(settled, "1 PV and 1 PVC exist; the controller counts:\n{}\nlog:\n{}", counts.join("\n"), r.logs());
     server.shutdown().await.unwrap();
 }
+
+/// `/debug/caches` lists every volume and claim the controller caches with the
+/// resourceVersion it holds: after binding they are the API server's objects and versions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debug_caches_lists_the_cached_objects_with_their_resource_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    create_pair(&c, "pv-1", "claim-1").await;
+    let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), &[]);
+    assert!(wait_bound(&c, "claim-1", "pv-1", Duration::from_secs(30)).await, "controller log:\n{}", r.logs());
+    let api_rvs = || async {
+        let pv = Api::<PersistentVolume>::all(c.clone()).get("pv-1").await.unwrap();
+        let pvc = Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default").get("claim-1").await.unwrap();
+        serde_json::json!({
+            "volumes": {"pv-1": pv.metadata.resource_version},
+            "claims": {"default/claim-1": pvc.metadata.resource_version},
+        })
+    };
+    let (mut same, mut last) = (false, String::new());
+    let start = Instant::now();
+    while !same && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let Some((200, body)) = http_get(r.metrics, "/debug/caches").await else { continue };
+        same = serde_json::from_str::<serde_json::Value>(&body).ok() == Some(api_rvs().await);
+        last = body;
+    }
+    assert!(same, "/debug/caches: {last}\nAPI: {}", api_rvs().await);
+    server.shutdown().await.unwrap();
+}

@@ -1,4 +1,5 @@
-//! The metrics and health endpoints: `/metrics`, `/healthz`, `/readyz`.
+//! The metrics and health endpoints: `/metrics`, `/healthz`, `/readyz`, and the read-only
+//! `/debug/caches`.
 //!
 //! Why separate liveness from readiness: a standby replica is alive (the kubelet must not kill
 //! it) but, until its caches are synced and it knows who leads, it cannot take over at once —
@@ -70,6 +71,26 @@ async fn metrics(State(h): State<Health>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
 }
 
+/// `/debug/caches`: every volume and claim the controller caches, with the resourceVersion it
+/// holds (`{"volumes": {"NAME": "RV"}, "claims": {"NS/NAME": "RV"}}`), so a test can compare
+/// the caches with a fresh list from the API server. Reads only.
+async fn debug_caches(State(h): State<Health>) -> impl IntoResponse {
+    let c = &h.controller;
+    let rv = |m: &pv_model::k8s::ObjectMeta| serde_json::Value::from(m.resource_version.clone().unwrap_or_default());
+    let volumes: serde_json::Map<String, serde_json::Value> = c
+        .cached_volume_names()
+        .into_iter()
+        .filter_map(|n| c.volume(&n).map(|v| (n, rv(&v.metadata))))
+        .collect();
+    let claims: serde_json::Map<String, serde_json::Value> = c
+        .cached_claim_keys()
+        .into_iter()
+        .filter_map(|k| c.claim(&k).map(|v| (k, rv(&v.metadata))))
+        .collect();
+    let body = serde_json::json!({ "volumes": volumes, "claims": claims }).to_string();
+    ([(header::CONTENT_TYPE, "application/json")], body)
+}
+
 async fn healthz() -> &'static str {
     "ok"
 }
@@ -112,6 +133,7 @@ fn router(health: Health) -> Router {
         .route("/healthz", get(healthz))
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/debug/caches", get(debug_caches))
         .with_state(health)
 }
 

@@ -21,19 +21,33 @@ fn s(v: &Value) -> &str {
 /// - every directory under the host-path root belongs to a PV (or to `allowed`), unless an event
 ///   mentions it.
 pub fn check(store: &Store, root: Option<&Path>, allowed: &BTreeSet<String>) -> Vec<String> {
+    let list = |resource: &str| -> Vec<Value> {
+        let (items, _) = store.list(resource, &Default::default()).unwrap();
+        items.iter().map(|o| (**o).clone()).collect()
+    };
+    let (pvs, pvcs, events) = (list("persistentvolumes"), list("persistentvolumeclaims"), list("events"));
+    check_objects(&pvs, &pvcs, &events, root, allowed)
+}
+
+/// [`check`] over objects listed from any API server (a live cluster, as the soak runner reads
+/// it): volumes, claims and events as JSON.
+pub fn check_objects(
+    pvs: &[Value],
+    pvcs: &[Value],
+    events: &[Value],
+    root: Option<&Path>,
+    allowed: &BTreeSet<String>,
+) -> Vec<String> {
     let mut errs = Vec::new();
-    let (pvs, _) = store.list("persistentvolumes", &Default::default()).unwrap();
-    let (pvcs, _) = store.list("persistentvolumeclaims", &Default::default()).unwrap();
-    let (events, _) = store.list("events", &Default::default()).unwrap();
-    let by_name: HashMap<&str, &Value> = pvs.iter().map(|p| (s(&p["metadata"]["name"]), &**p)).collect();
+    let by_name: HashMap<&str, &Value> = pvs.iter().map(|p| (s(&p["metadata"]["name"]), p)).collect();
     let mut bound_by_uid: HashMap<&str, Vec<&str>> = HashMap::new();
-    for p in &pvs {
+    for p in pvs {
         let uid = s(&p["spec"]["claimRef"]["uid"]);
         if !uid.is_empty() && s(&p["status"]["phase"]) == "Bound" {
             bound_by_uid.entry(uid).or_default().push(s(&p["metadata"]["name"]));
         }
     }
-    for c in &pvcs {
+    for c in pvcs {
         let key = format!("{}/{}", s(&c["metadata"]["namespace"]), s(&c["metadata"]["name"]));
         let uid = s(&c["metadata"]["uid"]);
         if let Some(v) = bound_by_uid.get(uid) {

@@ -1,0 +1,2 @@
+	app=a,tier in (b,c)
+metadata.name=fz

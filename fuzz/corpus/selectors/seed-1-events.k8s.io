@@ -1,0 +1,2 @@
+	!x,app!=b
+metadata.namespace!=default

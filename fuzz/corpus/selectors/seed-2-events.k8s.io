@@ -1,0 +1,2 @@
+	x.example.com/y,app notin (z)
+spec.nodeName=

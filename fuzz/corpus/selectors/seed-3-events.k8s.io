@@ -1,0 +1,2 @@
+	
+involvedObject.kind=Pod,reason=R,type==Normal

@@ -1,0 +1,2 @@
+	a==b
+status.phase=Running

@@ -1,0 +1,2 @@
+	app in (a),tier
+source=x
