@@ -31,7 +31,7 @@ fn json(reply: Reply) -> Response {
 /// are JSON or YAML).
 fn encoded(reply: Reply, format: Format) -> Result<Response> {
     if format.yaml {
-        let body = serde_norway::to_string(&reply.1)
+        let body = serde_saphyr::to_string(&reply.1)
             .map_err(|e| ApiError::Store(StoreError::Internal(format!("encoding YAML: {e}"))))?;
         return Ok((reply.0, [(header::CONTENT_TYPE, "application/yaml")], body).into_response());
     }
