@@ -1,2 +1,0 @@
-	app=a,tier in (b,c)
-metadata.name=fz

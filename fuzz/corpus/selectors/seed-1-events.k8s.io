@@ -1,2 +1,0 @@
-	!x,app!=b
-metadata.namespace!=default

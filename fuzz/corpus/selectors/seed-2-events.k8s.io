@@ -1,2 +1,0 @@
-	x.example.com/y,app notin (z)
-spec.nodeName=

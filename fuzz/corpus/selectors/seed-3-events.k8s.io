@@ -1,2 +1,0 @@
-	
-involvedObject.kind=Pod,reason=R,type==Normal

@@ -1,2 +1,0 @@
-	a==b
-status.phase=Running

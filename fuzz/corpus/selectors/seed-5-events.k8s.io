@@ -1,2 +1,0 @@
-	app in (a),tier
-source=x

@@ -1,4 +1,0 @@
-#![no_main]
-#[path = "../checks/model.rs"]
-mod checks;
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::model(data));
