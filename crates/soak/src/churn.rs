@@ -11,7 +11,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
 use rand::rngs::SmallRng;
-use rand::Rng;
+use rand::RngExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -72,7 +72,7 @@ fn s(v: &Value) -> &str {
 }
 
 fn gi(rng: &mut SmallRng) -> String {
-    format!("{}Gi", rng.gen_range(1..=5))
+    format!("{}Gi", rng.random_range(1..=5))
 }
 
 impl Churn {
@@ -110,7 +110,7 @@ impl Churn {
             let b = self.book.lock().unwrap();
             (b.pvcs.len(), b.pvs.iter().filter(|p| s(&p["metadata"]["name"]).starts_with("static-")).count())
         };
-        let r = rng.gen_range(0..100);
+        let r = rng.random_range(0..100);
         let result = match r {
             0..=29 if n_claims < MAX_CLAIMS => self.create_claim(rng).await,
             0..=49 => self.delete_claim(rng).await,
@@ -129,7 +129,7 @@ impl Churn {
 
     async fn create_claim(&self, rng: &mut SmallRng) -> Outcome {
         let name = self.name("claim");
-        let class = match rng.gen_range(0..3) {
+        let class = match rng.random_range(0..3) {
             0 => "",
             i => CLASSES[i - 1].0,
         };
@@ -157,7 +157,7 @@ impl Churn {
 
     fn pick(&self, rng: &mut SmallRng, list: impl Fn(&Book) -> Vec<Value>) -> Option<Value> {
         let items = list(&self.book.lock().unwrap());
-        (!items.is_empty()).then(|| items[rng.gen_range(0..items.len())].clone())
+        (!items.is_empty()).then(|| items[rng.random_range(0..items.len())].clone())
     }
 
     async fn delete_claim(&self, rng: &mut SmallRng) -> Outcome {
@@ -188,7 +188,7 @@ impl Churn {
                 "capacity": {"storage": gi(rng)},
                 "accessModes": ["ReadWriteOnce"],
                 "storageClassName": "",
-                "persistentVolumeReclaimPolicy": POLICIES[rng.gen_range(0..3)],
+                "persistentVolumeReclaimPolicy": POLICIES[rng.random_range(0..3)],
                 "hostPath": {"path": dir.to_string_lossy()},
             }
         }))
@@ -243,7 +243,7 @@ impl Churn {
     async fn change_policy(&self, rng: &mut SmallRng) -> Outcome {
         let Some(v) = self.pick(rng, |b| b.pvs.clone()) else { return Outcome::Refused };
         let name = s(&v["metadata"]["name"]).to_string();
-        let patch = json!({"spec": {"persistentVolumeReclaimPolicy": POLICIES[rng.gen_range(0..3)]}});
+        let patch = json!({"spec": {"persistentVolumeReclaimPolicy": POLICIES[rng.random_range(0..3)]}});
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => Outcome::Ok,
@@ -255,8 +255,8 @@ impl Churn {
     async fn pod(&self, rng: &mut SmallRng) -> Outcome {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), NS);
         let pods: Vec<String> = self.book.lock().unwrap().acked_pods.keys().cloned().collect();
-        if pods.len() >= MAX_PODS || (!pods.is_empty() && rng.gen_bool(0.5)) {
-            let name = pods[rng.gen_range(0..pods.len())].clone();
+        if pods.len() >= MAX_PODS || (!pods.is_empty() && rng.random_bool(0.5)) {
+            let name = pods[rng.random_range(0..pods.len())].clone();
             self.book.lock().unwrap().acked_pods.remove(&name);
             let dp = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
             return match api.delete(&name, &dp).await {

@@ -25,7 +25,7 @@ use churn::Churn;
 use procs::{Proc, Series};
 use proxy::Proxy;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -111,7 +111,7 @@ struct Rig {
 }
 
 async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
-    let opts = pv_kube::connect::ClientOptions { kubeconfig: Some(kubeconfig.to_path_buf()), context: None };
+    let opts = pv_kube::connect::ClientOptions { kubeconfig: Some(kubeconfig.to_path_buf()), ..Default::default() };
     let config = pv_kube::connect::load_config(&opts).await?;
     Ok(pv_kube::connect::client(config)?)
 }
@@ -261,7 +261,7 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
     let metrics = if mode == Mode::Real { scrape(rig).await } else { HashMap::new() };
     let mut r = rig.lock().unwrap();
     let proxy = r.proxy.clone();
-    let choice = rng.gen_range(0..100);
+    let choice = rng.random_range(0..100);
     match mode {
         Mode::Up => {
             let up = &mut r.procs[0];
@@ -269,11 +269,11 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
                 return;
             }
             if kills && choice < 50 {
-                up.kill9(Duration::from_millis(rng.gen_range(0..3000)));
+                up.kill9(Duration::from_millis(rng.random_range(0..3000)));
                 f.kills.fetch_add(1, Ordering::Relaxed);
                 f.note("kill -9 up");
             } else {
-                up.pause(Duration::from_millis(rng.gen_range(1000..8000)));
+                up.pause(Duration::from_millis(rng.random_range(1000..8000)));
                 f.pauses.fetch_add(1, Ordering::Relaxed);
                 f.note("SIGSTOP up");
             }
@@ -285,7 +285,7 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
                 0..=14 if kills => {
                     let target = lead.or(r.controllers.first().map(|c| c.0));
                     if let Some(i) = target.filter(|i| r.procs[*i].serving()) {
-                        r.procs[i].kill9(Duration::from_millis(rng.gen_range(500..5000)));
+                        r.procs[i].kill9(Duration::from_millis(rng.random_range(500..5000)));
                         f.kills.fetch_add(1, Ordering::Relaxed);
                         f.note(if Some(i) == lead { "kill -9 leader" } else { "kill -9 replica" });
                     }
@@ -294,7 +294,7 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
                     if let Some(i) = lead.filter(|i| r.procs[*i].serving()) {
                         // Past the 3 s lease: the standby takes over; the paused one must stop
                         // writing when it wakes (it exits and is restarted).
-                        r.procs[i].pause(Duration::from_millis(rng.gen_range(4000..8000)));
+                        r.procs[i].pause(Duration::from_millis(rng.random_range(4000..8000)));
                         f.pauses.fetch_add(1, Ordering::Relaxed);
                         f.note("SIGSTOP leader past its lease");
                     }
@@ -302,13 +302,13 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
                 25..=31 if kills => {
                     let i = r.apiserver.expect("kube-apiserver");
                     if r.procs[i].serving() {
-                        r.procs[i].kill9(Duration::from_millis(rng.gen_range(0..2000)));
+                        r.procs[i].kill9(Duration::from_millis(rng.random_range(0..2000)));
                         f.kills.fetch_add(1, Ordering::Relaxed);
                         f.note("kill -9 kube-apiserver");
                     }
                 }
                 0..=44 => {
-                    proxy.reset_one(rng.gen());
+                    proxy.reset_one(rng.random());
                     f.note("proxy: reset a connection");
                 }
                 45..=54 => {
@@ -316,20 +316,20 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
                     f.note("proxy: reset every connection");
                 }
                 55..=64 => {
-                    proxy.drop_one(rng.gen());
+                    proxy.drop_one(rng.random());
                     f.note("proxy: close a connection");
                 }
                 65..=79 => {
-                    let secs = rng.gen_range(5..=20);
-                    proxy.stall(rng.gen(), Duration::from_secs(secs), rng.gen_bool(0.7));
+                    let secs = rng.random_range(5..=20);
+                    proxy.stall(rng.random(), Duration::from_secs(secs), rng.random_bool(0.7));
                     f.note("proxy: stall a long-lived connection");
                 }
                 80..=91 => {
-                    proxy.latency(rng.gen_range(20..300), Duration::from_secs(rng.gen_range(10..30)));
+                    proxy.latency(rng.random_range(20..300), Duration::from_secs(rng.random_range(10..30)));
                     f.note("proxy: latency window");
                 }
                 _ => {
-                    proxy.refuse(Duration::from_secs(rng.gen_range(2..8)));
+                    proxy.refuse(Duration::from_secs(rng.random_range(2..8)));
                     f.note("proxy: refuse new connections");
                 }
             }
@@ -471,7 +471,7 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
             while !stop.load(Ordering::Relaxed) {
                 // A paused or dead server must not hold the churn (or the end of the run).
                 let _ = tokio::time::timeout(Duration::from_secs(10), churn.step(&mut rng)).await;
-                tokio::time::sleep(Duration::from_millis(rng.gen_range(100..300))).await;
+                tokio::time::sleep(Duration::from_millis(rng.random_range(100..300))).await;
             }
         })
     };
@@ -483,8 +483,8 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
             while !stop.load(Ordering::Relaxed) {
                 fault(mode, &rig, &mut rng, Instant::now() < kills_until, &faults).await;
                 let pause = match mode {
-                    Mode::Up => rng.gen_range(10..30),
-                    Mode::Real => rng.gen_range(4..15),
+                    Mode::Up => rng.random_range(10..30),
+                    Mode::Real => rng.random_range(4..15),
                 };
                 tokio::time::sleep(Duration::from_secs(pause)).await;
             }
