@@ -132,7 +132,7 @@ async fn fake_kubelet(c: &Client, volume: &str, event: &str, phase: &str, messag
     let mut finished = pods.get(&name).await.expect("pod");
     finished.status =
         Some(PodStatus { phase: Some(phase.into()), message: Some(message.into()), ..Default::default() });
-    pods.replace_status(&name, &PostParams::default(), serde_json::to_vec(&finished).unwrap()).await.expect("status");
+    pods.replace_status(&name, &PostParams::default(), &finished).await.expect("status");
     pod
 }
 
