@@ -20,7 +20,7 @@ async fn start_server(dir: &Path) -> (ServerHandle, Client) {
         .await
         .expect("API server starts");
     let opts =
-        pv_kube::connect::ClientOptions { kubeconfig: Some(server.kubeconfig_path().to_path_buf()), context: None };
+        pv_kube::connect::ClientOptions { kubeconfig: Some(server.kubeconfig_path().to_path_buf()), ..Default::default() };
     let config = pv_kube::connect::load_config(&opts).await.expect("config");
     (server, pv_kube::connect::client(config).expect("client"))
 }

@@ -308,7 +308,7 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
                     }
                 }
                 0..=44 => {
-                    proxy.reset_one(rng.random());
+                    proxy.reset_one(rng.random::<u64>() as usize);
                     f.note("proxy: reset a connection");
                 }
                 45..=54 => {
@@ -316,12 +316,12 @@ async fn fault(mode: Mode, rig: &Arc<Mutex<Rig>>, rng: &mut SmallRng, kills: boo
                     f.note("proxy: reset every connection");
                 }
                 55..=64 => {
-                    proxy.drop_one(rng.random());
+                    proxy.drop_one(rng.random::<u64>() as usize);
                     f.note("proxy: close a connection");
                 }
                 65..=79 => {
                     let secs = rng.random_range(5..=20);
-                    proxy.stall(rng.random(), Duration::from_secs(secs), rng.random_bool(0.7));
+                    proxy.stall(rng.random::<u64>() as usize, Duration::from_secs(secs), rng.random_bool(0.7));
                     f.note("proxy: stall a long-lived connection");
                 }
                 80..=91 => {
