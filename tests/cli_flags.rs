@@ -71,7 +71,8 @@ fn bad_verbosity_and_durations_are_refused_as_go_refuses_them() {
 #[test]
 fn unknown_or_locked_feature_gates_stop_the_start_as_in_kcm() {
     // Checked before any connection is tried: the kubeconfig does not exist.
-    let run = |gates: &str| pv_controller(&["run", "--kubeconfig", "/nonexistent/kubeconfig", "--feature-gates", gates]);
+    let run =
+        |gates: &str| pv_controller(&["run", "--kubeconfig", "/nonexistent/kubeconfig", "--feature-gates", gates]);
     assert_user_error(&run("NoSuchGate=true"), "unrecognized feature gate: NoSuchGate");
     assert_user_error(
         &run("VolumeAttributesClass=false"),
@@ -108,6 +109,9 @@ fn man_prints_the_manual_page_of_the_program_or_a_subcommand() {
     assert!(page.contains(".TH pv-controller 1"), "{page}");
     let run = text(&pv_controller(&["man", "run"]).stdout);
     assert!(run.contains(".TH pv-controller-run 1"), "{run}");
-    assert!(run.contains("leader\\-elect\\-resource\\-namespace") || run.contains("leader-elect-resource-namespace"), "{run}");
+    assert!(
+        run.contains("leader\\-elect\\-resource\\-namespace") || run.contains("leader-elect-resource-namespace"),
+        "{run}"
+    );
     assert_user_error(&pv_controller(&["man", "nosuch"]), "no subcommand \"nosuch\"");
 }

@@ -19,8 +19,10 @@ async fn start_server(dir: &Path) -> (ServerHandle, Client) {
     let server = Server::start(ServerConfig::new(dir.join("api"), "127.0.0.1:0".parse().unwrap()))
         .await
         .expect("API server starts");
-    let opts =
-        pv_kube::connect::ClientOptions { kubeconfig: Some(server.kubeconfig_path().to_path_buf()), ..Default::default() };
+    let opts = pv_kube::connect::ClientOptions {
+        kubeconfig: Some(server.kubeconfig_path().to_path_buf()),
+        ..Default::default()
+    };
     let config = pv_kube::connect::load_config(&opts).await.expect("config");
     (server, pv_kube::connect::client(config).expect("client"))
 }

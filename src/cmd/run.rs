@@ -131,7 +131,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("invalid duration \"\" (use e.g. 500ms, 15s, 1m30s)".into());
     }
-    let d: kube::core::Duration = s.parse().map_err(|e| format!("invalid duration {s:?}: {e} (use e.g. 500ms, 15s, 1m30s)"))?;
+    let d: kube::core::Duration =
+        s.parse().map_err(|e| format!("invalid duration {s:?}: {e} (use e.g. 500ms, 15s, 1m30s)"))?;
     if d.is_negative() || Duration::from(d).is_zero() {
         return Err(format!("duration {s:?} must be positive"));
     }
@@ -332,5 +333,4 @@ mod tests {
         assert!(parse_duration("").is_err());
         assert!(parse_duration("5 parsecs").is_err());
     }
-
 }

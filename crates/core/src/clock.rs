@@ -75,7 +75,9 @@ impl SimClock {
 
 impl Clock for SimClock {
     fn now(&self) -> Timestamp {
-        self.base.saturating_add(SignedDuration::from_millis(self.offset_ms.load(Ordering::SeqCst) as i64)).unwrap_or(self.base)
+        self.base
+            .saturating_add(SignedDuration::from_millis(self.offset_ms.load(Ordering::SeqCst) as i64))
+            .unwrap_or(self.base)
     }
     fn now_ms(&self) -> u64 {
         self.offset_ms.load(Ordering::SeqCst)

@@ -412,7 +412,6 @@ impl Recorder {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,7 +72,8 @@ pub struct ClientOptions {
 
 /// Loads the configuration as kubectl would.
 pub async fn load_config(opts: &ClientOptions) -> Result<Config, Error> {
-    let kco = KubeConfigOptions { context: opts.context.clone(), cluster: opts.cluster.clone(), user: opts.user.clone() };
+    let kco =
+        KubeConfigOptions { context: opts.context.clone(), cluster: opts.cluster.clone(), user: opts.user.clone() };
     let mut config = if let Some(path) = &opts.kubeconfig {
         let shown = path.display().to_string();
         // Read the file here: kube's own read error quotes the path a second time.

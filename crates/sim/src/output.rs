@@ -97,9 +97,39 @@ status:
     #[test]
     fn strings_that_yaml_would_read_as_something_else_are_quoted_and_read_back() {
         for s in [
-            "", "yes", "No", "on", "true", "null", "~", "1", "1.5", "1e3", "0x1F", "1_000", "12:30", ".inf", "-x",
-            "a: b", "a #b", " a", "a ", "line\nbreak", "line\nbreak\n", "*ref", "&a", "!tag", "%x", "@x", "`x",
-            "{a}", "[a]", "'a'", "\"a\"", "a:", "2026-01-01",
+            "",
+            "yes",
+            "No",
+            "on",
+            "true",
+            "null",
+            "~",
+            "1",
+            "1.5",
+            "1e3",
+            "0x1F",
+            "1_000",
+            "12:30",
+            ".inf",
+            "-x",
+            "a: b",
+            "a #b",
+            " a",
+            "a ",
+            "line\nbreak",
+            "line\nbreak\n",
+            "*ref",
+            "&a",
+            "!tag",
+            "%x",
+            "@x",
+            "`x",
+            "{a}",
+            "[a]",
+            "'a'",
+            "\"a\"",
+            "a:",
+            "2026-01-01",
         ] {
             let v = json!({"k": s, "l": [s]});
             let y = to_yaml(&v);
@@ -114,7 +144,8 @@ status:
 
     #[test]
     fn long_and_multi_line_strings_and_empty_collections_read_back() {
-        let long = "Successfully provisioned volume pvc-59b96b5f-38c3-5150-9b4d-a06ceedff3b0 using kubernetes.io/host-path";
+        let long =
+            "Successfully provisioned volume pvc-59b96b5f-38c3-5150-9b4d-a06ceedff3b0 using kubernetes.io/host-path";
         let v = json!({"message": long, "script": "a\nb\n", "e": {}, "l": [], "n": null, "b": [1, {"c": "on", "d": []}, [true, null]]});
         let y = to_yaml(&v);
         assert!(y.contains("e: {}\n") && y.contains("l: []\n") && y.contains("n: null\n"), "{y}");

@@ -39,7 +39,8 @@ fn external_provisioning_and_deletion_are_timed_from_start_to_bound_and_to_gone(
     let input = load_documents(&format!("{CLASS}---\n{CLAIM}")).unwrap();
     let mut sim = Simulation::new(input, pv_core::PluginRegistry::new(), SimulationOptions::default()).unwrap();
     rt.block_on(sim.run()).unwrap();
-    let m = &sim.controller().metrics;
+    let controller = sim.controller().clone();
+    let m = &controller.metrics;
     assert!(m.end_to_end_snapshot().is_empty(), "handed off, not done yet");
     assert_eq!(m.operations_in_progress(), 1);
 
