@@ -222,15 +222,7 @@ fn merge_map(base: &mut Map<String, Value>, patch: &Map<String, Value>, schema: 
                 let merging = schema.merges(k);
                 let merged = match (base.get(k), schema.merge_key(k)) {
                     (Some(Value::Array(ba)), Some(key)) if merging => merge_list_by_key(ba, pa, key, schema.child(k))?,
-                    (Some(Value::Array(ba)), None) if merging => {
-                        let mut out = ba.clone();
-                        for x in pa {
-                            if !out.contains(x) {
-                                out.push(x.clone());
-                            }
-                        }
-                        out
-                    }
+                    (Some(Value::Array(ba)), None) if merging => merge_scalars(ba, pa),
                     _ => pa
                         .iter()
                         .filter(|x| x.get("$patch").is_none())
@@ -254,6 +246,45 @@ fn merge_map(base: &mut Map<String, Value>, patch: &Map<String, Value>, schema: 
         base.retain(|k, _| keep.iter().any(|x| x.as_str() == Some(k)));
     }
     Ok(())
+}
+
+/// A list of scalars with the `merge` strategy, ordered as apimachinery's strategic merge orders
+/// it (`mergeSlice`, `normalizeElementOrder`, `mergeSortedSlice`): the patch's items in patch
+/// order and the server's other items in server order, interleaved by their positions in the
+/// server's list where both have one, a patch item first otherwise.
+fn merge_scalars(original: &[Value], patch: &[Value]) -> Vec<Value> {
+    let mut right: Vec<Value> = Vec::new();
+    for x in patch {
+        if !right.contains(x) {
+            right.push(x.clone());
+        }
+    }
+    let mut left: Vec<Value> = Vec::new();
+    for x in original {
+        if !right.contains(x) && !left.contains(x) {
+            left.push(x.clone());
+        }
+    }
+    let pos = |v: &Value| original.iter().position(|o| o == v);
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    while i < left.len() || j < right.len() {
+        let take_left = if j >= right.len() {
+            true
+        } else if i >= left.len() {
+            false
+        } else {
+            matches!((pos(&left[i]), pos(&right[j])), (Some(l), Some(r)) if l < r)
+        };
+        if take_left {
+            out.push(left[i].clone());
+            i += 1;
+        } else {
+            out.push(right[j].clone());
+            j += 1;
+        }
+    }
+    out
 }
 
 fn strip_directives(m: &mut Map<String, Value>) {
@@ -302,6 +333,14 @@ fn merge_list_by_key(base: &[Value], patch: &[Value], key: &str, schema: Schema)
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn strategic_merge_of_scalars_puts_new_patch_items_first_as_apimachinery() {
+        let v = |xs: &[&str]| xs.iter().map(|x| json!(x)).collect::<Vec<_>>();
+        assert_eq!(merge_scalars(&v(&["kubernetes.io/pv-protection"]), &v(&["example.com/x"])), v(&["example.com/x", "kubernetes.io/pv-protection"]));
+        assert_eq!(merge_scalars(&v(&["a", "b"]), &v(&["b", "c"])), v(&["a", "b", "c"]));
+        assert_eq!(merge_scalars(&v(&["a", "b"]), &v(&["b", "a"])), v(&["b", "a"]));
+    }
 
     #[test]
     fn merge_patch_replaces_lists_and_null_deletes() {
