@@ -30,7 +30,7 @@
 use super::user;
 use clap::Args;
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
@@ -104,6 +104,11 @@ pub struct BenchArgs {
     /// Run the workload in-process on the simulated API server instead of against a server.
     #[arg(long)]
     pub simulate: bool,
+    /// With --pairs: bind each pair itself with the four writes a controller makes per bind (PV
+    /// claimRef, PV status, claim volumeName, claim status) and no decision at all, so that the
+    /// run measures the API server's ceiling for binding. No controller may run meanwhile.
+    #[arg(long)]
+    pub bind_itself: bool,
     /// Give up waiting for claims to become Bound after this long (e.g. 90s, 15m).
     #[arg(long, default_value = "15m", value_parser = super::run::parse_duration)]
     pub timeout: Duration,
@@ -140,6 +145,9 @@ impl Workload {
         }
         if a.claims_first && (a.simulate || a.pairs.is_none()) {
             return Err("--claims-first applies to --pairs against a server only".into());
+        }
+        if a.bind_itself && (a.simulate || a.pairs.is_none() || a.claims_first) {
+            return Err("--bind-itself applies to --pairs against a server, PVs first".into());
         }
         if a.simulate && (a.kubeconfig.is_some() || a.context.is_some()) {
             return Err("--simulate runs in-process: --kubeconfig and --context do not apply".into());
@@ -612,22 +620,68 @@ fn is_code(e: &kube::Error, code: u16) -> bool {
 
 /// Creates an object, retrying transient failures; a 409 after a retry means an earlier attempt
 /// was applied and its answer lost.
-async fn create_with_retry<K>(api: Api<K>, obj: K, what: String) -> Result<(), String>
+async fn create_with_retry<K>(api: Api<K>, obj: K, what: String) -> Result<K, String>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + Serialize + std::fmt::Debug,
 {
     let mut delay = Duration::from_millis(100);
-    for attempt in 0.. {
+    let mut attempt = 0;
+    loop {
         match api.create(&PostParams::default(), &obj).await {
-            Ok(_) => return Ok(()),
-            Err(e) if attempt > 0 && is_code(&e, 409) => return Ok(()),
+            Ok(created) => return Ok(created),
+            Err(e) if attempt > 0 && is_code(&e, 409) => {
+                let name = obj.meta().name.clone().unwrap_or_default();
+                return api.get(&name).await.map_err(|e| format!("reading {what} after a lost answer: {e}"));
+            }
             Err(e) if attempt < 5 && transient(&e) => {
                 tokio::time::sleep(delay).await;
                 delay *= 2;
+                attempt += 1;
             }
             Err(e) => return Err(format!("creating {what}: {e}")),
         }
     }
+}
+
+/// Binds a fresh pair the way a controller does, with its four writes and nothing else: the
+/// PV's `claimRef`, the PV's phase, the claim's `volumeName` and the claim's status (upstream's
+/// bindVolumeToClaim, updateVolumePhase, bindClaimToVolume, updateClaimStatus).
+async fn bind_pair(
+    pvs: Api<PersistentVolume>,
+    claims: Api<PersistentVolumeClaim>,
+    mut pv: PersistentVolume,
+    mut pvc: PersistentVolumeClaim,
+) -> Result<(), String> {
+    let pp = PostParams::default();
+    let (pv_name, pvc_name) = (pv.metadata.name.clone().unwrap_or_default(), pvc.metadata.name.clone().unwrap_or_default());
+    let write = |what: &str, e: kube::Error| format!("binding {pvc_name} to {pv_name}: {what}: {e}");
+    let yes = || "yes".to_string();
+    let spec = pv.spec.get_or_insert_with(Default::default);
+    spec.claim_ref = Some(ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("PersistentVolumeClaim".into()),
+        namespace: pvc.metadata.namespace.clone(),
+        name: Some(pvc_name.clone()),
+        uid: pvc.metadata.uid.clone(),
+        resource_version: pvc.metadata.resource_version.clone(),
+        ..Default::default()
+    });
+    pv.metadata.annotations.get_or_insert_with(Default::default).insert("pv.kubernetes.io/bound-by-controller".into(), yes());
+    let mut pv = pvs.replace(&pv_name, &pp, &pv).await.map_err(|e| write("PV claimRef", e))?;
+    pv.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
+    let pv = pvs.replace_status(&pv_name, &pp, &pv).await.map_err(|e| write("PV status", e))?;
+
+    pvc.spec.get_or_insert_with(Default::default).volume_name = Some(pv_name.clone());
+    let annotations = pvc.metadata.annotations.get_or_insert_with(Default::default);
+    annotations.insert("pv.kubernetes.io/bind-completed".into(), yes());
+    annotations.insert("pv.kubernetes.io/bound-by-controller".into(), yes());
+    let mut pvc = claims.replace(&pvc_name, &pp, &pvc).await.map_err(|e| write("claim volumeName", e))?;
+    let pv_spec = pv.spec.unwrap_or_default();
+    let status = pvc.status.get_or_insert_with(Default::default);
+    status.phase = Some("Bound".into());
+    status.access_modes = pv_spec.access_modes;
+    status.capacity = pv_spec.capacity;
+    claims.replace_status(&pvc_name, &pp, &pvc).await.map_err(|e| write("claim status", e))?;
     Ok(())
 }
 
@@ -787,21 +841,34 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
     let start = pacer.start;
     let created: Arc<Mutex<Vec<Option<Instant>>>> = Arc::new(Mutex::new(vec![None; n]));
     let pv_created: Arc<Mutex<Vec<Option<Instant>>>> = Arc::new(Mutex::new(vec![None; n]));
+    // With --bind-itself: the created PVs, for the bench's own binding writes.
+    let pv_objects: Arc<Mutex<Vec<Option<PersistentVolume>>>> =
+        Arc::new(Mutex::new(if a.bind_itself { vec![None; n] } else { Vec::new() }));
     let create_pvs = || {
         for_each_bounded(n, a.concurrency, Some(&pacer), |i| {
-            let (api, obj, created) = (pvs.clone(), pv_object(&run, i), pv_created.clone());
+            let (api, obj, created, objects) = (pvs.clone(), pv_object(&run, i), pv_created.clone(), pv_objects.clone());
             async move {
                 created.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(Instant::now());
-                create_with_retry(api, obj.map_err(|e| e.to_string())?, format!("PV {i}")).await
+                let pv = create_with_retry(api, obj.map_err(|e| e.to_string())?, format!("PV {i}")).await?;
+                if let Some(slot) = objects.lock().unwrap_or_else(|p| p.into_inner()).get_mut(i) {
+                    *slot = Some(pv);
+                }
+                Ok(())
             }
         })
     };
     let create_claims = || {
         for_each_bounded(n, a.concurrency, Some(&pacer), |i| {
             let (api, obj, created) = (claims.clone(), pvc_object(&run, i, w), created.clone());
+            let pv = pv_objects.lock().unwrap_or_else(|p| p.into_inner()).get_mut(i).and_then(Option::take);
+            let pv_api = pvs.clone();
             async move {
                 created.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(Instant::now());
-                create_with_retry(api, obj.map_err(|e| e.to_string())?, format!("claim {i}")).await
+                let pvc = create_with_retry(api.clone(), obj.map_err(|e| e.to_string())?, format!("claim {i}")).await?;
+                match pv {
+                    Some(pv) => bind_pair(pv_api, api, pv, pvc).await,
+                    None => Ok(()),
+                }
             }
         })
     };
@@ -878,7 +945,12 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
     let mut r = Report {
         mode: "api".into(),
         workload: w.kind().into(),
-        description: format!("{} in namespace {} at {url}", w.describe(), a.namespace),
+        description: format!(
+            "{} in namespace {} at {url}{}",
+            w.describe(),
+            a.namespace,
+            if a.bind_itself { ", bound by the bench itself (four writes per pair)" } else { "" }
+        ),
         n,
         run: run.clone(),
         wall_seconds: wall.as_secs_f64(),
@@ -1047,6 +1119,10 @@ mod tests {
         assert!(err(&["--simulate", "--pairs", "1", "--kubeconfig", "k"]).contains("in-process"));
         assert!(err(&["--pairs", "x"]).contains("invalid value"));
         assert!(err(&["--claims", "1", "--class", "c", "--claims-first"]).contains("--pairs"));
+        assert!(err(&["--claims", "1", "--class", "c", "--bind-itself"]).contains("--bind-itself"));
+        assert!(err(&["--simulate", "--pairs", "1", "--bind-itself"]).contains("--bind-itself"));
+        assert!(err(&["--pairs", "1", "--claims-first", "--bind-itself"]).contains("PVs first"));
+        assert!(parse(&["--pairs", "1", "--bind-itself"]).is_ok());
     }
 
     #[test]

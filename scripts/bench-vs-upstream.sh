@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Side by side on one machine, in one run: upstream's PV binder (kube-controller-manager from
+# conformance/, only its persistentvolume-binder-controller, its default flags plus
+# --enable-hostpath-provisioner) and `pv-controller run` (default flags plus --hostpath-root), each
+# on a fresh real control plane (etcd + kube-apiserver, scripts/real-cluster.sh), on the same
+# workloads:
+#   - `bench --pairs N`: N static pairs;
+#   - `bench --claims N --class bench-hostpath`: N claims provisioned by the host-path plugin;
+# and the API server's ceiling: `bench --pairs N --bind-itself` on a fresh control plane with no
+# controller, the bench making exactly the four writes per bind itself.
+#
+#   scripts/bench-vs-upstream.sh N [--pairs-only] [--keep-logs DIR]
+#
+# Prints one JSON report per run (bench -o json, with the controller's CPU seconds and peak RSS
+# added as controllerCpuSeconds / controllerPeakRssBytes), a table, and as its last line:
+#   ours/upstream binds/s: X.X, upstream/ours p50: Y.Y
+# (for the static pairs). Needs Go (conformance/build.sh) and openssl; builds nothing else.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BIN="${PV_CONTROLLER:-$ROOT/target/release/pv-controller}"
+usage() { echo "usage: $0 N [--pairs-only] [--keep-logs DIR]" >&2; exit 2; }
+[[ $# -ge 1 && "$1" =~ ^[0-9]+$ && "$1" -gt 0 ]] || usage
+N="$1"; shift
+PAIRS_ONLY=0 KEEP=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --pairs-only) PAIRS_ONLY=1; shift ;;
+    --keep-logs) [[ $# -ge 2 ]] || usage; KEEP="$2"; shift 2 ;;
+    *) usage ;;
+  esac
+done
+[[ -x "$BIN" ]] || { echo "bench-vs-upstream: $BIN not built (cargo build --release)" >&2; exit 2; }
+"$ROOT/conformance/build.sh" >/dev/null
+KCM="$ROOT/conformance/bin/kube-controller-manager"
+TIMEOUT="${BENCH_TIMEOUT:-60m}"
+
+WORK="$(mktemp -d)"
+CLUSTER="" CTRL_PID=""
+cleanup() {
+  [[ -n "$CTRL_PID" ]] && { kill "$CTRL_PID" 2>/dev/null || true; wait "$CTRL_PID" 2>/dev/null || true; }
+  [[ -n "$CLUSTER" ]] && "$ROOT/scripts/real-cluster.sh" down "$CLUSTER" >/dev/null 2>&1 || true
+  if [[ -n "$KEEP" ]]; then mkdir -p "$KEEP" && cp -a "$WORK/." "$KEEP/"; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# cpu_seconds PID: user + system CPU time of PID so far.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+# peak_rss PID: VmHWM in bytes.
+peak_rss() { awk '$1 == "VmHWM:" {print $2 * 1024}' "/proc/$1/status"; }
+
+# one CONTROLLER WORKLOAD...: a fresh control plane, the controller (upstream, ours or none),
+# the bench; appends the bench's JSON report, with the controller's figures, to $WORK/reports.
+one() {
+  local controller="$1"; shift
+  local name="$controller-$1" kc volumes="$WORK/volumes-$controller-$1"
+  shift
+  CLUSTER="$WORK/cluster-$name"
+  "$ROOT/scripts/real-cluster.sh" up "$CLUSTER" >"$WORK/$name.cluster.log" 2>&1 \
+    || { cat "$WORK/$name.cluster.log" >&2; exit 1; }
+  kc="$CLUSTER/kubeconfig"
+  kubectl_apply_class "$kc"
+  case "$controller" in
+    upstream)
+      # As kubeadm runs it (own credentials per controller), the binder alone.
+      "$KCM" --kubeconfig="$CLUSTER/kcm.kubeconfig" --controllers=persistentvolume-binder-controller \
+        --use-service-account-credentials=true --service-account-private-key-file="$CLUSTER/pki/sa.key" \
+        --root-ca-file="$CLUSTER/pki/ca.crt" --enable-hostpath-provisioner --leader-elect=false \
+        --bind-address=127.0.0.1 --secure-port=0 >"$WORK/$name.controller.log" 2>&1 &
+      CTRL_PID=$! ;;
+    ours)
+      mkdir -p "$volumes"
+      "$BIN" run --kubeconfig "$kc" --hostpath-root "$volumes" --metrics-addr 127.0.0.1:0 \
+        >"$WORK/$name.controller.log" 2>&1 &
+      CTRL_PID=$! ;;
+    none) CTRL_PID="" ;;
+  esac
+  local bench_flags=("$@")
+  [[ "$controller" == none ]] && bench_flags+=(--bind-itself)
+  if ! "$BIN" bench --kubeconfig "$kc" -o json --timeout "$TIMEOUT" "${bench_flags[@]}" >"$WORK/$name.json" 2>"$WORK/$name.bench.err"; then
+    echo "bench-vs-upstream: $name failed: $(tail -3 "$WORK/$name.bench.err")" >&2
+    exit 1
+  fi
+  local cpu=null rss=null
+  if [[ -n "$CTRL_PID" ]]; then
+    kill -0 "$CTRL_PID" 2>/dev/null || { echo "bench-vs-upstream: the $controller controller exited: $(tail -5 "$WORK/$name.controller.log")" >&2; exit 1; }
+    cpu="$(cpu_seconds "$CTRL_PID")" rss="$(peak_rss "$CTRL_PID")"
+    kill "$CTRL_PID"; wait "$CTRL_PID" 2>/dev/null || true; CTRL_PID=""
+  fi
+  python3 - "$WORK/$name.json" "$controller" "$cpu" "$rss" >>"$WORK/reports" <<'EOF'
+import json, sys
+path, controller, cpu, rss = sys.argv[1:]
+r = json.load(open(path))
+r["controller"] = controller
+r["controllerCpuSeconds"] = None if cpu == "null" else float(cpu)
+r["controllerPeakRssBytes"] = None if rss == "null" else int(rss)
+print(json.dumps(r))
+EOF
+  tail -1 "$WORK/reports"
+  "$ROOT/scripts/real-cluster.sh" down "$CLUSTER" >/dev/null 2>&1 || true
+  CLUSTER=""
+}
+
+# The provisioning class of the --claims workload: the in-tree host-path provisioner, which
+# upstream's binder runs itself with --enable-hostpath-provisioner, as ours does with
+# --hostpath-root.
+kubectl_apply_class() {
+  kubectl --kubeconfig "$1" apply -f - >/dev/null <<'EOF'
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: bench-hostpath}
+provisioner: kubernetes.io/host-path
+reclaimPolicy: Delete
+EOF
+}
+
+: >"$WORK/reports"
+for controller in upstream ours none; do
+  one "$controller" pairs --pairs "$N"
+done
+if (( ! PAIRS_ONLY )); then
+  for controller in upstream ours; do
+    one "$controller" claims --claims "$N" --class bench-hostpath
+  done
+fi
+
+python3 - "$WORK/reports" "$N" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+n = sys.argv[2]
+def f(x, fmt="{:.1f}"):
+    return "-" if x is None else fmt.format(x)
+print(f"\n{'controller':<10} {'workload':<8} {'N':>6} {'wall s':>8} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9} {'binds/s':>8} {'CPU s':>7} {'CPU ms/bind':>11} {'peak RSS MiB':>12}")
+for r in rows:
+    cpu = r.get("controllerCpuSeconds")
+    per = None if cpu is None or not r["bound"] else cpu * 1e3 / r["bound"]
+    rss = r.get("controllerPeakRssBytes")
+    name = "ceiling" if r["controller"] == "none" else r["controller"]
+    print(f"{name:<10} {r['workload']:<8} {r['n']:>6} {r['wallSeconds']:>8.2f} {f(r['p50Ms']):>9} {f(r['p99Ms']):>9} {f(r['maxMs']):>9} "
+          f"{r['bindsPerSecond']:>8.1f} {f(cpu, '{:.2f}'):>7} {f(per, '{:.2f}'):>11} {f(None if rss is None else rss / 2**20):>12}")
+by = {(r["controller"], r["workload"]): r for r in rows}
+up, ours, ceil = by[("upstream", "pairs")], by[("ours", "pairs")], by[("none", "pairs")]
+print(f"\nours/ceiling binds/s (pairs): {ours['bindsPerSecond'] / ceil['bindsPerSecond']:.2f}")
+print(f"ours/upstream binds/s: {ours['bindsPerSecond'] / up['bindsPerSecond']:.1f}, upstream/ours p50: {up['p50Ms'] / ours['p50Ms']:.1f}")
+EOF
