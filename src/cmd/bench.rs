@@ -885,6 +885,8 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
     let result = match (w, a.claims_first) {
         (Workload::Claims { .. }, _) => create_claims().await,
         (Workload::Pairs(_), false) => match create_pvs().await {
+            // No controller makes the PVs Available when the bench binds them itself.
+            Ok(()) if a.bind_itself => create_claims().await,
             Ok(()) => match wait_available(&pvs, &run, n, a.timeout).await {
                 Ok(()) => create_claims().await,
                 e => e,
