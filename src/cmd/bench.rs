@@ -30,7 +30,9 @@
 use super::user;
 use clap::Args;
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{
+    Event as CoreEvent, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim,
+};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
@@ -653,7 +655,8 @@ async fn bind_pair(
     mut pvc: PersistentVolumeClaim,
 ) -> Result<(), String> {
     let pp = PostParams::default();
-    let (pv_name, pvc_name) = (pv.metadata.name.clone().unwrap_or_default(), pvc.metadata.name.clone().unwrap_or_default());
+    let (pv_name, pvc_name) =
+        (pv.metadata.name.clone().unwrap_or_default(), pvc.metadata.name.clone().unwrap_or_default());
     let write = |what: &str, e: kube::Error| format!("binding {pvc_name} to {pv_name}: {what}: {e}");
     let yes = || "yes".to_string();
     let spec = pv.spec.get_or_insert_with(Default::default);
@@ -666,7 +669,10 @@ async fn bind_pair(
         resource_version: pvc.metadata.resource_version.clone(),
         ..Default::default()
     });
-    pv.metadata.annotations.get_or_insert_with(Default::default).insert("pv.kubernetes.io/bound-by-controller".into(), yes());
+    pv.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("pv.kubernetes.io/bound-by-controller".into(), yes());
     let mut pv = pvs.replace(&pv_name, &pp, &pv).await.map_err(|e| write("PV claimRef", e))?;
     pv.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
     let pv = pvs.replace_status(&pv_name, &pp, &pv).await.map_err(|e| write("PV status", e))?;
@@ -846,7 +852,8 @@ async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, 
         Arc::new(Mutex::new(if a.bind_itself { vec![None; n] } else { Vec::new() }));
     let create_pvs = || {
         for_each_bounded(n, a.concurrency, Some(&pacer), |i| {
-            let (api, obj, created, objects) = (pvs.clone(), pv_object(&run, i), pv_created.clone(), pv_objects.clone());
+            let (api, obj, created, objects) =
+                (pvs.clone(), pv_object(&run, i), pv_created.clone(), pv_objects.clone());
             async move {
                 created.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(Instant::now());
                 let pv = create_with_retry(api, obj.map_err(|e| e.to_string())?, format!("PV {i}")).await?;
