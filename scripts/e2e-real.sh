@@ -463,7 +463,7 @@ pass "standby took over after kill -9"
 for r in a b; do
   f="$WORK/replica-$r.log"
   sed -i 's/\x1b\[[0-9;]*m//g' "$f"
-  if grep -Eiq 'forbidden|403' "$f"; then grep -Ei 'forbidden|403' "$f" >&2; fail "replica $r was refused a request (RBAC of deploy/rbac.yaml)"; fi
+  if grep -Eiq 'forbidden|\b403\b' "$f"; then grep -Ei 'forbidden|\b403\b' "$f" >&2; fail "replica $r was refused a request (RBAC of deploy/rbac.yaml)"; fi
   if grep -Eq 'panic|^error|[[:space:]]ERROR[[:space:]]' "$f"; then cat "$f" >&2; fail "replica $r logged errors"; fi
   if grep -q ' WARN ' "$f"; then
     echo "   note: replica $r logged $(grep -c ' WARN ' "$f") warning(s):"; grep ' WARN ' "$f" | sed 's/^/     /' | head -10
