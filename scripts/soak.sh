@@ -45,7 +45,7 @@ if [[ $# -eq 2 ]]; then
   [[ -x /usr/local/go/bin/go ]] && export PATH="$PATH:/usr/local/go/bin"
 fi
 
-(cd "$ROOT" && cargo build --quiet --release -p pv-controller -p pv-soak) || { echo "soak: cargo build failed" >&2; exit 1; }
+(cd "$ROOT" && cargo build --quiet --release --workspace) || { echo "soak: cargo build failed" >&2; exit 1; }
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}/release"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/soak.XXXXXX")"
 SOAK_PID=""

@@ -18,8 +18,40 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pv-controller");
 
-async fn start_server(dir: &Path, listen: SocketAddr) -> ServerHandle {
-    Server::start(ServerConfig::new(dir.join("api"), listen)).await.expect("API server starts")
+/// The API server with kube-controller-manager's pv- and pvc-protection controllers beside it,
+/// as in a cluster: the store's admission gives volumes and claims their protection finalizers,
+/// and these controllers release them.
+struct Cluster {
+    server: ServerHandle,
+    protection: tokio::task::JoinHandle<()>,
+    _informers: pv_sim::local::LocalInformers,
+}
+
+impl std::ops::Deref for Cluster {
+    type Target = ServerHandle;
+    fn deref(&self) -> &ServerHandle {
+        &self.server
+    }
+}
+
+impl Cluster {
+    /// Stops the protection controllers, then the server: nothing holds the store afterwards.
+    async fn shutdown(self) -> std::io::Result<()> {
+        let Cluster { server, protection, _informers } = self;
+        drop(_informers);
+        protection.abort();
+        let _ = protection.await;
+        server.shutdown().await
+    }
+}
+
+async fn start_server(dir: &Path, listen: SocketAddr) -> Cluster {
+    let server = Server::start(ServerConfig::new(dir.join("api"), listen)).await.expect("API server starts");
+    let store = server.store();
+    let protection = pv_core::protection::Protection::new(std::sync::Arc::new(pv_sim::MemApi::new(store.clone())));
+    let informers = pv_sim::local::start_protection(&store, &protection);
+    let protection = tokio::spawn(protection.run(std::future::pending()));
+    Cluster { server, protection, _informers: informers }
 }
 
 async fn client(kubeconfig: &Path) -> Client {
@@ -209,7 +241,7 @@ async fn run_binds_a_claim_over_http_and_metrics_count_the_objects() {
         "pv_collector_unbound_pv_count",
         "pv_collector_unbound_pvc_count",
         "volume_operation_total_seconds",
-        "volume_operation_total_errors",
+        "volume_operation_errors_total",
         "storage_operation_duration_seconds",
         "retroactive_storageclass_errors_total",
         "workqueue_adds_total",
@@ -319,7 +351,17 @@ async fn controller_recovers_when_the_api_server_restarts() {
     server.shutdown().await.unwrap();
     // While the server is down, the claim goes away behind the controller's back.
     {
-        let store = pv_apiserver::open_store(&dir.path().join("api").join("store")).expect("store reopens");
+        // The aborted watch tasks let go of the store as the runtime drops them.
+        let path = dir.path().join("api").join("store");
+        let mut reopened = pv_apiserver::open_store(&path);
+        for _ in 0..50 {
+            if reopened.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            reopened = pv_apiserver::open_store(&path);
+        }
+        let store = reopened.expect("store reopens");
         store.delete("persistentvolumeclaims", "default", "claim-1", None, None).expect("delete claim");
     }
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -138,10 +138,20 @@ async fn fake_kubelet(c: &Client, volume: &str, event: &str, phase: &str, messag
     pod
 }
 
-async fn pod_gone(c: &Client, volume: &str) -> bool {
+/// Whether the recycler pod with `uid` is deleted. (After a failure the controller tries again
+/// at its next sync, as upstream does, so a new pod of the same name may follow.)
+async fn pod_gone(c: &Client, volume: &str, uid: Option<&str>) -> bool {
     let pods = Api::<Pod>::namespaced(c.clone(), "default");
     let name = format!("recycler-for-{volume}");
-    eventually(WAIT, || async { pods.get_opt(&name).await.ok().filter(Option::is_none).map(|_| ()) }).await.is_some()
+    eventually(WAIT, || async {
+        match pods.get_opt(&name).await {
+            Ok(None) => Some(()),
+            Ok(Some(p)) if p.metadata.uid.as_deref() != uid => Some(()),
+            _ => None,
+        }
+    })
+    .await
+    .is_some()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,7 +178,7 @@ async fn an_nfs_volume_is_recycled_by_a_pod_that_succeeds() {
     assert!(available.await.is_some(), "volume Available; log:\n{}", run.logs());
     let events = events_about(&c, "nfs-1").await;
     assert!(events.contains(&("Normal".into(), "VolumeRecycled".into(), "Volume recycled".into())), "{events:?}");
-    assert!(pod_gone(&c, "nfs-1").await, "the recycler pod is deleted");
+    assert!(pod_gone(&c, "nfs-1", pod.metadata.uid.as_deref()).await, "the recycler pod is deleted");
     drop(run);
     server.shutdown().await.unwrap();
 }
@@ -219,7 +229,8 @@ async fn a_failed_recycler_pod_fails_the_volume_with_the_pods_message() {
     let want = format!("Recycle failed: failed to recycle volume: {deadline}");
     let events = events_about(&c, "hp-1").await;
     assert!(events.contains(&("Warning".into(), "VolumeFailedRecycle".into(), want)), "{events:?}");
-    assert!(pod_gone(&c, "hp-1").await, "the recycler pod is deleted after a failure too");
+    let gone = pod_gone(&c, "hp-1", pod.metadata.uid.as_deref()).await;
+    assert!(gone, "the recycler pod is deleted after a failure too; log:\n{}", run.logs());
     drop(run);
     server.shutdown().await.unwrap();
 }

@@ -140,7 +140,16 @@ async fn crud_round_trip_with_kubernetes_status_errors() {
         .req(Method::DELETE, &format!("{PVS}/v2"), "application/json", Some(json!({"preconditions": {"uid": "other"}})))
         .await;
     assert_eq!(code, StatusCode::CONFLICT);
-    let (code, _) = a.req(Method::DELETE, &format!("{PVS}/v2"), "", None).await;
+    // The StorageObjectInUseProtection admission gave the volume its finalizer: the delete marks
+    // it, and it goes when the finalizer is removed (kube-controller-manager's pv-protection
+    // controller does that; no controller runs here).
+    let (code, marked) = a.req(Method::DELETE, &format!("{PVS}/v2"), "", None).await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(marked["metadata"]["deletionTimestamp"].is_string(), "{marked}");
+    assert_eq!(marked["metadata"]["finalizers"], json!(["kubernetes.io/pv-protection"]));
+    assert_eq!(a.get(&format!("{PVS}/v2")).await.0, StatusCode::OK);
+    let (code, _) =
+        a.patch(&format!("{PVS}/v2"), "application/merge-patch+json", json!({"metadata": {"finalizers": null}})).await;
     assert_eq!(code, StatusCode::OK);
     assert_eq!(a.get(&format!("{PVS}/v2")).await.0, StatusCode::NOT_FOUND);
     a.h.shutdown().await.unwrap();
@@ -188,11 +197,13 @@ async fn three_patch_types_and_the_status_subresource() {
         .patch(
             &p,
             "application/strategic-merge-patch+json",
-            json!({"metadata": {"finalizers": ["a"]}, "spec": {"capacity": {"storage": "2Gi"}}}),
+            json!({"metadata": {"finalizers": ["example.com/a"]}, "spec": {"capacity": {"storage": "2Gi"}}}),
         )
         .await;
-    assert_eq!(o["spec"]["capacity"]["storage"], "2Gi");
-    assert_eq!(o["metadata"]["finalizers"], json!(["a"]));
+    assert_eq!(o["spec"]["capacity"]["storage"], "2Gi", "{o}");
+    // Finalizers merge (patchStrategy merge) with the one admission added; apimachinery puts the
+    // patch's items first when the live list does not order them.
+    assert_eq!(o["metadata"]["finalizers"], json!(["example.com/a", "kubernetes.io/pv-protection"]));
     let (code, _) = a.patch(&p, "text/plain", json!({})).await;
     assert_eq!(code, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     // A stale pinned resourceVersion in a patch conflicts.
@@ -352,7 +363,13 @@ async fn watch_replays_from_a_version_streams_changes_and_expires() {
     let ev = read_events(&mut w, 1).await;
     assert_eq!(ev[0]["type"], "ADDED");
     assert_eq!(ev[0]["object"]["metadata"]["name"], "b");
+    // Held by the protection finalizer: a MODIFIED with deletionTimestamp, then DELETED when the
+    // finalizer goes.
     a.req(Method::DELETE, &format!("{PVS}/a"), "", None).await;
+    let ev = read_events(&mut w, 1).await;
+    assert_eq!(ev[0]["type"], "MODIFIED");
+    assert!(ev[0]["object"]["metadata"]["deletionTimestamp"].is_string());
+    a.patch(&format!("{PVS}/a"), "application/merge-patch+json", json!({"metadata": {"finalizers": null}})).await;
     let ev = read_events(&mut w, 1).await;
     assert_eq!(ev[0]["type"], "DELETED");
     // Without a version: current objects first.

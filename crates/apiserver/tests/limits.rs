@@ -258,7 +258,7 @@ async fn deeply_nested_yaml_is_refused_before_parsing() {
         .await;
     assert_eq!(code.as_u16(), 400, "{s}");
     // Ordinary YAML still works.
-    let ok = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: y}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], nfs: {server: s, path: /x}}\n";
+    let ok = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: plain}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], nfs: {server: s, path: /x}}\n";
     let (code, s) = a.send(Method::POST, PVS, "application/yaml", Some(ok.as_bytes().to_vec())).await;
     assert_eq!(code.as_u16(), 201, "{s}");
     a.h.shutdown().await.unwrap();

@@ -134,11 +134,30 @@ async fn client_go_protobuf_create_get_list_watch_update_delete() {
     let uid = created["metadata"]["uid"].as_str().unwrap();
     let (code, _, _) = a.proto(Method::DELETE, &format!("{PVS}/from-go"), Some(opts(uid))).await;
     assert_eq!(code, StatusCode::OK);
+    // The delete marks the volume (its protection finalizer holds it); releasing the finalizer ends it.
+    let r = a
+        .request(Method::PATCH, &format!("{PVS}/from-go"))
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"metadata":{"finalizers":null}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
 
-    let events = read_frames(&mut w, 4).await;
+    let events = read_frames(&mut w, 5).await;
     let seen: Vec<(&str, &str)> =
         events.iter().map(|(t, o)| (t.as_str(), o["metadata"]["name"].as_str().unwrap_or(""))).collect();
-    assert_eq!(seen, [("ADDED", "from-go"), ("ADDED", "from-json"), ("MODIFIED", "from-go"), ("DELETED", "from-go")]);
+    assert_eq!(
+        seen,
+        [
+            ("ADDED", "from-go"),
+            ("ADDED", "from-json"),
+            ("MODIFIED", "from-go"),
+            ("MODIFIED", "from-go"),
+            ("DELETED", "from-go")
+        ]
+    );
+    assert!(events[3].1["metadata"]["deletionTimestamp"].is_string());
     assert_eq!(events[0].1["spec"]["capacity"]["storage"], "2Gi");
     a.h.shutdown().await.unwrap();
 }

@@ -97,21 +97,22 @@ async fn dry_run_deletes_nothing_whether_options_come_in_the_body_or_the_query()
     assert_eq!(r.code, StatusCode::OK);
     assert_eq!(a.get(PVS).await.body["items"].as_array().unwrap().len(), 2);
     // The body wins over the query, as in kube-apiserver.
+    // (A real delete: the volume is marked, held by the protection finalizer admission gave it.)
     let r = a.delete(&format!("{PVS}/a?dryRun=All"), Some(&json!({"propagationPolicy": "Background"}))).await;
     assert_eq!(r.code, StatusCode::OK);
-    assert_eq!(a.get(&format!("{PVS}/a")).await.code, StatusCode::NOT_FOUND);
+    assert!(a.get(&format!("{PVS}/a")).await.body["metadata"]["deletionTimestamp"].is_string());
     // Unknown dryRun values are refused.
     let r = a.delete(&format!("{PVS}/b"), Some(&json!({"dryRun": ["Yes"]}))).await;
     assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
         r.body["message"],
-        "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{\"Yes\"}: supported values: \"All\""
+        "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Yes\"]: supported values: \"All\""
     );
     let r = a.post(&format!("{PVS}?dryRun=true"), &pv("c")).await;
     assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
         r.body["message"],
-        "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{\"true\"}: supported values: \"All\""
+        "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"true\"]: supported values: \"All\""
     );
     a.h.shutdown().await.unwrap();
 }
@@ -266,6 +267,13 @@ async fn namespaces_terminate_with_their_contents_and_have_no_collection_delete(
     let r = a.delete("/api/v1/namespaces/demo", None).await;
     assert_eq!(r.code, StatusCode::OK);
     assert_eq!(r.body["status"]["phase"], "Terminating");
+    // Contents are deleted: `plain` is marked, held by its pvc-protection finalizer until that is
+    // released (kube-controller-manager's pvc-protection controller; none runs here).
+    let plain = a.get(&format!("{}/plain", pvcs("demo"))).await;
+    assert!(plain.body["metadata"]["deletionTimestamp"].is_string(), "{}", plain.body);
+    let p = json!({"metadata": {"finalizers": null}});
+    let r = a.patch(&format!("{}/plain", pvcs("demo")), "application/merge-patch+json", &p).await;
+    assert_eq!(r.code, StatusCode::OK, "{}", r.body);
     assert_eq!(a.get(&format!("{}/plain", pvcs("demo"))).await.code, StatusCode::NOT_FOUND);
     let r = a.post(&pvcs("demo"), &pvc("demo", "late")).await;
     assert_eq!(r.code, StatusCode::FORBIDDEN);

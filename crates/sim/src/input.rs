@@ -121,8 +121,11 @@ fn documents(text: &str) -> Result<Vec<Value>, InputError> {
     let mut out = Vec::new();
     // Duplicate keys are refused, as kubectl does. A cluster dump may hold many thousands of
     // objects: the parser's budget counts documents and nodes, so only aliases stay bounded.
+    // A number too large for a float (`storage: 1e999`) is read as its canonical text (`.inf`),
+    // so that validation refuses it naming the field rather than the parser naming a line.
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! { max_documents: usize::MAX, max_nodes: usize::MAX, max_events: usize::MAX },
+        non_finite_float_policy: serde_saphyr::NonFiniteFloatPolicy::AsString,
     };
     let mut bytes = text.as_bytes();
     for (i, doc) in serde_saphyr::read_with_options::<_, Value>(&mut bytes, options).enumerate() {
@@ -310,7 +313,8 @@ mod tests {
         assert!(e.to_string().contains("did you mean \"PersistentVolumeClaim\""), "{e}");
         let e = load_documents("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c, namespace: d}\nspec: {accessModes: ReadWriteOnce}\n").unwrap_err();
         assert!(e.to_string().contains("spec.accessModes"), "{e}");
-        let e = load_documents("apiVersion: v1\nkind: Namespace\nmetadata: {name: n}\nspec: {bogus: 1}\n").unwrap_err();
+        let e =
+            load_documents("apiVersion: v1\nkind: Namespace\nmetadata: {name: ns1}\nspec: {bogus: 1}\n").unwrap_err();
         assert!(e.to_string().contains("unknown field \"spec.bogus\""), "{e}");
     }
 

@@ -1312,13 +1312,13 @@ mod tests {
     fn finalizers_hold_deletion_until_removed() {
         let s = Store::new();
         let mut p = pv("a");
-        p["metadata"]["finalizers"] = json!(["f"]);
+        p["metadata"]["finalizers"] = json!(["example.com/f"]);
         s.create("persistentvolumes", p).unwrap();
         let marked = s.delete("persistentvolumes", "", "a", None, None).unwrap();
         assert!(marked["metadata"]["deletionTimestamp"].is_string());
         assert!(s.get("persistentvolumes", "", "a").is_ok());
         let mut m = (*marked).clone();
-        m["metadata"]["finalizers"] = json!(["f", "g"]);
+        m["metadata"]["finalizers"] = json!(["example.com/f", "example.com/g"]);
         assert_eq!(s.update("persistentvolumes", m.clone(), false).unwrap_err().code(), 422);
         m["metadata"]["finalizers"] = json!([]);
         s.update("persistentvolumes", m, false).unwrap();
