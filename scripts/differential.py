@@ -364,7 +364,7 @@ class Controller:
 
 
 def fake_kubelet(api, root):
-    """Completes upstream's recycler pods: empties their host-path volume, marks them Succeeded."""
+    """Completes recycler pods: empties their host-path volume, marks them Succeeded."""
     for p in api.list("Pod"):
         m = p["metadata"]
         if not m["name"].startswith("recycler-for-") or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -394,8 +394,8 @@ def run_once(api, which, objects, scenario, cfg, work):
         t0 = last_change = time.time()
         prev = None
         while True:
-            if which == "upstream":
-                fake_kubelet(api, root)
+            # Both recycle through recycler pods (`run` as upstream does).
+            fake_kubelet(api, root)
             cur = snapshot(api, back, input_pvs, root)
             now = time.time()
             if cur != prev:

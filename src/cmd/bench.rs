@@ -1035,6 +1035,7 @@ async fn cleanup(
     for_each_bounded(n_claims, concurrency, None, |i| delete(claims.clone(), pvc_name(run, i))).await?;
     if let Workload::Pairs(_) = w {
         for_each_bounded(n_pvs, concurrency, None, |i| delete(pvs.clone(), pv_name(run, i))).await?;
+        wait_gone(claims, pvs, run).await?;
         return delete_events(claims, run, volumes, concurrency).await;
     }
     let names: Vec<String> = volumes.values().cloned().collect();
@@ -1054,7 +1055,30 @@ async fn cleanup(
         }
     })
     .await?;
+    wait_gone(claims, pvs, run).await?;
     delete_events(claims, run, volumes, concurrency).await
+}
+
+/// Waits until no claim or volume of the run is left: a delete only marks an object that a
+/// finalizer holds (the pvc- and pv-protection controllers release them once nothing uses them).
+async fn wait_gone(claims: &Api<PersistentVolumeClaim>, pvs: &Api<PersistentVolume>, run: &str) -> Result<(), String> {
+    const WAIT: Duration = Duration::from_secs(60);
+    let lp = kube::api::ListParams::default().labels(&format!("{RUN_LABEL}={run}"));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let c = claims.list_metadata(&lp).await.map_err(|e| format!("listing the run's claims: {e}"))?.items.len();
+        let v = pvs.list_metadata(&lp).await.map_err(|e| format!("listing the run's PVs: {e}"))?.items.len();
+        if c + v == 0 {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{c} claims and {v} PVs of the run are still there {}s after they were deleted (finalizers hold them)",
+                WAIT.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Deletes the Events the controller recorded about the run's objects: its claims' (in the run's

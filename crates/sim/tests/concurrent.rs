@@ -42,13 +42,13 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     let runner = tokio::spawn(pv_core::runtime::run(controller.clone(), workers, async {
         let _ = stop_rx.await;
     }));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     loop {
         let (claims, _) = store.list("persistentvolumeclaims", &Default::default()).unwrap();
         if claims.iter().all(|c| c["status"]["phase"] == "Bound") {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "claims did not all bind within 60s");
+        assert!(tokio::time::Instant::now() < deadline, "claims did not all bind within 180 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Let in-flight syncs settle, then stop and check.
