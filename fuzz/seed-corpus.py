@@ -104,3 +104,8 @@ for i, s in enumerate(['{"matchLabels":{"a":"b"},"matchExpressions":[{"key":"k",
                        '{"matchExpressions":[{"key":"k","operator":"Exists"},{"key":"j","operator":"NotIn","values":["y"]}]}',
                        '{"matchExpressions":[{"key":"k","operator":"Bogus"}]}', '{}']):
     put("model", f"s{i}", b"\1" + s.encode())
+
+# Inputs that once stopped a run because a check was wrong (the server behaves as upstream).
+# A delete with a body takes its options from the body only: the query's dryRun=All is ignored.
+put("write", "delete-body-options-over-query-dry-run",
+    bytes([0xca, 0, 0x18, 3]) + b'{"metadata":{"labels":{"a":"b"},"annotation|":{"x":null}}}')

@@ -120,7 +120,13 @@ impl Answer {
 
 /// Sends one request through the dispatcher. None when no HTTP client could send it (a URI or
 /// header value hyper refuses before the server sees it).
-fn send(st: &Arc<AppState>, method: Method, uri: &str, headers: &[(header::HeaderName, &str)], body: Vec<u8>) -> Option<Answer> {
+fn send(
+    st: &Arc<AppState>,
+    method: Method,
+    uri: &str,
+    headers: &[(header::HeaderName, &str)],
+    body: Vec<u8>,
+) -> Option<Answer> {
     let mut b = Request::builder().method(method).uri(uri).header(header::AUTHORIZATION, format!("Bearer {TOKEN}"));
     for (k, v) in headers {
         if !v.is_empty() {
@@ -322,7 +328,15 @@ pub fn write(data: &[u8]) {
     let st = state();
     let ns = if o2 & 4 != 0 { "default" } else { NS };
     let status = o1 & 4 != 0 && verb != 0;
-    let dry = o1 & 8 != 0;
+    let body_type = ["application/json", "application/yaml", protobuf::MEDIA_TYPE, ""][(o1 & 3) as usize];
+    // A delete with a body takes its options from the body alone, as kube-apiserver does: the
+    // query's `dryRun` then does not count.
+    let dry = if verb == 6 && !body.is_empty() {
+        parse(if body_type.is_empty() { "application/json" } else { body_type }, "DeleteOptions", body)
+            .is_ok_and(|o| o["dryRun"].as_array().is_some_and(|a| !a.is_empty()))
+    } else {
+        o1 & 8 != 0
+    };
     let mut path = collection(&served, ns);
     if verb != 0 {
         path = format!("{path}/{NAME}");
@@ -330,9 +344,10 @@ pub fn write(data: &[u8]) {
             path.push_str("/status");
         }
     }
-    let mut query = vec![["fieldValidation=Strict", "fieldValidation=Warn", "fieldValidation=Ignore", ""]
-        [((o1 >> 4) & 3) as usize]];
-    if dry {
+    let mut query = vec![
+        ["fieldValidation=Strict", "fieldValidation=Warn", "fieldValidation=Ignore", ""][((o1 >> 4) & 3) as usize],
+    ];
+    if o1 & 8 != 0 {
         query.push("dryRun=All");
     }
     if o2 & 1 != 0 {
@@ -343,7 +358,6 @@ pub fn write(data: &[u8]) {
     }
     query.retain(|q| !q.is_empty());
     let uri = if query.is_empty() { path.clone() } else { format!("{path}?{}", query.join("&")) };
-    let body_type = ["application/json", "application/yaml", protobuf::MEDIA_TYPE, ""][(o1 & 3) as usize];
     let (method, ct) = match verb {
         0 => (Method::POST, body_type),
         1 => (Method::PUT, body_type),
@@ -396,10 +410,22 @@ pub fn write(data: &[u8]) {
     }
     typed_roundtrip(&served, &stored, &what);
     let pb = send(&st, Method::GET, &obj_path, &[(header::ACCEPT, protobuf::MEDIA_TYPE)], Vec::new()).expect("GET");
-    assert_eq!(pb.code, StatusCode::OK, "{what}: accepted, then not served in protobuf: {}", String::from_utf8_lossy(&pb.body));
+    assert_eq!(
+        pb.code,
+        StatusCode::OK,
+        "{what}: accepted, then not served in protobuf: {}",
+        String::from_utf8_lossy(&pb.body)
+    );
     protobuf::decode(served.kind(), &pb.body).unwrap_or_else(|e| panic!("{what}: its protobuf does not decode: {e}"));
     // Valid for the store as it stands (the update of an object to itself).
-    let raw = st.store.get(served.plural(), if served.rt.namespaced { answered["metadata"]["namespace"].as_str().unwrap_or(ns) } else { "" }, &name).expect("stored");
+    let raw = st
+        .store
+        .get(
+            served.plural(),
+            if served.rt.namespaced { answered["metadata"]["namespace"].as_str().unwrap_or(ns) } else { "" },
+            &name,
+        )
+        .expect("stored");
     if let Err(e) = st.store.update_dry_run(served.plural(), (*raw).clone(), false) {
         panic!("{what}: the stored object fails the store's own validation: {e}\n{raw}");
     }
