@@ -7,7 +7,9 @@
 //! lastTimestamp|count`; `reason`, `type`, `action`, `related`, `series`, `eventTime` and
 //! `reportingInstance` are shared. A new-style event with a `series` but no count reads in core
 //! with `count = series.count` and `lastTimestamp = series.lastObservedTime`, so `kubectl get
-//! events` and `describe` show it as they show core events.
+//! events` and `describe` show it as they show core events. Those times are `MicroTime`s and
+//! the core fields are `Time`s, which hold whole seconds: the fraction is dropped, as
+//! `metav1.Time` drops it when it is written.
 
 use serde_json::{Map, Value};
 
@@ -49,6 +51,16 @@ pub fn to_v1(core: &Value) -> Value {
     v
 }
 
+/// A `MicroTime` (`2026-01-02T03:04:05.500000Z`) as a `Time` holds it: whole seconds.
+fn whole_seconds(t: &Value) -> Value {
+    match t.as_str().and_then(|s| s.split_once('.')) {
+        Some((secs, frac)) if frac.ends_with('Z') && frac[..frac.len() - 1].bytes().all(|b| b.is_ascii_digit()) => {
+            Value::String(format!("{secs}Z"))
+        }
+        _ => t.clone(),
+    }
+}
+
 /// An `events.k8s.io/v1` event as stored (core/v1).
 pub fn from_v1(new: &Value) -> Value {
     let mut c = rename(new, "v1", false);
@@ -62,13 +74,13 @@ pub fn from_v1(new: &Value) -> Value {
             }
             if !m.contains_key("lastTimestamp") {
                 if let Some(t) = s.get("lastObservedTime") {
-                    m.insert("lastTimestamp".into(), t.clone());
+                    m.insert("lastTimestamp".into(), whole_seconds(t));
                 }
             }
         }
         if !m.contains_key("firstTimestamp") {
             if let Some(t) = m.get("eventTime").cloned() {
-                m.insert("firstTimestamp".into(), t);
+                m.insert("firstTimestamp".into(), whole_seconds(&t));
             }
         }
     }
@@ -93,11 +105,27 @@ mod tests {
         assert_eq!(core["message"], "bound");
         assert_eq!(core["involvedObject"]["name"], "c");
         assert_eq!(core["count"], 3);
-        assert_eq!(core["lastTimestamp"], "2025-01-01T00:01:00.000000Z");
+        assert_eq!(core["lastTimestamp"], "2025-01-01T00:01:00Z");
         let back = to_v1(&core);
         assert_eq!(back["note"], "bound");
         assert_eq!(back["regarding"]["kind"], "PersistentVolumeClaim");
         assert_eq!(back["deprecatedCount"], 3);
         assert!(back.get("message").is_none());
+    }
+
+    #[test]
+    fn times_taken_from_micro_times_keep_whole_seconds() {
+        let new = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "e", "namespace": "default"}, "reason": "R", "type": "Normal",
+            "eventTime": "2026-01-02T03:04:05.000001Z",
+            "series": {"count": 4, "lastObservedTime": "2026-01-02T03:09:05.500000Z"}});
+        let core = from_v1(&new);
+        assert_eq!(core["firstTimestamp"], "2026-01-02T03:04:05Z");
+        assert_eq!(core["lastTimestamp"], "2026-01-02T03:09:05Z");
+        assert_eq!(core["eventTime"], "2026-01-02T03:04:05.000001Z");
+        assert_eq!(core["series"]["lastObservedTime"], "2026-01-02T03:09:05.500000Z");
+        let mut given = new.clone();
+        given["deprecatedLastTimestamp"] = json!("2026-01-02T03:10:00Z");
+        assert_eq!(from_v1(&given)["lastTimestamp"], "2026-01-02T03:10:00Z");
     }
 }

@@ -1,0 +1,65 @@
+//! Replays the fuzz targets' kept inputs on the stable toolchain, through the same checks the
+//! targets run (`fuzz/checks/api.rs`): every input that once failed (`fuzz/regressions/write`,
+//! `fuzz/regressions/read`) and the kept corpus (`fuzz/corpus/write`, `fuzz/corpus/read`).
+
+#[path = "../../../fuzz/checks/api.rs"]
+mod checks;
+
+use std::path::{Path, PathBuf};
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+}
+
+/// The files under `dir`, sorted; empty when it does not exist.
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Runs `check` on every input, then fails naming each one that failed.
+fn replay(files: &[PathBuf], check: fn(&[u8])) {
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let data = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            std::panic::catch_unwind(|| check(&data)).err().map(|_| f.display().to_string())
+        })
+        .collect();
+    assert!(failed.is_empty(), "{} of {} inputs fail: {failed:#?}", failed.len(), files.len());
+}
+
+#[test]
+fn regressions_found_by_fuzzing_stay_fixed() {
+    let dir = fuzz_dir().join("regressions");
+    let all: usize = ["write", "read", "model"].iter().map(|t| inputs(&dir.join(t)).len()).sum();
+    assert!(all > 0, "no regression inputs under {}", dir.display());
+    let mut subdirs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    subdirs.sort();
+    for s in &subdirs {
+        assert!(["write", "read", "model"].contains(&s.as_str()), "{}: not a fuzz target", dir.join(s).display());
+    }
+    replay(&inputs(&dir.join("write")), checks::write);
+    replay(&inputs(&dir.join("read")), checks::read);
+}
+
+#[test]
+fn kept_write_corpus_passes() {
+    let files = inputs(&fuzz_dir().join("corpus/write"));
+    assert!(!files.is_empty(), "no write corpus");
+    replay(&files, checks::write);
+}
+
+#[test]
+fn kept_read_corpus_passes() {
+    let files = inputs(&fuzz_dir().join("corpus/read"));
+    assert!(!files.is_empty(), "no read corpus");
+    replay(&files, checks::read);
+}

@@ -1,0 +1,1 @@
+	{"metadata":{"labels":{"a":"b"},"annotations":{"x":null}}}

@@ -1,0 +1,1 @@
+	[{"op":"add","path":"/metadata/labels","value":{"a":"b"}},{"op":"test","path":"/metadata/name","value":"fz"},{"op":"copy","from":"/metadata/labels","path":"/metadata/annotations"}]

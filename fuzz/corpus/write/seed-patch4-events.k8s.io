@@ -1,0 +1,1 @@
+	{"metadata":{"finalizers":["a"]},"spec":{"accessModes":["ReadWriteMany"],"$retainKeys":["accessModes"]},"$setElementOrder/x":[]}

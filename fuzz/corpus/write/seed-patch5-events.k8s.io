@@ -1,0 +1,5 @@
+	apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: fz
+  labels: {a: b}
