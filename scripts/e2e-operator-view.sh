@@ -66,7 +66,7 @@ reclaimPolicy: Delete
 ---
 apiVersion: v1
 kind: PersistentVolume
-metadata: {name: ov-static}
+metadata: {name: ov-static, labels: {ov-order: first}}
 spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], storageClassName: "", persistentVolumeReclaimPolicy: Retain, hostPath: {path: /tmp/ov-static}}
 ---
 apiVersion: v1
@@ -175,6 +175,10 @@ run_side() {
     wait_for 30 "pv-controller readyz" curl -sf "http://127.0.0.1:$mport/readyz"
   fi
 
+  # The static volume first, so that neither binder can see its claim before it (upstream then
+  # emits a FailedBinding for it, ours does not: a race, not a difference).
+  workload | kubectl apply -l ov-order=first -f - >/dev/null
+  wait_for 30 "ov-static Available" phase_is pv Available ov-static
   workload | kubectl apply -f - >/dev/null
   wait_for 30 "ov/static Bound" phase_is pvc Bound static -n "$NS"
   wait_for 30 "ov/ext handed off" bash -c "kubectl get pvc ext -n $NS -o jsonpath='{.metadata.annotations}' | grep -q ext.example.com"

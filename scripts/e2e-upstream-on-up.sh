@@ -98,7 +98,8 @@ LOGS_PV="pvc-$(cat "$WORK/out")"
 k "logs bound to the provisioned volume" get pvc -n demo logs -o jsonpath='{.spec.volumeName} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner}'
 expect "^$LOGS_PV kubernetes.io/host-path\$"
 k "provisioned volume" get pv "$LOGS_PV" -o jsonpath='{.spec.storageClassName} {.spec.persistentVolumeReclaimPolicy} {.spec.capacity.storage} {.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} {.metadata.finalizers}'
-expect '^local Delete 1Gi logs Bound kubernetes.io/host-path \["kubernetes.io/pv-controller"\]$'
+# The provisioner's finalizer, and the pv-protection one that admission adds.
+expect '^local Delete 1Gi logs Bound kubernetes.io/host-path \["kubernetes.io/pv-controller","kubernetes.io/pv-protection"\]$'
 LOGS_DIR="$(q get pv "$LOGS_PV" -o jsonpath='{.spec.hostPath.path}')"
 [[ "$LOGS_DIR" == /tmp/hostpath_pv/* && -d "$LOGS_DIR" ]] || fail "provisioned directory '$LOGS_DIR' missing (upstream provisions under /tmp/hostpath_pv/)"
 pass "host-path directory $LOGS_DIR exists"

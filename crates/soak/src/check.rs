@@ -85,6 +85,9 @@ pub struct Lists {
     pub pvcs: Vec<Value>,
     /// Pods' names (all namespaces).
     pub pods: HashSet<String>,
+    /// `namespace/claim` of every claim a pod that has not terminated names (upstream's
+    /// `isVolumeUsed`: a Released volume of such a claim is not recycled or deleted yet).
+    pub claims_in_use: HashSet<String>,
 }
 
 async fn list<K>(api: Api<K>) -> anyhow::Result<Vec<Value>>
@@ -136,8 +139,22 @@ impl Checker {
     pub async fn lists(&self) -> anyhow::Result<Lists> {
         let pvs = list(Api::<PersistentVolume>::all(self.client.clone())).await?;
         let pvcs = list(Api::<PersistentVolumeClaim>::all(self.client.clone())).await?;
-        let pods = list(Api::<Pod>::all(self.client.clone())).await?.iter().map(key).collect();
-        Ok(Lists { pvs, pvcs, pods })
+        let pod_list = list(Api::<Pod>::all(self.client.clone())).await?;
+        let pods = pod_list.iter().map(key).collect();
+        let claims_in_use = pod_list
+            .iter()
+            .filter(|p| !matches!(s(&p["status"]["phase"]), "Succeeded" | "Failed"))
+            .flat_map(|p| {
+                let ns = s(&p["metadata"]["namespace"]).to_string();
+                p["spec"]["volumes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(move |v| v["persistentVolumeClaim"]["claimName"].as_str().map(|c| format!("{ns}/{c}")))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        Ok(Lists { pvs, pvcs, pods, claims_in_use })
     }
 
     fn violation(&mut self, v: String) {
@@ -393,6 +410,10 @@ pub fn unreclaimed(l: &Lists, root: &std::path::Path) -> Vec<String> {
         .filter(|p| s(&p["status"]["phase"]) == "Released")
         .filter(|p| matches!(s(&p["spec"]["persistentVolumeReclaimPolicy"]), "Delete" | "Recycle"))
         .filter(|p| PathBuf::from(s(&p["spec"]["hostPath"]["path"])).parent() == Some(root))
+        .filter(|p| {
+            let r = &p["spec"]["claimRef"];
+            !l.claims_in_use.contains(&format!("{}/{}", s(&r["namespace"]), s(&r["name"])))
+        })
         .map(|p| {
             format!(
                 "volume {} is Released with policy {}, not reclaimed",
