@@ -3,8 +3,9 @@
 
 use super::{load_objects, user};
 use clap::Args;
-use pv_sim::{output::output_list, Simulation, SimulationError, SimulationOptions};
+use pv_sim::{output::OutputList, Simulation, SimulationError, SimulationOptions};
 use pv_store::FaultSpec;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -65,12 +66,15 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     })?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(sim.run()).map_err(|e| user(e.to_string()))?;
-    let list = output_list(sim.store());
-    let text = match a.output {
-        Format::Json => serde_json::to_string_pretty(&list)?,
-        Format::Yaml => pv_sim::output::to_yaml(&list),
-    };
-    println!("{text}");
+    // Written as it is serialized: the stored objects are not copied into one value or one string.
+    let list = OutputList::from_store(sim.store());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match a.output {
+        Format::Json => serde_json::to_writer_pretty(&mut out, &list)?,
+        Format::Yaml => pv_sim::output::write_yaml(&mut out, &list)?,
+    }
+    writeln!(out)?;
+    out.flush()?;
     // The process ends here: skip tearing down hundreds of thousands of cached objects.
     std::mem::forget(sim);
     Ok(ExitCode::SUCCESS)

@@ -244,29 +244,32 @@ pub fn load(text: &str) -> Result<Loaded, InputError> {
     let mut out = Loaded::default();
     let mut ignored = std::collections::BTreeMap::<String, usize>::new();
     let mut seen = false;
-    let mut take = |o: Option<InputObject>, v: &Value, out: &mut Loaded| match o {
-        Some(o) => out.objects.push(o),
-        None => *ignored.entry(v["kind"].as_str().unwrap_or("").to_string()).or_default() += 1,
+    // Objects are moved, not copied, from the parsed documents into what is returned.
+    let mut take = |doc: usize, item: Option<usize>, v: Value, out: &mut Loaded| -> Result<(), InputError> {
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        match check_object(doc, item, v)? {
+            Some(o) => out.objects.push(o),
+            None => *ignored.entry(kind).or_default() += 1,
+        }
+        Ok(())
     };
-    for (i, doc) in documents(text)?.into_iter().enumerate() {
+    for (i, mut doc) in documents(text)?.into_iter().enumerate() {
         let n = i + 1;
         if doc.is_null() {
             continue;
         }
         seen = true;
         if doc.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List")) {
-            let items = doc
-                .get("items")
-                .and_then(Value::as_array)
-                .ok_or_else(|| err(n, None, Some("List".into()), "items: Required value"))?;
-            for (j, it) in items.iter().enumerate() {
-                let o = check_object(n, Some(j), it.clone())?;
-                take(o, it, &mut out);
+            let items = match doc.get_mut("items") {
+                Some(Value::Array(items)) => std::mem::take(items),
+                _ => return Err(err(n, None, Some("List".into()), "items: Required value")),
+            };
+            for (j, it) in items.into_iter().enumerate() {
+                take(n, Some(j), it, &mut out)?;
             }
             continue;
         }
-        let o = check_object(n, None, doc.clone())?;
-        take(o, &doc, &mut out);
+        take(n, None, doc, &mut out)?;
     }
     if !seen {
         return Err(err(

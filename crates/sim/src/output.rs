@@ -2,34 +2,80 @@
 //! and name, then every Event in the order it was first emitted, as one `v1` `List`.
 
 use pv_store::Store;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
+use std::cmp::Ordering;
+use std::sync::Arc;
 
 const OUTPUT_RESOURCES: &[&str] =
     &["namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes", "pods", "storageclasses"];
 
-/// Builds the output List from the store.
-pub fn output_list(store: &Store) -> Value {
-    let mut objects: Vec<Value> = Vec::new();
-    for r in OUTPUT_RESOURCES {
-        let (items, _) = store.list(r, &Default::default()).expect("known resource");
-        objects.extend(items.iter().map(|o| (**o).clone()));
+/// The output List, holding the stored objects themselves (shared, not copied): serializing it
+/// gives the same text as serializing [`output_list`]'s value, with no copy of the store.
+pub struct OutputList {
+    items: Vec<Arc<Value>>,
+}
+
+fn kind(o: &Value) -> &str {
+    o.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+fn text<'a>(o: &'a Value, section: &str, field: &str) -> &'a str {
+    o.get(section).and_then(|s| s.get(field)).and_then(Value::as_str).unwrap_or("")
+}
+
+impl OutputList {
+    /// Takes every object of the input kinds, then every Event, from the store.
+    pub fn from_store(store: &Store) -> Self {
+        let mut objects: Vec<Arc<Value>> = Vec::new();
+        for r in OUTPUT_RESOURCES {
+            let (items, _) = store.list(r, &Default::default()).expect("known resource");
+            objects.extend(items);
+        }
+        objects.sort_by(|a, b| {
+            (kind(a), text(a, "metadata", "namespace"), text(a, "metadata", "name")).cmp(&(
+                kind(b),
+                text(b, "metadata", "namespace"),
+                text(b, "metadata", "name"),
+            ))
+        });
+        let (mut events, _) = store.list("events", &Default::default()).expect("events");
+        events.sort_by(|a, b| -> Ordering {
+            (text(a, "metadata", "creationTimestamp"), text(a, "metadata", "name"))
+                .cmp(&(text(b, "metadata", "creationTimestamp"), text(b, "metadata", "name")))
+        });
+        objects.extend(events);
+        OutputList { items: objects }
     }
-    let key = |o: &Value| {
-        (
-            o["kind"].as_str().unwrap_or("").to_string(),
-            o["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
-            o["metadata"]["name"].as_str().unwrap_or("").to_string(),
-        )
-    };
-    objects.sort_by_key(key);
-    let (events, _) = store.list("events", &Default::default()).expect("events");
-    let mut events: Vec<Value> = events.iter().map(|e| (**e).clone()).collect();
-    events.sort_by_key(|e| {
-        let uid_order = e["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string();
-        (uid_order, e["metadata"]["name"].as_str().unwrap_or("").to_string())
-    });
-    objects.extend(events);
-    json!({"apiVersion": "v1", "kind": "List", "items": objects})
+
+    /// The objects, in output order.
+    pub fn items(&self) -> impl Iterator<Item = &Value> {
+        self.items.iter().map(|o| &**o)
+    }
+}
+
+impl Serialize for OutputList {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Items<'a>(&'a [Arc<Value>]);
+        impl Serialize for Items<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.iter().map(|o| &**o))
+            }
+        }
+        // Keys in the order a JSON object's keys print (sorted).
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("apiVersion", "v1")?;
+        m.serialize_entry("items", &Items(&self.items))?;
+        m.serialize_entry("kind", "List")?;
+        m.end()
+    }
+}
+
+/// Builds the output List from the store, as one JSON value (a copy of every object).
+pub fn output_list(store: &Store) -> Value {
+    let list = OutputList::from_store(store);
+    let items: Vec<Value> = list.items().cloned().collect();
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 /// YAML as kubectl prints it (`-o yaml`): keys sorted, list items at their key's indentation,
@@ -41,6 +87,11 @@ pub fn output_list(store: &Store) -> Value {
 /// characters is a folded `>-` block where kubectl breaks it onto an indented next line.
 pub fn to_yaml<T: serde::Serialize>(v: &T) -> String {
     serde_saphyr::to_string(v).expect("every JSON document has a YAML form")
+}
+
+/// [`to_yaml`] written to `w` as it is produced.
+pub fn write_yaml<T: serde::Serialize>(w: &mut impl std::io::Write, v: &T) -> std::io::Result<()> {
+    serde_saphyr::to_io_writer(w, v).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]

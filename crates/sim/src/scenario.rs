@@ -6,7 +6,7 @@
 //! `${ROOT}` in the input stands for the host-path root of the run.
 
 use crate::input::load_documents;
-use crate::output::output_list;
+use crate::output::OutputList;
 use crate::{Simulation, SimulationOptions};
 use pv_store::FaultSpec;
 use serde::Deserialize;
@@ -177,9 +177,8 @@ pub fn setup_names(s: &Scenario) -> std::collections::BTreeSet<String> {
 
 /// The outcome of a finished simulation.
 pub fn outcome(sim: &Simulation) -> Outcome {
-    let list = output_list(sim.store());
     Outcome {
-        items: list["items"].as_array().cloned().unwrap_or_default(),
+        items: OutputList::from_store(sim.store()).items().cloned().collect(),
         faults: sim.store().faults_injected(),
         cache_errors: crate::invariants::caches(sim.store(), sim.controller()),
     }
