@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Upstream's PV controller on our API server: the real kube-controller-manager (built from
 # conformance/; needs Go), running only its persistentvolume-binder-controller with the host-path
-# provisioner, against `pv-controller up --no-controller`. It must bind and provision the same
+# provisioner and the pv- and pvc-protection controllers (which release the finalizers the API
+# server's admission adds), against `pv-controller up --no-controller`. It must bind and provision the same
 # scenario as scripts/e2e-up.sh: static binding, volumeName reservation, host-path provisioning,
 # events, reclaim (Delete removes PV + directory, Retain gives Released), a volume created after
 # its claim, and KCM's own leader-election Lease. This proves the API server serves client-go:
@@ -67,7 +68,8 @@ echo "   up --no-controller: $(sed -n 's/^server: //p' "$WORK/up.out")"
 # KCM's default content type: protobuf for reads, writes and watches, as in a real cluster.
 "$KBIN/kube-controller-manager" \
   --kubeconfig="$DATA/kubeconfig" \
-  --controllers=persistentvolume-binder-controller --enable-hostpath-provisioner \
+  --controllers=persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller \
+  --enable-hostpath-provisioner \
   --use-service-account-credentials=false --secure-port=0 \
   --leader-elect=true --leader-elect-lease-duration=5s --leader-elect-renew-deadline=3s --leader-elect-retry-period=1s \
   --pvclaimbinder-sync-period=15s --profiling=false ${KCM_FLAGS:-} \

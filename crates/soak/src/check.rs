@@ -325,7 +325,8 @@ impl Checker {
         let mut seen = HashSet::new();
         for ep in endpoints {
             // A controller being restarted may not answer; the final round requires an answer.
-            let Some(cached) = http_get(ep.addr, "/debug/caches").await.and_then(|b| serde_json::from_str::<Value>(&b).ok())
+            let Some(cached) =
+                http_get(ep.addr, "/debug/caches").await.and_then(|b| serde_json::from_str::<Value>(&b).ok())
             else {
                 out.push(format!("{}: /debug/caches did not answer", ep.id));
                 continue;
