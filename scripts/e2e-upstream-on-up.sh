@@ -32,9 +32,13 @@ trap 'exit 130' INT TERM
 # config file, and upstream's binder races its own deletion of a provisioned volume (a sync of
 # the cached volume after the delete operation lifted the kubernetes.io/pv-controller finalizer
 # puts it back and gets 404, as against kube-apiserver).
+# With the protection controllers the same stale write also meets a 409 (racing pv-protection)
+# or the 422 that kube-apiserver gives too (a finalizer added to a volume being deleted).
 kcm_errors() {
   grep -E '^E[0-9]{4} ' "$WORK/kcm.log" 2>/dev/null | grep -v 'The manifest file is empty, ignoring' \
-    | grep -Ev "can't anneal migration annotations or finalizer: persistentvolumes \\\\\"pvc-[0-9a-f-]+\\\\\" not found" || true
+    | grep -Ev "can't anneal migration annotations or finalizer: persistentvolumes \\\\\"pvc-[0-9a-f-]+\\\\\" not found" \
+    | grep -Ev "can't anneal migration annotations or finalizer: Operation cannot be fulfilled on persistentvolumes .*the object has been modified" \
+    | grep -Ev "can't anneal migration annotations or finalizer: PersistentVolume .* is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted" || true
 }
 fail() {
   echo "FAIL: $*" >&2
