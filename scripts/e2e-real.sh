@@ -387,7 +387,8 @@ wait_until "pv-node-1 Released" 30 pv_phase_is pv-node-1 Released
 pass "pv-node-1 Released (Retain)"
 
 # --- Recycle: a recycler pod, finished by the test (no kubelet) -------------------------------
-k "create a released NFS volume with policy Recycle" create -f - <<'EOF'
+# kube-apiserver answers with its deprecation warning for Recycle, and nothing else on stderr.
+kubectl create -f - >"$WORK/out" 2>"$WORK/err" <<'EOF' || { cat "$WORK/err"; fail "create a released NFS volume with policy Recycle"; }
 apiVersion: v1
 kind: PersistentVolume
 metadata: {name: pv-recycle}
@@ -399,6 +400,9 @@ spec:
   claimRef: {namespace: demo, name: gone, uid: 00000000-0000-0000-0000-000000000000}
   nfs: {server: nfs.example.com, path: /exports/recycle}
 EOF
+[[ "$(cat "$WORK/err")" == "Warning: spec.persistentVolumeReclaimPolicy: The Recycle reclaim policy is deprecated. Instead, the recommended approach is to use dynamic provisioning." ]] \
+  || { cat "$WORK/err"; fail "create a released NFS volume with policy Recycle: stderr"; }
+pass "create a released NFS volume with policy Recycle (with kube-apiserver's deprecation warning)"
 recycler_pod() { [[ -n "$(q get pod -n default recycler-for-pv-recycle --ignore-not-found -o name)" ]]; }
 wait_until "recycler pod default/recycler-for-pv-recycle" 30 recycler_pod
 k "recycler pod" get pod -n default recycler-for-pv-recycle \
