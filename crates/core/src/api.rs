@@ -2,7 +2,7 @@
 //! and over the in-memory store (simulate, tests).
 
 use async_trait::async_trait;
-use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim};
+use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 
 /// A failed API call, classified the way the controller reacts to it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -68,4 +68,7 @@ pub trait ClusterApi: Send + Sync {
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError>;
     /// PUT an Event (aggregation bumps its count).
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError>;
+    /// LIST the Pods of a namespace, from the server rather than a cache: the pvc-protection
+    /// controller's check before it lets a claim go, for a pod its watch has not delivered yet.
+    async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError>;
 }

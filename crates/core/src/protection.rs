@@ -6,7 +6,8 @@
 //! `kubernetes.io/pvc-protection` on every new claim. Deleting either then only marks it; the
 //! object goes once the finalizer is removed, which is these controllers' job:
 //! - a claim being deleted loses its finalizer when no scheduled Pod (one with a `nodeName`)
-//!   mounts it through a `persistentVolumeClaim` volume;
+//!   mounts it through a `persistentVolumeClaim` volume (the pods the watch delivered, then a
+//!   live list of the namespace's pods, so a pod not yet delivered still keeps it);
 //! - a volume being deleted loses its finalizer when it is not Bound.
 //!
 //! Against a real cluster kube-controller-manager runs them; `up` runs this module beside the
@@ -187,6 +188,13 @@ impl Protection {
                     || !has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER)
                     || self.claim_in_use(key)
                 {
+                    return Ok(());
+                }
+                // The pod watch may not have delivered a pod that uses the claim yet: ask the
+                // server before letting the claim go, as upstream's controller does. A pod found
+                // here reaches `on_pod` through the watch too, and its deletion requeues the claim.
+                if self.api.list_pods(ns).await?.iter().any(|p| claims_of(p).iter().any(|c| c == key)) {
+                    tracing::debug!(pvc = %key, "kept: a pod the watch has not delivered yet uses the claim");
                     return Ok(());
                 }
                 if let Some(f) = c.metadata.finalizers.as_mut() {

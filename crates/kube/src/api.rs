@@ -6,8 +6,8 @@
 //! hold a worker forever — the key is retried instead), and classifies the answer.
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use pv_core::{ApiError, ClusterApi};
 use std::collections::BTreeMap;
@@ -238,6 +238,12 @@ impl ClusterApi for KubeApi {
         let pp = PostParams::default();
         let name = name_of(event)?;
         self.call("update event", api.replace(name, &pp, event)).await.map(trimmed)
+    }
+
+    async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let list = self.call("list pods", api.list(&ListParams::default())).await?;
+        Ok(list.items.into_iter().map(trimmed).collect())
     }
 }
 

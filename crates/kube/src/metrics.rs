@@ -338,6 +338,9 @@ mod tests {
         async fn update_event(&self, _: &Event) -> Result<Event, ApiError> {
             Err(ApiError::Other("none".into()))
         }
+        async fn list_pods(&self, _: &str) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, ApiError> {
+            Err(ApiError::Other("none".into()))
+        }
     }
 
     /// Upstream's definitions (kubernetes 1.37: pkg/controller/volume/persistentvolume/metrics,

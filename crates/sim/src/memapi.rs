@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use pv_core::{ApiError, ClusterApi};
-use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim};
+use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use pv_store::{Store, StoreError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -152,5 +152,10 @@ impl ClusterApi for MemApi {
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
         self.alive()?;
         from_value(&*blocking(|| self.store.update("events", to_value(event)?, false).map_err(map_err))?)
+    }
+    async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
+        self.alive()?;
+        let (items, _) = self.store.list("pods", &pv_store::ListOptions { namespace: Some(namespace.into()) }).map_err(map_err)?;
+        items.iter().map(|p| from_value(p)).collect()
     }
 }

@@ -17,6 +17,7 @@
 
 mod check;
 mod churn;
+mod kubelet;
 mod procs;
 mod proxy;
 
@@ -475,6 +476,10 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
             }
         })
     };
+    // Against the real cluster `run` recycles through recycler pods: stand in for their kubelet.
+    let kubelet_stats = Arc::new(kubelet::KubeletStats::default());
+    let kubelet_task = (a.mode == Mode::Real)
+        .then(|| tokio::spawn(kubelet::run(c.clone(), "default", churn.root.clone(), kubelet_stats.clone())));
     let fault_task = {
         let (rig, stop, faults, seed, mode) = (rig.clone(), stop.clone(), faults.clone(), a.seed, a.mode);
         tokio::spawn(async move {
@@ -627,6 +632,14 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
         (s.ok.load(Ordering::Relaxed), s.refused.load(Ordering::Relaxed), s.failed.load(Ordering::Relaxed));
     let ops = ok + refused + failed;
     let kills = faults.kills.load(Ordering::Relaxed);
+    if let Some(t) = kubelet_task {
+        t.abort();
+        println!(
+            "recycler pods (the runner as their kubelet): {} succeeded, {} failed",
+            kubelet_stats.recycled.load(Ordering::Relaxed),
+            kubelet_stats.failed.load(Ordering::Relaxed)
+        );
+    }
     let cc = &checker.counts;
     println!("duration: {:.1} min, seed {}", minutes, a.seed);
     println!("operations: {ops} ({ok} acknowledged, {refused} refused by the server as the state moved on, {failed} unanswered)");
