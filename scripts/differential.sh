@@ -38,7 +38,7 @@ fi
 for f in "$@"; do [[ -r "$f" ]] || { echo "differential: cannot read $f" >&2; exit 1; }; done
 
 OURS="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
-(cd "$ROOT" && cargo build --quiet --release) || { echo "differential: cargo build --release failed" >&2; exit 2; }
+(cd "$ROOT" && cargo build --quiet --release --workspace) || { echo "differential: cargo build --release failed" >&2; exit 2; }
 KBIN="$("$ROOT/conformance/build.sh" | tail -1)" || { echo "differential: conformance/build.sh failed" >&2; exit 2; }
 
 # Upstream's host-path deleter accepts only paths under /tmp: the root must be there.

@@ -33,7 +33,7 @@ now_ms() { date +%s%3N; }
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml || fail "python3 with PyYAML needed"
 # The whole corpus also checks that every listing in DIFFERENCES.md still matches a difference.
 if [[ $# -gt 0 ]]; then CASES=("$@"); else CASES=("$ROOT"/conformance/api/*.yaml); export API_DIFF_WHOLE_CORPUS=1; fi
-(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 SECONDS=0
 "$ROOT/scripts/real-cluster.sh" up "$WORK/real" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
 "$BIN" up --no-controller --data-dir "$WORK/ours" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &

@@ -250,7 +250,8 @@ if grep -q bogusField "$WORK/out"; then fail "unknown field stored"; fi
 k "delete bogus" delete pv bogus --wait=false
 release "bogus released" pv bogus
 
-# Taints are an atomic list: removing one by key works.
+# Taints are an atomic list: removing one by key works. (A new Node starts with the not-ready
+# taint, as TaintNodesByCondition gives it on kube-apiserver.)
 k "create node" create -f - <<'EOF'
 apiVersion: v1
 kind: Node
@@ -259,7 +260,7 @@ EOF
 k "taint" taint node n1 dedicated=storage:NoSchedule other=x:NoSchedule
 k "untaint" taint node n1 dedicated-
 k "taints left" get node n1 -o jsonpath='{.spec.taints[*].key}'
-expect '^other$'
+expect '^other node.kubernetes.io/not-ready$'
 
 # Field selectors kube-apiserver supports, and its error for the others.
 k "field selector on events" get events --field-selector reason=E2ETest -o name

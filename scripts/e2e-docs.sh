@@ -29,7 +29,7 @@ trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; [[ -f "$WORK/up.err" ]] && { echo "--- up stderr:"; tail -20 "$WORK/up.err"; } >&2; exit 1; }
 
 command -v kubectl >/dev/null 2>&1 || { echo "skip: kubectl not installed (.ci/run installs it)"; exit 0; }
-(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 
 declare -A EXCEPTIONS=(
   ["cargo test --workspace"]="the test suite itself (.ci/run runs it, and this script)"

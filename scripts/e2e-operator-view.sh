@@ -41,7 +41,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 SECONDS=0
-(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 export REAL_CLUSTER_BIN="${REAL_CLUSTER_BIN:-$("$ROOT/conformance/build.sh" | tail -1)}"
 
 SYNC=2s

@@ -12,7 +12,7 @@ if ! command -v go >/dev/null 2>&1; then
   echo "skipped: go is not installed (conformance/protoclient needs it)"
   exit 0
 fi
-(cd "$ROOT" && cargo build --quiet --release --locked)
+(cd "$ROOT" && cargo build --quiet --release --locked --workspace)
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
 cd "$ROOT/conformance/protoclient"
 PV_CONTROLLER="$BIN" go test -count=1 ./...

@@ -52,7 +52,7 @@ fail() {
 source "$ROOT/scripts/lib.sh"
 
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
-(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 [[ -x "$BIN" ]] || fail "$BIN missing after the build"
 SECONDS=0
 

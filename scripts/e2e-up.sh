@@ -46,7 +46,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
 fi
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
 
-(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 SECONDS=0
 [[ -x "$BIN" ]] || fail "$BIN missing after the build"
 

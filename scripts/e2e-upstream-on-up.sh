@@ -51,7 +51,7 @@ fail() {
 source "$ROOT/scripts/lib.sh"
 
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
-(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 KBIN="$("$ROOT/conformance/build.sh" | tail -1)" || fail "conformance/build.sh"
 SECONDS=0
 

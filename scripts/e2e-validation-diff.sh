@@ -28,7 +28,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 now_ms() { date +%s%3N; }
 
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
-(cd "$ROOT" && cargo build --quiet --release) || fail "cargo build --release"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 SECONDS=0
 "$ROOT/scripts/real-cluster.sh" up "$WORK/real" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
 "$BIN" up --no-controller --data-dir "$WORK/ours" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &

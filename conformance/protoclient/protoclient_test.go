@@ -280,7 +280,8 @@ func TestEveryServedKind(t *testing.T) {
 	}
 	nodes, err := cs.CoreV1().Nodes().List(c, metav1.ListOptions{})
 	must("list nodes", err)
-	if len(nodes.Items) != 1 || len(nodes.Items[0].Spec.Taints) != 1 {
+	// The given taint, then the not-ready one TaintNodesByCondition adds, as kube-apiserver does.
+	if len(nodes.Items) != 1 || len(nodes.Items[0].Spec.Taints) != 2 || nodes.Items[0].Spec.Taints[1].Key != "node.kubernetes.io/not-ready" {
 		t.Fatalf("nodes: %+v", nodes.Items)
 	}
 	pod, err := cs.CoreV1().Pods(ns).Get(c, "pod", metav1.GetOptions{})

@@ -105,7 +105,10 @@ fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldVa
             )));
         }
     }
-    let object = roundtrip(served, &value).map_err(|e| cannot_handle(served, e))?;
+    let object = roundtrip(served, &value).map_err(|e| cannot_handle(served, name_go_struct(served, e)))?;
+    if let Some(why) = bad_quantity(served, &value) {
+        return Err(cannot_handle(served, why));
+    }
     let mut problems: Vec<String> = Vec::new();
     let mut unknown = Vec::new();
     unknown_fields(&value, &object, "", &mut unknown);
@@ -117,6 +120,113 @@ fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldVa
         }
         FieldValidation::Warn => Ok(Decoded { object, warnings: problems }),
         _ => Ok(Decoded { object, warnings: Vec::new() }),
+    }
+}
+
+/// The OpenAPI definition of the quantity type.
+const QUANTITY_REF: &str = "#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity";
+
+/// The served OpenAPI v2 definitions, parsed once: they say which fields are quantities.
+static DEFINITIONS: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(|| {
+    let doc: Value = serde_json::from_str(crate::discovery::OPENAPI_V2_JSON).expect("the served OpenAPI v2 document");
+    doc.get("definitions").and_then(Value::as_object).cloned().unwrap_or_default()
+});
+
+/// The served definition of the kind at `served`'s group and version.
+fn definition_of(served: &Served) -> Option<&'static Value> {
+    let (group, version, kind) = (served.group, served.version, served.kind());
+    DEFINITIONS.values().find(|d| {
+        d.get("x-kubernetes-group-version-kind").and_then(Value::as_array).is_some_and(|gvks| {
+            gvks.iter().any(|g| g["group"] == group && g["version"] == version && g["kind"] == kind)
+        })
+    })
+}
+
+/// Go's type error names the struct that holds the field and the field's path without list
+/// indexes (`Go struct field ObjectMeta.metadata.name`); the typed decoder gives the path
+/// alone. The struct is found by following the path through the served definitions.
+fn name_go_struct(served: &Served, message: String) -> String {
+    const AT: &str = "Go struct field .";
+    let Some(start) = message.find(AT) else { return message };
+    let rest = &message[start + AT.len()..];
+    let Some(end) = rest.find(" of type ") else { return message };
+    let path = &rest[..end];
+    let fields: Vec<&str> = path.split('.').map(|f| f.split('[').next().unwrap_or(f)).collect();
+    let mut schema = definition_of(served);
+    let mut name = String::new();
+    let mut named: Vec<&str> = Vec::new();
+    for field in &fields {
+        // Resolve references, remembering the struct (definition) reached.
+        while let Some(r) = schema.and_then(|s| s.get("$ref")).and_then(Value::as_str) {
+            let def = r.strip_prefix("#/definitions/").unwrap_or(r);
+            name = def.rsplit('.').next().unwrap_or(def).to_string();
+            schema = DEFINITIONS.get(def);
+        }
+        let Some(next) = schema.and_then(|s| s.get("properties")).and_then(|p| p.get(*field)) else { break };
+        named.push(field);
+        // Go names neither list indexes nor map keys: a map's field ends the path.
+        if next.get("additionalProperties").is_some() {
+            break;
+        }
+        schema = Some(next.get("items").unwrap_or(next));
+    }
+    if named.is_empty() || name.is_empty() {
+        return message;
+    }
+    format!("{}Go struct field {name}.{}{}", &message[..start], named.join("."), &rest[end..])
+}
+
+/// The first quantity field of `value` that Go's decoder refuses, with its error: kube-apiserver
+/// parses quantities while decoding, so a malformed one is a 400 there, before any validation.
+/// Which fields are quantities comes from the served OpenAPI definitions.
+fn bad_quantity(served: &Served, value: &Value) -> Option<String> {
+    first_bad_quantity(definition_of(served)?, value, 0)
+}
+
+fn first_bad_quantity(schema: &Value, value: &Value, depth: usize) -> Option<String> {
+    if depth > 64 || value.is_null() {
+        return None;
+    }
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        if r == QUANTITY_REF {
+            return quantity_error(value);
+        }
+        let def = DEFINITIONS.get(r.strip_prefix("#/definitions/")?)?;
+        return first_bad_quantity(def, value, depth + 1);
+    }
+    if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
+        return all.iter().find_map(|s| first_bad_quantity(s, value, depth + 1));
+    }
+    match value {
+        Value::Object(o) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            o.iter().find_map(|(k, v)| {
+                let s = props.and_then(|p| p.get(k)).or(extra)?;
+                first_bad_quantity(s, v, depth + 1)
+            })
+        }
+        Value::Array(items) => {
+            let s = schema.get("items")?;
+            items.iter().find_map(|v| first_bad_quantity(s, v, depth + 1))
+        }
+        _ => None,
+    }
+}
+
+/// Go's `resource.ParseQuantity` error for a quantity, as its JSON decoder reports it.
+fn quantity_error(value: &Value) -> Option<String> {
+    use pv_model::quantity::{Quantity, QuantityError};
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None, // a wrong type is the typed decoder's error
+    };
+    match Quantity::parse(&text) {
+        Err(QuantityError::Empty | QuantityError::Syntax) => Some(QuantityError::Syntax.to_string()),
+        Err(QuantityError::Suffix(_)) => Some("unable to parse quantity's suffix".into()),
+        // Go's quantities are arbitrary-precision: leave magnitude to validation.
+        Ok(_) | Err(QuantityError::Overflow) => None,
     }
 }
 
@@ -398,12 +508,37 @@ mod tests {
         assert_eq!(err.code(), 400);
         assert!(
             err.to_string()
-                .ends_with("json: cannot unmarshal number into Go struct field .spec.storageClassName of type string"),
+                .ends_with("json: cannot unmarshal number into Go struct field PersistentVolumeSpec.spec.storageClassName of type string"),
             "{err}"
         );
         let v = pv(json!({"spec": {"mountOptions": "ro"}}));
         let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
-        assert!(err.to_string().contains("cannot unmarshal string into Go struct field .spec.mountOptions"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("cannot unmarshal string into Go struct field PersistentVolumeSpec.spec.mountOptions"),
+            "{err}"
+        );
+        let v = pv(json!({"metadata": {"name": 7}}));
+        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        assert!(err.to_string().contains("Go struct field ObjectMeta.metadata.name of type string"), "{err}");
+        let v = pv(json!({"spec": {"claimRef": {"name": 7}}}));
+        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        assert!(err.to_string().contains("Go struct field ObjectReference.spec.claimRef.name of type string"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_quantity_is_refused_while_decoding_as_upstream() {
+        let v = pv(json!({"spec": {"capacity": {"storage": "lots"}}}));
+        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert!(
+            err.to_string().ends_with(
+                "cannot be handled as a PersistentVolume: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+            ),
+            "{err}"
+        );
+        let v = pv(json!({"spec": {"capacity": {"storage": "10Gi"}}}));
+        assert!(decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).is_ok());
     }
 
     #[test]

@@ -10,6 +10,9 @@ use pv_model::k8s::PersistentVolume;
 use pv_model::{csi, reasons};
 use std::sync::Arc;
 
+/// How often the removal of the deletion finalizer is tried when another writer wins the race.
+const FINALIZER_ATTEMPTS: u32 = 5;
+
 /// Outcome of deleting a volume's asset.
 pub(crate) enum Deleted {
     /// The asset is gone.
@@ -216,13 +219,24 @@ impl Controller {
                         return Ok(());
                     }
                 }
-                match self.api.get_volume(&name).await {
-                    Ok(v) => {
-                        let v = self.store_volume(v);
-                        self.remove_deletion_finalizer(v).await?;
+                // The pv-protection controller takes its finalizer off the same object at
+                // about the same moment: a write that loses that race (409, or a cache already
+                // newer than what was read) reads the volume again and retries after a short
+                // pause (a read may not see the winner's write for a few milliseconds), rather
+                // than leaving the volume Terminating until the next resync.
+                for attempt in 1..=FINALIZER_ATTEMPTS {
+                    let v = match self.api.get_volume(&name).await {
+                        Ok(v) => self.store_volume(v),
+                        Err(e) if e.is_not_found() => return Ok(()),
+                        Err(e) => return Err(Error::api("reading deleted volume")(e)),
+                    };
+                    match self.remove_deletion_finalizer(v).await {
+                        Err(e) if (e.is_conflict() || matches!(e, Error::Stale(_))) && attempt < FINALIZER_ATTEMPTS => {
+                            tracing::debug!(volume = %name, error = %e, "finalizer removal lost a race, retrying");
+                            self.clock.sleep(std::time::Duration::from_millis(10 << attempt)).await;
+                        }
+                        r => return r.map(drop),
                     }
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => return Err(Error::api("reading deleted volume")(e)),
                 }
                 Ok(())
             }

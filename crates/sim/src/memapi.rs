@@ -155,7 +155,8 @@ impl ClusterApi for MemApi {
     }
     async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
         self.alive()?;
-        let (items, _) = self.store.list("pods", &pv_store::ListOptions { namespace: Some(namespace.into()) }).map_err(map_err)?;
+        let (items, _) =
+            self.store.list("pods", &pv_store::ListOptions { namespace: Some(namespace.into()) }).map_err(map_err)?;
         items.iter().map(|p| from_value(p)).collect()
     }
 }

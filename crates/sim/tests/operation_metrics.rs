@@ -112,7 +112,8 @@ impl ClusterApi for RefusingClaims {
     }
     async fn update_event(&self, e: &Event) -> Result<Event, ApiError> {
         self.0.update_event(e).await
-    }    async fn list_pods(&self, ns: &str) -> Result<Vec<pv_model::k8s::Pod>, ApiError> {
+    }
+    async fn list_pods(&self, ns: &str) -> Result<Vec<pv_model::k8s::Pod>, ApiError> {
         self.0.list_pods(ns).await
     }
 }

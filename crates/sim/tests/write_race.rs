@@ -69,7 +69,8 @@ impl ClusterApi for Counting {
     }
     async fn update_event(&self, e: &Event) -> Result<Event, ApiError> {
         self.inner.update_event(e).await
-    }    async fn list_pods(&self, ns: &str) -> Result<Vec<pv_model::k8s::Pod>, ApiError> {
+    }
+    async fn list_pods(&self, ns: &str) -> Result<Vec<pv_model::k8s::Pod>, ApiError> {
         self.inner.list_pods(ns).await
     }
 }

@@ -62,10 +62,8 @@ pub async fn run(client: Client, namespace: &str, root: PathBuf, stats: Arc<Kube
         if let Ok(list) = pods.list(&ListParams::default()).await {
             for pod in list.items {
                 let name = pod.metadata.name.clone().unwrap_or_default();
-                let done = matches!(
-                    pod.status.as_ref().and_then(|s| s.phase.as_deref()),
-                    Some("Succeeded") | Some("Failed")
-                );
+                let done =
+                    matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded") | Some("Failed"));
                 if !name.starts_with(RECYCLER_PREFIX) || done || pod.metadata.deletion_timestamp.is_some() {
                     continue;
                 }

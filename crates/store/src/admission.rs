@@ -11,6 +11,11 @@
 //!   beta annotation), ties broken by name.
 //! - **PersistentVolumeClaimResize** (validating, update): a claim may only grow when it is
 //!   Bound and its class allows volume expansion (403 otherwise).
+//! - **ServiceAccount**, **Priority**, **DefaultTolerationSeconds** (mutating, create): a new
+//!   Pod gets the `default` ServiceAccount, priority 0 and five minutes of toleration for
+//!   not-ready and unreachable nodes. (No token volume is mounted: nothing runs `up`'s pods.)
+//! - **TaintNodesByCondition** (mutating, create): a new Node is tainted
+//!   `node.kubernetes.io/not-ready:NoSchedule`.
 //!
 //! The store applies them only when built with [`Admission::kube_apiserver`]: `up` serves as a
 //! cluster does, while the in-memory store of `simulate` and of tests loads state as given.
@@ -38,6 +43,11 @@ pub struct Admission {
     pub default_storage_class: bool,
     /// PersistentVolumeClaimResize.
     pub claim_resize: bool,
+    /// ServiceAccount, Priority and DefaultTolerationSeconds on new Pods (the `default`
+    /// ServiceAccount, priority 0, tolerations for not-ready and unreachable nodes).
+    pub pod_defaults: bool,
+    /// TaintNodesByCondition: new Nodes start tainted `node.kubernetes.io/not-ready`.
+    pub node_taints: bool,
 }
 
 impl Admission {
@@ -48,7 +58,13 @@ impl Admission {
 
     /// The storage plugins kube-apiserver enables by default.
     pub fn kube_apiserver() -> Self {
-        Admission { storage_protection: true, default_storage_class: true, claim_resize: true }
+        Admission {
+            storage_protection: true,
+            default_storage_class: true,
+            claim_resize: true,
+            pod_defaults: true,
+            node_taints: true,
+        }
     }
 
     /// The mutating plugins on a new object of `kind`; `classes` are the stored classes.
@@ -67,6 +83,8 @@ impl Admission {
                     add_finalizer(obj, PVC_PROTECTION_FINALIZER);
                 }
             }
+            "Pod" if self.pod_defaults => crate::validation::other::admit_pod(obj),
+            "Node" if self.node_taints => crate::validation::other::admit_node(obj),
             _ => {}
         }
     }

@@ -786,12 +786,20 @@ impl Store {
             });
         }
         let mut new = if status {
-            // Status writes change only the status.
+            // A status write takes the status and the metadata (labels, annotations,
+            // finalizers) from the body, as kube-apiserver's status strategies do; the spec
+            // stays as stored, and so do a Pod's owner references.
             let mut n = (*old).clone();
             match obj.get("status") {
                 Some(s) => n.as_object_mut().unwrap().insert("status".into(), s.clone()),
                 None => n.as_object_mut().unwrap().remove("status"),
             };
+            let mut m = meta(&obj).cloned().unwrap_or_default();
+            keep_server_metadata(&old, &mut m);
+            if rt.kind == "Pod" {
+                keep_fields(&old, &mut m, &["ownerReferences"]);
+            }
+            n.as_object_mut().unwrap().insert("metadata".into(), Value::Object(m));
             n
         } else if part == Part::Finalize {
             let mut n = (*old).clone();
@@ -808,22 +816,7 @@ impl Store {
                     None => obj.as_object_mut().unwrap().remove("status"),
                 };
             }
-            // Server-owned metadata is kept from the stored object.
-            let old_meta = meta(&old).cloned().unwrap_or_default();
-            let m = meta_mut(&mut obj);
-            for f in [
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-                "namespace",
-            ] {
-                match old_meta.get(f) {
-                    Some(v) => m.insert(f.into(), v.clone()),
-                    None => m.remove(f),
-                };
-            }
+            keep_server_metadata(&old, meta_mut(&mut obj));
             let o = obj.as_object_mut().unwrap();
             o.insert("apiVersion".into(), Value::String(rt.api_version()));
             o.insert("kind".into(), Value::String(rt.kind.into()));
@@ -974,8 +967,7 @@ impl Store {
         if dry_run {
             let mut would = (*old).clone();
             if !finalizers(&old).is_empty() && !meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
-                meta_mut(&mut would).insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
-                crate::namespaces::mark_terminating(rt, &mut would);
+                self.mark_deleted(rt, &mut would);
             }
             return Ok(Arc::new(would));
         }
@@ -989,10 +981,7 @@ impl Store {
             old
         } else {
             let mut marked = (*old).clone();
-            let m = meta_mut(&mut marked);
-            m.insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
-            m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            crate::namespaces::mark_terminating(rt, &mut marked);
+            self.mark_deleted(rt, &mut marked);
             Self::stamp(&mut marked, rv);
             let marked = Arc::new(marked);
             self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv)?;
@@ -1007,6 +996,20 @@ impl Store {
             return Err(FaultKind::LostResponse.error(&rt.qualified(), name));
         }
         Ok(result)
+    }
+}
+
+impl Store {
+    /// Marks an object that finalizers hold as being deleted: its deletion timestamp, and a
+    /// grace period of 0 (kinds without graceful deletion; a Namespace gets none, as its
+    /// registry marks it Terminating instead).
+    fn mark_deleted(&self, rt: &ResourceType, obj: &mut Value) {
+        let m = meta_mut(obj);
+        m.insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
+        if rt.kind != "Namespace" {
+            m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+        }
+        crate::namespaces::mark_terminating(rt, obj);
     }
 }
 
@@ -1109,6 +1112,26 @@ impl StoreBuilder {
             limits: self.limits,
             admission: self.admission,
         }
+    }
+}
+
+/// Metadata the server owns, kept from the stored object on every update.
+const SERVER_METADATA: [&str; 6] =
+    ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"];
+
+/// Puts the stored object's server-owned metadata into `m`, the metadata of an update.
+fn keep_server_metadata(old: &Value, m: &mut Map<String, Value>) {
+    keep_fields(old, m, &SERVER_METADATA);
+}
+
+/// Puts the stored object's metadata `fields` into `m` (removing those it does not have).
+fn keep_fields(old: &Value, m: &mut Map<String, Value>, fields: &[&str]) {
+    let old_meta = meta(old);
+    for f in fields {
+        match old_meta.and_then(|om| om.get(*f)) {
+            Some(v) => m.insert((*f).into(), v.clone()),
+            None => m.remove(*f),
+        };
     }
 }
 
@@ -1303,9 +1326,13 @@ mod tests {
         assert_eq!(same["status"]["phase"], "Pending");
         assert_eq!(same["metadata"]["resourceVersion"], "1", "no-op write keeps the version");
         a["spec"]["capacity"]["storage"] = json!("5Gi");
+        a["metadata"]["labels"] = json!({"via": "status"});
+        a["metadata"]["uid"] = json!("not-the-uid");
         let st = s.update("persistentvolumes", a, true).unwrap();
         assert_eq!(st["status"]["phase"], "Available");
         assert_eq!(st["spec"]["capacity"]["storage"], "1Gi");
+        assert_eq!(st["metadata"]["labels"], json!({"via": "status"}), "metadata changes go through, as upstream");
+        assert_eq!(st["metadata"]["uid"], o["metadata"]["uid"], "server-owned metadata does not");
     }
 
     #[test]

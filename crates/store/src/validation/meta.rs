@@ -175,6 +175,18 @@ pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>)
     let meta = obj.get("metadata").and_then(Value::as_object);
     let get = |f: &str| meta.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("");
     let name = get("name");
+    // The prefix is checked as a name whose trailing dash is masked (upstream's
+    // maskTrailingDash), before the generated name itself.
+    let generate_name = get("generateName");
+    if !generate_name.is_empty() {
+        let masked = match generate_name.strip_suffix('-') {
+            Some(rest) if !rest.is_empty() => format!("{rest}a"),
+            _ => generate_name.to_string(),
+        };
+        for m in name_errors(rt, &masked) {
+            errs.push(FieldError::invalid("metadata.generateName", generate_name, m));
+        }
+    }
     if name.is_empty() {
         errs.push(FieldError::required("metadata.name", "name or generateName is required"));
     } else {

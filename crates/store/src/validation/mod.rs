@@ -10,7 +10,7 @@
 mod godiff;
 mod meta;
 pub mod names;
-mod other;
+pub(crate) mod other;
 mod pv;
 mod pvc;
 mod selectors;
@@ -130,6 +130,7 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
         "PersistentVolumeClaim" => pvc::validate_pvc_update(old, new, &mut errs),
         "PersistentVolume" => pv::validate_pv_update(old, new, &mut errs),
         "StorageClass" => storage_class::validate_storage_class_update(old, new, &mut errs),
+        "Pod" => other::validate_pod_update(old, new, &mut errs),
         _ => {}
     }
     errs
@@ -221,9 +222,11 @@ pub fn default(rt: &ResourceType, obj: &mut Value) {
             default_if_unset(status, "phase", "Active", false);
         }
         "Pod" => {
+            other::default_pod(obj);
             let status = obj_mut(obj, "status");
             default_if_unset(status, "phase", "Pending", false);
         }
+        "Node" => other::default_node(obj),
         _ => {}
     }
 }
