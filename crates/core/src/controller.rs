@@ -14,7 +14,7 @@ use crate::plugin::PluginRegistry;
 use crate::queue::WorkQueue;
 use pv_model::helpers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tracing::Instrument;
@@ -76,6 +76,8 @@ pub struct Controller {
     pub(crate) reservations: Mutex<HashMap<String, String>>,
     /// One writer per volume at a time (see [`Controller::save_volume`]).
     volume_writers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Assets the last sweep found unused (see [`Controller::sweep_unused_assets`]).
+    unused_assets: Mutex<HashSet<String>>,
     /// Volume work queue.
     pub volume_queue: WorkQueue,
     /// Claim work queue.
@@ -105,6 +107,7 @@ impl Controller {
             nodes: RwLock::default(),
             reservations: Mutex::default(),
             volume_writers: Mutex::default(),
+            unused_assets: Mutex::default(),
             metrics: Metrics::default(),
         })
     }
@@ -268,6 +271,75 @@ impl Controller {
         for k in keys {
             self.claim_queue.add(&k);
         }
+    }
+
+    /// Removes what an interrupted provisioning left behind: an asset a provisioner created for
+    /// a claim (named as its volume would be, `pvc-<claim uid>`) when the process stopped before
+    /// the volume object was made, and the claim was deleted before anyone provisioned it
+    /// again. Nothing refers to such an asset and nothing ever will, so without this sweep it
+    /// stays forever. An asset is kept while any cached volume names it or has it as its source,
+    /// any cached claim would give its volume that name, or a provisioning is under way for that
+    /// claim; and the plugin removes it only while it is empty (no volume ever existed, so no
+    /// pod could have written to it). An asset goes only when two sweeps in a row found it
+    /// unused, so a volume just created has reached the cache by then. `run` and `up` sweep three
+    /// times per resync period, `simulate` once per resync round; returns what it removed.
+    pub async fn sweep_unused_assets(&self) -> Vec<String> {
+        let mut removed = Vec::new();
+        let mut now_unused: HashSet<String> = HashSet::new();
+        for plugin in self.plugins.provisioners() {
+            let listed = match plugin.provisioned_assets().await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::debug!(plugin = plugin.name(), error = %e, "cannot list provisioned assets");
+                    continue;
+                }
+            };
+            // Cheap first: almost every asset is a cached volume's name.
+            let mut unused: Vec<String> = listed.into_iter().filter(|n| self.volume(n).is_none()).collect();
+            if unused.is_empty() {
+                continue;
+            }
+            let volumes: Vec<Arc<PersistentVolume>> = {
+                let cache = self.volumes.read().unwrap();
+                cache.index.names().filter_map(|n| cache.get(n)).collect()
+            };
+            let sources: HashSet<String> = volumes.iter().filter_map(|v| plugin.asset_of(v)).collect();
+            let claimed: HashSet<String> = {
+                let claims = self.claims.read().unwrap();
+                let keys: Vec<String> = claims.keys().cloned().collect();
+                keys.iter()
+                    .filter_map(|k| claims.get(k))
+                    .map(|c| format!("pvc-{}", helpers::uid(&c.metadata)))
+                    .collect()
+            };
+            let provisioning: Vec<String> = self.operations.running();
+            unused.retain(|n| {
+                let uid = n.strip_prefix("pvc-").unwrap_or(n);
+                !sources.contains(n)
+                    && !claimed.contains(n)
+                    && !provisioning.iter().any(|op| op.starts_with("provision-") && op.ends_with(&format!("[{uid}]")))
+            });
+            let before = self.unused_assets.lock().unwrap().clone();
+            for name in unused {
+                now_unused.insert(name.clone());
+                if !before.contains(&name) {
+                    tracing::debug!(plugin = plugin.name(), asset = %name, "unused asset: removed at the next sweep if still unused");
+                    continue;
+                }
+                match plugin.remove_unused_asset(&name).await {
+                    Ok(true) => {
+                        tracing::info!(plugin = plugin.name(), asset = %name, "removed an empty asset of an interrupted provisioning whose claim is gone");
+                        removed.push(name);
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(plugin = plugin.name(), asset = %name, error = %e, "cannot remove an unused asset")
+                    }
+                }
+            }
+        }
+        *self.unused_assets.lock().unwrap() = now_unused;
+        removed
     }
 
     // ---- cache readers --------------------------------------------------------------------

@@ -148,6 +148,11 @@ impl Operations {
         self.inner.lock().unwrap().backoff.values().map(|(until, _)| *until).filter(|u| *u > now).max()
     }
 
+    /// Names of the running (or waiting) operations.
+    pub fn running(&self) -> Vec<String> {
+        self.inner.lock().unwrap().running.iter().cloned().collect()
+    }
+
     /// Number of running (or waiting) operations.
     pub fn in_flight(&self) -> usize {
         self.inner.lock().unwrap().running.len()

@@ -66,6 +66,23 @@ pub trait VolumePlugin: Send + Sync {
     /// Empties the asset behind a PV. What the recycler reports on the way (a recycler pod's
     /// events) goes to `events`, which the controller records on the volume.
     async fn recycle(&self, volume: &PersistentVolume, events: &dyn RecyclerEvents) -> Result<(), PluginError>;
+    /// Names of the assets this plugin keeps locally that look provisioned by it (host-path:
+    /// the `pvc-<uid>` directories under its root), for the sweep of assets an interrupted
+    /// provisioning left behind. A plugin whose assets live elsewhere lists none.
+    async fn provisioned_assets(&self) -> Result<Vec<String>, PluginError> {
+        Ok(Vec::new())
+    }
+    /// The asset name (as [`VolumePlugin::provisioned_assets`] lists it) behind `volume`, if
+    /// this plugin keeps it.
+    fn asset_of(&self, _volume: &PersistentVolume) -> Option<String> {
+        None
+    }
+    /// Removes a listed asset that nothing refers to, but only while it holds nothing (a
+    /// provisioning interrupted before its volume was created leaves it empty); `Ok(false)`
+    /// when it was kept.
+    async fn remove_unused_asset(&self, _name: &str) -> Result<bool, PluginError> {
+        Ok(false)
+    }
 }
 
 /// Where a recycler reports progress: the controller records each report as a `RecyclerPod`
@@ -132,6 +149,11 @@ impl PluginRegistry {
             .find(|p| p.can_support(volume) && p.can_delete())
             .cloned()
             .ok_or_else(|| "no deletable volume plugin matched".to_string())
+    }
+
+    /// Every plugin that provisions.
+    pub fn provisioners(&self) -> impl Iterator<Item = &Arc<dyn VolumePlugin>> {
+        self.plugins.iter().filter(|p| p.can_provision())
     }
 
     /// The recycling plugin for this PV's source.

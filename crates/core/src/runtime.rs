@@ -47,8 +47,19 @@ pub async fn run(controller: Arc<Controller>, workers: usize, shutdown: impl Fut
             }
         }
     });
+    // The sweep of assets interrupted provisionings left behind, three times per resync period
+    // (an asset goes at the second sweep that finds it unused: within 5 to 10 s by default).
+    let c = controller.clone();
+    let sweeper = tokio::spawn(async move {
+        let period = (c.config().resync_period / 3).max(Duration::from_secs(1));
+        loop {
+            tokio::time::sleep(period).await;
+            c.sweep_unused_assets().await;
+        }
+    });
     shutdown.await;
     timers.abort();
+    sweeper.abort();
     controller.claim_queue.shutdown();
     controller.volume_queue.shutdown();
     for t in tasks {

@@ -172,6 +172,35 @@ impl VolumePlugin for HostPathPlugin {
             .empty(&name, self.hook())
             .map_err(|e| PluginError::new(format!("recycling {}: {e}", dir.display())))
     }
+
+    async fn provisioned_assets(&self) -> Result<Vec<String>, PluginError> {
+        let names = self
+            .open_root()?
+            .directories()
+            .map_err(|e| PluginError::new(format!("listing {}: {e}", self.root.display())))?;
+        Ok(names.into_iter().filter(|n| is_provisioned_name(n)).collect())
+    }
+
+    fn asset_of(&self, volume: &PersistentVolume) -> Option<String> {
+        self.volume_name(volume, "sweep").ok().and_then(|n| n.into_string().ok())
+    }
+
+    async fn remove_unused_asset(&self, name: &str) -> Result<bool, PluginError> {
+        if !is_provisioned_name(name) {
+            return Ok(false);
+        }
+        self.open_root()?
+            .remove_if_empty(name.as_ref())
+            .map_err(|e| PluginError::new(format!("removing {}: {e}", self.root.join(name).display())))
+    }
+}
+
+/// A name this provisioner gives: `pvc-` and a claim UID (8-4-4-4-12 hexadecimal digits).
+fn is_provisioned_name(name: &str) -> bool {
+    let Some(uid) = name.strip_prefix("pvc-") else { return false };
+    let groups: Vec<&str> = uid.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 #[cfg(test)]
@@ -353,6 +382,32 @@ mod tests {
         assert!(p.delete(&pv_at(tail.to_str().unwrap())).await.is_err());
         assert!(p.recycle(&pv_at(tail.to_str().unwrap()), &NoRecyclerEvents).await.is_err());
         assert!(!planted.exists() || intact(&planted));
+    }
+
+    #[tokio::test]
+    async fn only_provisioned_names_are_listed_and_only_empty_directories_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let p = HostPathPlugin::new(root.clone());
+        let (empty, full) = ("pvc-0a0b0c0d-0000-4000-8000-00000000000a", "pvc-0a0b0c0d-0000-4000-8000-00000000000b");
+        let link = "pvc-0a0b0c0d-0000-4000-8000-00000000000c";
+        std::fs::create_dir_all(root.join(empty)).unwrap();
+        std::fs::create_dir_all(root.join(full)).unwrap();
+        std::fs::write(root.join(full).join("data"), "x").unwrap();
+        std::fs::create_dir_all(root.join("static-1")).unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join(link)).unwrap();
+        let mut listed = p.provisioned_assets().await.unwrap();
+        listed.sort();
+        assert_eq!(listed, [empty, full], "provisioned names only, symlinks not listed");
+        assert!(!p.remove_unused_asset(full).await.unwrap(), "a directory with anything in it stays");
+        assert!(root.join(full).join("data").exists());
+        assert!(p.remove_unused_asset(link).await.is_err() || root.join(link).exists(), "a link is never followed");
+        assert!(outside.exists());
+        assert!(!p.remove_unused_asset("static-1").await.unwrap(), "only provisioned names");
+        assert!(p.remove_unused_asset(empty).await.unwrap());
+        assert!(!root.join(empty).exists());
     }
 
     #[tokio::test]

@@ -422,6 +422,7 @@ impl Simulation {
             let before = self.api.write_attempts.load(Ordering::SeqCst);
             let skips = self.controller.operations().backoff_skips();
             self.controller.resync();
+            self.controller.sweep_unused_assets().await;
             self.drain(next_resync + period - 1).await;
             let after = self.api.write_attempts.load(Ordering::SeqCst);
             let skipped = self.controller.operations().backoff_skips() != skips;

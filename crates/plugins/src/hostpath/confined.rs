@@ -100,6 +100,36 @@ impl Root {
         empty_dir(fd, hook)
     }
 
+    /// The names of the entries directly under the root that are directories (not symlinks).
+    pub(super) fn directories(&self) -> io::Result<Vec<String>> {
+        // A new descriptor of the root itself (trusted, as in `open`), for its own read position.
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, c".", flags, Mode::empty()).map_err(io_err)?;
+        let mut dir = Dir::new(fd).map_err(io_err)?;
+        let mut names = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(io_err)?;
+            let name = entry.file_name().to_bytes();
+            if entry.file_type() == FileType::Directory && !matches!(name, b"." | b"..") {
+                if let Ok(name) = std::str::from_utf8(name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    /// Removes the directory `name` only if it is empty: `Ok(false)` when it holds anything
+    /// (the kernel refuses, so nothing inside is ever touched) or is not there.
+    pub(super) fn remove_if_empty(&self, name: &OsStr) -> io::Result<bool> {
+        let name = c_name(name)?;
+        match rustix::fs::unlinkat(&self.fd, name.as_c_str(), AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT) => Ok(false),
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
     fn open_volume(&self, name: &CStr, hook: Option<Hook<'_>>) -> io::Result<OwnedFd> {
         call(hook, name);
         open_dir_at(self.fd.as_fd(), name).map_err(|e| match e {
