@@ -73,7 +73,11 @@ pub async fn run(client: Client, namespace: &str, root: PathBuf, stats: Arc<Kube
                 };
                 let (phase, message) = match &result {
                     Ok(()) => ("Succeeded", String::new()),
-                    Err(e) => ("Failed", format!("recycle failed: {e}")),
+                    Err(e) => {
+                        // Said where the run's output shows it: a failed recycle fails its volume.
+                        println!("  recycler pod {name} failed: {e}");
+                        ("Failed", format!("recycle failed: {e}"))
+                    }
                 };
                 let mut finished = pod.clone();
                 finished.status =
