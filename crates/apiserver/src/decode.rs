@@ -132,14 +132,22 @@ static DEFINITIONS: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLoc
     doc.get("definitions").and_then(Value::as_object).cloned().unwrap_or_default()
 });
 
-/// The served definition of the kind at `served`'s group and version.
+/// Each served definition by the group, version and kind it is for, indexed once.
+static BY_GVK: std::sync::LazyLock<std::collections::HashMap<(String, String, String), &'static Value>> =
+    std::sync::LazyLock::new(|| {
+        let mut m = std::collections::HashMap::new();
+        for d in DEFINITIONS.values() {
+            for g in d.get("x-kubernetes-group-version-kind").and_then(Value::as_array).into_iter().flatten() {
+                let part = |k: &str| g[k].as_str().unwrap_or("").to_string();
+                m.insert((part("group"), part("version"), part("kind")), d);
+            }
+        }
+        m
+    });
+
+/// The served definition of the kind at `served`'s group and version (every write asks).
 fn definition_of(served: &Served) -> Option<&'static Value> {
-    let (group, version, kind) = (served.group, served.version, served.kind());
-    DEFINITIONS.values().find(|d| {
-        d.get("x-kubernetes-group-version-kind").and_then(Value::as_array).is_some_and(|gvks| {
-            gvks.iter().any(|g| g["group"] == group && g["version"] == version && g["kind"] == kind)
-        })
-    })
+    BY_GVK.get(&(served.group.to_string(), served.version.to_string(), served.kind().to_string())).copied()
 }
 
 /// Go's type error names the struct that holds the field and the field's path without list
