@@ -1060,21 +1060,28 @@ async fn cleanup(
 }
 
 /// Waits until no claim or volume of the run is left: a delete only marks an object that a
-/// finalizer holds (the pvc- and pv-protection controllers release them once nothing uses them).
+/// finalizer holds (the pvc- and pv-protection controllers release them once nothing uses them,
+/// and a volume's reclaim takes as long as the controller's client allows: upstream's releases
+/// about 20 writes a second). The wait lasts as long as objects keep going, and gives up only
+/// when none has gone for a minute.
 async fn wait_gone(claims: &Api<PersistentVolumeClaim>, pvs: &Api<PersistentVolume>, run: &str) -> Result<(), String> {
-    const WAIT: Duration = Duration::from_secs(60);
+    const STALL: Duration = Duration::from_secs(60);
     let lp = kube::api::ListParams::default().labels(&format!("{RUN_LABEL}={run}"));
-    let deadline = Instant::now() + WAIT;
+    let mut left = usize::MAX;
+    let mut deadline = Instant::now() + STALL;
     loop {
         let c = claims.list_metadata(&lp).await.map_err(|e| format!("listing the run's claims: {e}"))?.items.len();
         let v = pvs.list_metadata(&lp).await.map_err(|e| format!("listing the run's PVs: {e}"))?.items.len();
         if c + v == 0 {
             return Ok(());
         }
-        if Instant::now() >= deadline {
+        if c + v < left {
+            left = c + v;
+            deadline = Instant::now() + STALL;
+        } else if Instant::now() >= deadline {
             return Err(format!(
-                "{c} claims and {v} PVs of the run are still there {}s after they were deleted (finalizers hold them)",
-                WAIT.as_secs()
+                "{c} claims and {v} PVs of the run are still there, and none has gone for {}s (finalizers hold them)",
+                STALL.as_secs()
             ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

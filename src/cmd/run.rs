@@ -76,7 +76,7 @@ pub struct RunArgs {
     /// How often every volume and claim is synced again.
     #[arg(long, visible_alias = "pvclaimbinder-sync-period", default_value = "15s", value_parser = parse_duration)]
     pub resync_period: Duration,
-    /// Workers per queue (default: 8 per CPU, between 8 and 64).
+    /// Workers per queue (default: 32 per CPU, between 32 and 128).
     #[arg(long)]
     pub workers: Option<usize>,
     /// Enables the host-path plugin: provision, delete and recycle directories under DIR.

@@ -35,7 +35,7 @@ pub struct UpArgs {
     /// Serve the API only; do not start the controller.
     #[arg(long)]
     pub no_controller: bool,
-    /// Worker tasks per queue (default: 8 per CPU, between 8 and 64).
+    /// Worker tasks per queue (default: 32 per CPU, between 32 and 128).
     #[arg(long)]
     pub workers: Option<usize>,
     /// Address for the controller's /metrics, /healthz and /readyz (port 0 picks a free port).

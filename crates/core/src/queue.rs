@@ -82,6 +82,8 @@ pub struct WorkQueue {
     name: &'static str,
     inner: Mutex<Inner>,
     notify: tokio::sync::Notify,
+    /// Told when a delayed key becomes the earliest due, for the one timer that releases them.
+    earlier_due: tokio::sync::Notify,
     clock: Arc<dyn Clock>,
     /// Counters for metrics.
     pub stats: QueueStats,
@@ -94,6 +96,7 @@ impl WorkQueue {
             name,
             inner: Mutex::new(Inner::default()),
             notify: tokio::sync::Notify::new(),
+            earlier_due: tokio::sync::Notify::new(),
             clock,
             stats: QueueStats {
                 queue_duration: Mutex::new(Histogram::with_bounds(DURATION_BUCKETS)),
@@ -186,10 +189,13 @@ impl WorkQueue {
         }
         q.seq += 1;
         let seq = q.seq;
+        let earliest = q.delayed.keys().next().is_none_or(|&(t, _)| due < t);
         q.delayed.insert((due, seq), key.to_string());
         q.delayed_due.insert(key.to_string(), due);
         drop(q);
-        self.notify.notify_one();
+        if earliest {
+            self.earlier_due.notify_one();
+        }
     }
 
     /// Queues a key after its exponential backoff and counts the failure.
@@ -234,6 +240,13 @@ impl WorkQueue {
     /// When the next delayed key is due (clock milliseconds).
     pub fn next_due(&self) -> Option<u64> {
         self.inner.lock().unwrap().delayed.keys().next().map(|(t, _)| *t)
+    }
+
+    /// Resolves once a delayed key has become due earlier than [`WorkQueue::next_due`] said
+    /// (or at once, if that happened since the last call): the timer that releases delayed keys
+    /// sleeps until the next due one and is woken by this when a new one comes first.
+    pub async fn earlier_due(&self) {
+        self.earlier_due.notified().await
     }
 
     /// The queue's metrics now.
@@ -357,6 +370,28 @@ mod tests {
         assert_eq!((m.retries, m.work_duration.count), (2, 1));
         assert_eq!(m.work_duration.bounds(), DURATION_BUCKETS);
         assert_eq!(m.work_duration.buckets.iter().sum::<u64>(), 1);
+    }
+
+    /// Whether `earlier_due` resolves without waiting.
+    async fn woken(q: &WorkQueue) -> bool {
+        tokio::time::timeout(Duration::from_millis(20), q.earlier_due()).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn the_timer_is_woken_only_when_a_key_comes_due_sooner() {
+        let (q, _) = queue();
+        assert!(!woken(&q).await, "nothing delayed yet");
+        q.add_after("a", Duration::from_secs(10));
+        assert!(woken(&q).await, "the first delayed key is the earliest");
+        q.add_after("b", Duration::from_secs(20));
+        assert!(!woken(&q).await, "a later key changes nothing the timer waits for");
+        q.add_after("c", Duration::from_secs(5));
+        assert!(woken(&q).await, "a sooner key moves the timer");
+        q.add_after("c", Duration::from_secs(1));
+        q.add_after("d", Duration::from_millis(500));
+        assert!(woken(&q).await);
+        assert!(!woken(&q).await, "two wake-ups before the timer looked are one");
+        assert_eq!(q.next_due(), Some(500));
     }
 
     #[test]

@@ -135,23 +135,35 @@ fn substitute(v: &Value, root: &str) -> Value {
     }
 }
 
-/// Every fixture file under the repository's `tests/scenarios/` (`.yaml` only), sorted.
-pub fn fixture_files() -> Vec<std::path::PathBuf> {
+/// Every fixture file under the repository's `tests/scenarios/` (`.yaml` only), sorted; an
+/// error when the directory cannot be read or holds no fixture, so a suite never passes on
+/// nothing.
+pub fn fixture_files() -> Result<Vec<std::path::PathBuf>, String> {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/scenarios");
-    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut v = Vec::new();
+    for e in entries {
+        let p = e.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if p.extension().is_some_and(|x| x == "yaml") {
+            v.push(p);
+        }
+    }
+    if v.is_empty() {
+        return Err(format!("{}: no scenario fixture (*.yaml)", dir.display()));
+    }
     v.sort();
-    v
+    Ok(v)
+}
+
+/// The test name of a fixture: its file name without `.yaml`.
+pub fn fixture_name(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// Reads one fixture.
 pub fn load_fixture(path: &Path) -> Result<Scenario, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    serde_saphyr::from_str(&text).map_err(|e| format!("bad fixture: {e}"))
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_saphyr::from_str(&text).map_err(|e| format!("{}: bad fixture: {e}", path.display()))
 }
 
 /// Prepares the host-path root and parses the input of a scenario.

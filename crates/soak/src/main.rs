@@ -36,6 +36,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often the checks run.
+/// How long `up`'s memory grows by design: its watch history keeps every change for 15 minutes
+/// (bounded in bytes and events; `crates/apiserver/src/limits.rs`), so RSS is judged only after
+/// that window, plus a minute.
+const UP_HISTORY_FILL: Duration = Duration::from_secs(16 * 60);
+
 const CHECK_EVERY: Duration = Duration::from_secs(5);
 /// How long an invariant finding may last during the churn before it counts.
 const GRACE: Duration = Duration::from_secs(20);
@@ -600,12 +605,16 @@ async fn drive(a: &Args, rig: &Arc<Mutex<Rig>>) -> anyhow::Result<usize> {
         }
     }
     let minutes = a.duration.as_secs_f64() / 60.0;
-    println!("memory and descriptors (after a warm-up of 60 s or a quarter of each process's life):");
+    println!(
+        "memory and descriptors (after a warm-up of 60 s, {} s for `up` while its watch history fills, or a quarter of each process's life):",
+        UP_HISTORY_FILL.as_secs()
+    );
     let mut keys: Vec<&(String, u64)> = series.keys().collect();
     keys.sort();
     let mut longest: HashMap<&str, (f64, String)> = HashMap::new();
     for k in keys {
-        let Some(t) = series[k].trend(60.0) else { continue };
+        let warmup = if k.0 == "up" { UP_HISTORY_FILL.as_secs_f64() } else { 60.0 };
+        let Some(t) = series[k].trend(warmup) else { continue };
         let line = format!(
             "  {}#{}: {:.0} s measured, RSS mean {:.1} MiB, slope {:+.1} MiB/h (fit {:+.1} MiB over the window), fds {}→{} ({:+.1}/h)",
             k.0, k.1, t.window_s, t.rss_mean_mib, t.rss_mib_per_h, t.rss_growth_mib, t.fds.0, t.fds.1, t.fds_per_h
