@@ -3,8 +3,8 @@
 //! state, and require the same converged objects, no orphaned directory, no double binding, and
 //! no volume deleted or recycled while a claim still used it.
 
-use pv_sim::invariants::{self, GuardPlugin};
 use libtest_mimic::{Arguments, Failed, Trial};
+use pv_sim::invariants::{self, GuardPlugin};
 use pv_sim::scenario::{fixture_files, fixture_name, load_fixture, normalized_objects, outcome, prepare, setup_names};
 use pv_sim::{Simulation, SimulationOptions};
 use std::path::Path;

@@ -128,9 +128,6 @@ fn main() {
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
     let f: Vec<u64> = FAULTS_INJECTED.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    println!(
-        "faults injected: {} conflicts, {} errors, {} timeouts, {} lost responses",
-        f[0], f[1], f[2], f[3]
-    );
+    println!("faults injected: {} conflicts, {} errors, {} timeouts, {} lost responses", f[0], f[1], f[2], f[3]);
     conclusion.exit();
 }
