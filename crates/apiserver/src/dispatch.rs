@@ -171,7 +171,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                 if protobuf::is_protobuf(ct) && matches!(method, Method::POST | Method::PUT | Method::DELETE) {
                     // Decoded at the edge: the handlers see the JSON a JSON client would send.
                     let v = protobuf::decode(t.served.kind(), &bytes)?;
-                    bytes = serde_json::to_vec(&v).unwrap_or_default().into();
+                    bytes = serde_json::to_vec(&v).unwrap_or_default();
                     ct = "application/json";
                 } else {
                     limits::check_depth(&bytes, st.limits.max_yaml_depth)?;

@@ -223,10 +223,15 @@ fn operations(out: &mut Out, c: &Controller) {
     out.sample("retroactive_storageclass_errors_total", &[], errors as f64);
 }
 
+/// A metric of a queue: name, help text and how to read it from the queue's metrics.
+type QueueMetric<T> = (&'static str, &'static str, fn(&pv_core::queue::QueueMetrics) -> T);
+/// How to read one histogram from a queue's metrics.
+type HistogramOf = fn(&pv_core::queue::QueueMetrics) -> &Histogram;
+
 /// client-go's workqueue metrics (component-base's provider: names, `name` label, buckets).
 fn workqueues(out: &mut Out, c: &Controller) {
     let queues = [(c.volume_queue.name(), c.volume_queue.metrics()), (c.claim_queue.name(), c.claim_queue.metrics())];
-    let gauges: [(&str, &str, fn(&pv_core::queue::QueueMetrics) -> f64); 3] = [
+    let gauges: [QueueMetric<f64>; 3] = [
         ("workqueue_depth", "[BETA] Current depth of workqueue", |m| m.depth as f64),
         (
             "workqueue_longest_running_processor_seconds",
@@ -239,7 +244,7 @@ fn workqueues(out: &mut Out, c: &Controller) {
             |m| m.unfinished_work_seconds,
         ),
     ];
-    let counters: [(&str, &str, fn(&pv_core::queue::QueueMetrics) -> f64); 2] = [
+    let counters: [QueueMetric<f64>; 2] = [
         ("workqueue_adds_total", "[BETA] Total number of adds handled by workqueue", |m| m.adds as f64),
         ("workqueue_retries_total", "[BETA] Total number of retries handled by workqueue", |m| m.retries as f64),
     ];
@@ -255,7 +260,7 @@ fn workqueues(out: &mut Out, c: &Controller) {
             out.sample(name, &[("name", q)], value(m));
         }
     }
-    let histograms: [(&str, &str, fn(&pv_core::queue::QueueMetrics) -> &Histogram); 2] = [
+    let histograms: [(&str, &str, HistogramOf); 2] = [
         (
             "workqueue_queue_duration_seconds",
             "[BETA] How long in seconds an item stays in workqueue before being requested.",
@@ -346,7 +351,8 @@ mod tests {
     /// Upstream's definitions (kubernetes 1.37: pkg/controller/volume/persistentvolume/metrics,
     /// pkg/volume/util/metrics.go, component-base's workqueue provider): name, type, help with
     /// stability level, label names in the order Prometheus writes them, bucket bounds.
-    const UPSTREAM: &[(&str, &str, &str, &[&str], &[f64])] = &[
+    type Definition = (&'static str, &'static str, &'static str, &'static [&'static str], &'static [f64]);
+    const UPSTREAM: &[Definition] = &[
         ("pv_collector_bound_pv_count", "gauge", "[ALPHA] Gauge measuring number of persistent volume currently bound", &["storage_class"], &[]),
         ("pv_collector_unbound_pv_count", "gauge", "[ALPHA] Gauge measuring number of persistent volume currently unbound", &["storage_class"], &[]),
         ("pv_collector_bound_pvc_count", "gauge", "[ALPHA] Gauge measuring number of persistent volume claim currently bound", &["namespace", "storage_class", "volume_attributes_class"], &[]),

@@ -67,7 +67,7 @@ async fn provisioned_claims_created_and_deleted_leave_caches_equal_to_the_api() 
         wait("the deleted claims' volumes gone", || count(&store, "persistentvolumes", |_| true) == 1).await;
     }
     // Let the last watch events and syncs land, then compare.
-    wait("the caches to settle", || controller.volume_queue.len() == 0 && controller.claim_queue.len() == 0).await;
+    wait("the caches to settle", || controller.volume_queue.is_empty() && controller.claim_queue.is_empty()).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let errs = invariants::caches(&store, &controller);
     assert!(errs.is_empty(), "after {rounds} rounds of {n} claims:\n{}", errs.join("\n"));

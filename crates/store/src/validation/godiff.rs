@@ -393,7 +393,7 @@ impl<'a> Matcher<'a> {
         out
     }
 
-    fn opcodes(&self) -> Vec<(char, usize, usize, usize, usize)> {
+    fn opcodes(&self) -> Vec<OpCode> {
         let (mut i, mut j) = (0, 0);
         let mut out = Vec::new();
         for (ai, bj, size) in self.matching_blocks() {
@@ -418,7 +418,7 @@ impl<'a> Matcher<'a> {
         out
     }
 
-    fn grouped(&self, n: usize) -> Vec<Vec<(char, usize, usize, usize, usize)>> {
+    fn grouped(&self, n: usize) -> Vec<Vec<OpCode>> {
         let mut codes = self.opcodes();
         if codes.is_empty() {
             codes.push(('e', 0, 1, 0, 1));
@@ -440,12 +440,16 @@ impl<'a> Matcher<'a> {
             }
             group.push((tag, i1, i2, j1, j2));
         }
-        if !group.is_empty() && !(group.len() == 1 && group[0].0 == 'e') {
+        if !(group.is_empty() || group.len() == 1 && group[0].0 == 'e') {
             groups.push(group);
         }
         groups
     }
 }
+
+/// One edit of a diff, as Python's difflib spells it: tag (`e`qual, `r`eplace, `d`elete,
+/// `i`nsert) and the ranges `a[i1..i2]`, `b[j1..j2]`.
+type OpCode = (char, usize, usize, usize, usize);
 
 fn range(start: usize, stop: usize) -> String {
     let mut beginning = start + 1;

@@ -119,12 +119,10 @@ pub fn validate_pod_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>)
             }
         }
     }
-    for field in ["activeDeadlineSeconds"] {
-        match old_spec.get(field) {
-            Some(v) => m.insert(field.into(), v.clone()),
-            None => m.remove(field),
-        };
-    }
+    match old_spec.get("activeDeadlineSeconds") {
+        Some(v) => m.insert("activeDeadlineSeconds".into(), v.clone()),
+        None => m.remove("activeDeadlineSeconds"),
+    };
     // Tolerations may only be added to.
     let old_tol = old_spec.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
     let new_tol = m.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
