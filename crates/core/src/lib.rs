@@ -26,6 +26,7 @@ pub mod error;
 pub mod events;
 pub mod metrics;
 pub mod operations;
+pub mod plan;
 pub mod plugin;
 pub mod protection;
 pub mod queue;

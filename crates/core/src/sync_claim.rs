@@ -2,6 +2,7 @@
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};
+use crate::plan::{self, BoundClaimPlan};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pvc_phase};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
@@ -231,41 +232,16 @@ impl Controller {
         Ok(())
     }
 
+    /// The bound claim's sync: carries out [`plan::plan_bound_claim`]'s decision for the volume
+    /// its `volumeName` names in the cache.
     async fn sync_bound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
-        let vname = helpers::claim_volume_name(&claim).to_string();
-        if vname.is_empty() {
-            return self
-                .mark_lost(
-                    &claim,
-                    reasons::CLAIM_LOST,
-                    "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
-                )
-                .await;
-        }
-        let Some(volume) = self.volume(&vname) else {
-            return self
-                .mark_lost(
-                    &claim,
-                    reasons::CLAIM_LOST,
-                    "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
-                )
-                .await;
-        };
-        match helpers::claim_ref(&volume) {
-            // The volume came unbound (or our cache is behind): bind it again.
-            None => self.bind(&volume, &claim).await,
-            // All is well; bind() writes only what is missing.
-            Some(r) if r.uid.as_deref().unwrap_or("") == helpers::uid(&claim.metadata) => {
-                self.bind(&volume, &claim).await
-            }
-            Some(_) => {
-                self.mark_lost(
-                    &claim,
-                    reasons::CLAIM_MISBOUND,
-                    "Two claims are bound to the same volume, this one is bound incorrectly",
-                )
-                .await
-            }
+        let volume = self.volume(helpers::claim_volume_name(&claim));
+        match plan::plan_bound_claim(&claim, volume) {
+            BoundClaimPlan::LostReference => self.mark_lost(&claim, reasons::CLAIM_LOST, plan::LOST_REFERENCE).await,
+            BoundClaimPlan::LostVolume => self.mark_lost(&claim, reasons::CLAIM_LOST, plan::LOST_VOLUME).await,
+            BoundClaimPlan::Misbound => self.mark_lost(&claim, reasons::CLAIM_MISBOUND, plan::MISBOUND).await,
+            // bind() writes only what is missing.
+            BoundClaimPlan::Rebind(volume) | BoundClaimPlan::KeepBound(volume) => self.bind(&volume, &claim).await,
         }
     }
 

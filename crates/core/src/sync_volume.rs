@@ -2,6 +2,7 @@
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};
+use crate::plan::{self, ClaimLookup, VolumePlan};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
@@ -56,82 +57,64 @@ impl Controller {
         }
     }
 
-    /// The volume state machine.
+    /// The claim a volume's claimRef names, as [`plan::claim_lookup`] says to find it: the cache,
+    /// then (for volumes not yet released) the API server; a cached claim of the same name with
+    /// another uid is checked with the API server too, the cache may be behind.
+    async fn look_up_claim(&self, lookup: &ClaimLookup) -> Result<Option<Arc<PersistentVolumeClaim>>> {
+        let ClaimLookup::Claim { namespace, name, uid, ask_api } = lookup else { return Ok(None) };
+        let claim =
+            if *ask_api { self.find_claim(namespace, name).await? } else { self.claim(&format!("{namespace}/{name}")) };
+        if claim.as_ref().is_some_and(|c| helpers::uid(&c.metadata) != uid) {
+            return Ok(self.get_claim_from_api(namespace, name).await?.filter(|c| helpers::uid(&c.metadata) == uid));
+        }
+        Ok(claim)
+    }
+
+    /// The volume state machine: keep its migration annotation and finalizer right, look its
+    /// claim up, then carry out [`plan::plan_volume`]'s decision.
     pub(crate) async fn sync_volume(&self, volume: Arc<PersistentVolume>) -> Result<()> {
         let volume = self.update_volume_migration_and_finalizers(volume).await?;
+        let claim = self.look_up_claim(&plan::claim_lookup(&volume)).await?;
         let name = helpers::name(&volume.metadata).to_string();
-
-        let Some(claim_ref) = helpers::claim_ref(&volume).cloned() else {
-            // Unused volume.
-            self.update_volume_phase(&volume, pv_phase::AVAILABLE, "").await?;
-            return Ok(());
-        };
-        if claim_ref.uid.as_deref().unwrap_or("").is_empty() {
-            // Pre-bound by a user to a claim that has not bound yet; the claim sync binds it.
-            self.update_volume_phase(&volume, pv_phase::AVAILABLE, "").await?;
-            return Ok(());
-        }
-        let ns = claim_ref.namespace.clone().unwrap_or_default();
-        let cname = claim_ref.name.clone().unwrap_or_default();
-        let ref_uid = claim_ref.uid.clone().unwrap_or_default();
-
-        // The claim by name: cache, then (for volumes not yet released) the API server, so a
-        // claim our cache has not seen yet is never mistaken for a deleted one.
-        let phase = helpers::volume_phase(&volume).to_string();
-        let mut claim = if phase != pv_phase::RELEASED && phase != pv_phase::FAILED {
-            self.find_claim(&ns, &cname).await?
-        } else {
-            self.claim(&format!("{ns}/{cname}"))
-        };
-        if claim.as_ref().is_some_and(|c| helpers::uid(&c.metadata) != ref_uid) {
-            // Another claim with the same name. The cache may be behind: ask the API server.
-            claim = self.get_claim_from_api(&ns, &cname).await?.filter(|c| helpers::uid(&c.metadata) == ref_uid);
-        }
-
-        let Some(claim) = claim else {
-            // The claim is gone: release and reclaim. A Failed volume stays Failed (the user should
-            // see it) while reclaim is retried.
-            let mut volume = volume;
-            if phase != pv_phase::RELEASED && phase != pv_phase::FAILED {
-                tracing::info!(volume = %name, policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
-                volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
+        match plan::plan_volume(&volume, claim.as_deref()) {
+            VolumePlan::Unused | VolumePlan::PreBound => {
+                self.update_volume_phase(&volume, pv_phase::AVAILABLE, "").await?;
+                Ok(())
             }
-            return self.reclaim_volume(volume).await;
-        };
-
-        let claim_volume = helpers::claim_volume_name(&claim);
-        if claim_volume.is_empty() {
-            if helpers::volume_mode_mismatch(&claim, &volume) {
-                // The claim sync will never pick this volume; say why on both.
-                let vmsg = format!("Cannot bind PersistentVolume to requested PersistentVolumeClaim {:?} due to incompatible volumeMode.", cname);
+            VolumePlan::Release { mark_released } => {
+                let mut volume = volume;
+                if mark_released {
+                    tracing::info!(volume = %name, policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
+                    volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
+                }
+                self.reclaim_volume(volume).await
+            }
+            VolumePlan::VolumeModeMismatch => {
+                let claim = claim.expect("the plan saw the claim");
+                let cname = helpers::name(&claim.metadata);
+                let vmsg = format!("Cannot bind PersistentVolume to requested PersistentVolumeClaim {cname:?} due to incompatible volumeMode.");
                 self.recorder.event(&*volume, reasons::WARNING, reasons::VOLUME_MISMATCH, vmsg).await;
                 let cmsg = format!("Cannot bind PersistentVolume {name:?} to requested PersistentVolumeClaim due to incompatible volumeMode.");
                 self.recorder.event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, cmsg).await;
-                return Ok(());
+                Ok(())
             }
-            // Half-bound (by us, or pre-bound by a user): the claim sync finishes it. Queue it now
-            // rather than waiting for resync; this is what binds freshly provisioned volumes.
-            self.claim_queue.add(&helpers::claim_key(&claim));
-            return Ok(());
-        }
-        if claim_volume == name {
-            // Bound properly.
-            self.update_volume_phase(&volume, pv_phase::BOUND, "").await?;
-            return Ok(());
-        }
-        // The claim is bound to another volume.
-        if helpers::has_annotation(&volume.metadata, ann::PROVISIONED_BY)
-            && helpers::reclaim_policy(&volume) == policy::DELETE
-        {
-            // Provisioned for this claim, but it got another volume: not needed, delete it.
-            let mut volume = volume;
-            if phase != pv_phase::RELEASED && phase != pv_phase::FAILED {
-                volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
+            VolumePlan::QueueClaim(key) => {
+                self.claim_queue.add(&key);
+                Ok(())
             }
-            return self.reclaim_volume(volume).await;
+            VolumePlan::Bound => {
+                self.update_volume_phase(&volume, pv_phase::BOUND, "").await?;
+                Ok(())
+            }
+            VolumePlan::DeleteUnneeded { mark_released } => {
+                let mut volume = volume;
+                if mark_released {
+                    volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
+                }
+                self.reclaim_volume(volume).await
+            }
+            VolumePlan::Unbind => self.unbind_volume(&volume).await,
         }
-        // Bound by us: roll back. Pre-bound by a user: keep the claimRef, drop the UID.
-        self.unbind_volume(&volume).await
     }
 }
 
