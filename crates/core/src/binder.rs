@@ -123,11 +123,11 @@ impl Controller {
         if !dirty {
             return Ok(claim.clone());
         }
-        let saved = self.api.update_claim_status(&clone).await.map_err(Error::api("saving claim status"))?;
+        let saved = self.save_claim(claim, &clone, true, "saving claim status").await?;
         if old.phase.as_deref().unwrap_or("") != phase {
             tracing::info!(pvc = %helpers::claim_key(claim), phase, "claim entered phase");
         }
-        Ok(self.store_claim(saved))
+        Ok(saved)
     }
 
     /// Sets a claim's phase and emits an event, both only when the phase changes.
@@ -204,9 +204,9 @@ impl Controller {
         if !dirty {
             return Ok(claim.clone());
         }
-        let saved = self.api.update_claim(&clone).await.map_err(Error::api("saving claim volumeName"))?;
+        let saved = self.save_claim(claim, &clone, false, "saving claim volumeName").await?;
         tracing::info!(volume = %vname, pvc = %helpers::claim_key(claim), "volume bound to claim");
-        Ok(self.store_claim(saved))
+        Ok(saved)
     }
 
     /// Binds volume and claim: four writes at most, PV first.

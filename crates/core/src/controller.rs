@@ -12,6 +12,7 @@ use crate::metrics::Metrics;
 use crate::operations::{Mode, Operations};
 use crate::plugin::PluginRegistry;
 use crate::queue::WorkQueue;
+use crate::writer::Writers;
 use pv_model::helpers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -74,8 +75,10 @@ pub struct Controller {
     pub(crate) operations: Arc<Operations>,
     pub(crate) recorder: Recorder,
     pub(crate) reservations: Mutex<HashMap<String, String>>,
-    /// One writer per volume at a time (see [`Controller::save_volume`]).
-    volume_writers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// One writer per volume at a time (see [`crate::writer`]).
+    pub(crate) volume_writers: Writers,
+    /// One writer per claim at a time.
+    pub(crate) claim_writers: Writers,
     /// Assets the last sweep found unused (see [`Controller::sweep_unused_assets`]).
     unused_assets: Mutex<HashSet<String>>,
     /// Volume work queue.
@@ -106,7 +109,8 @@ impl Controller {
             pods_by_claim: RwLock::default(),
             nodes: RwLock::default(),
             reservations: Mutex::default(),
-            volume_writers: Mutex::default(),
+            volume_writers: Writers::default(),
+            claim_writers: Writers::default(),
             unused_assets: Mutex::default(),
             metrics: Metrics::default(),
         })
@@ -434,52 +438,6 @@ impl Controller {
                 c.claim_queue.add(&key);
             }
         })
-    }
-
-    /// Saves `changed`, a modified copy of `base`, with one writer per volume at a time; `status`
-    /// picks the status subresource. Returns the saved volume, now cached.
-    ///
-    /// Why: the volume and claim workers both write volumes (a phase from one, a claimRef and
-    /// Bound from the other). Two writes made from the same cached version race, and one gets a
-    /// 409 and a retry with backoff (upstream, kubernetes/kubernetes#135127). Here the second
-    /// writer waits for the first, finds the cache newer than its `base`, sends nothing, and
-    /// returns [`crate::Error::Stale`]: its key is synced again at once, from the newer object.
-    pub(crate) async fn save_volume(
-        &self,
-        base: &PersistentVolume,
-        changed: &PersistentVolume,
-        status: bool,
-        step: &'static str,
-    ) -> crate::Result<Arc<PersistentVolume>> {
-        let name = helpers::name(&base.metadata).to_string();
-        let lock = self.volume_writers.lock().unwrap().entry(name.clone()).or_default().clone();
-        let result = {
-            let _one_writer = lock.lock().await;
-            let cached = self.volume(&name);
-            let newer = cached.as_ref().is_some_and(|c| {
-                c.metadata.resource_version != base.metadata.resource_version
-                    && crate::cache::is_newer_or_same(
-                        base.metadata.resource_version.as_deref(),
-                        c.metadata.resource_version.as_deref(),
-                    )
-            });
-            if newer {
-                Err(crate::Error::Stale(step))
-            } else {
-                let saved = if status {
-                    self.api.update_volume_status(changed).await
-                } else {
-                    self.api.update_volume(changed).await
-                };
-                saved.map(|v| self.store_volume(v)).map_err(crate::Error::api(step))
-            }
-        };
-        let mut writers = self.volume_writers.lock().unwrap();
-        // The map's reference and ours: nobody else is waiting, so the entry can go.
-        if Arc::strong_count(&lock) == 2 {
-            writers.remove(&name);
-        }
-        result
     }
 
     pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {

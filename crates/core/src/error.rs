@@ -20,9 +20,9 @@ pub enum Error {
     /// The objects are in a state the controller refuses to act on.
     #[error("{0}")]
     Invalid(String),
-    /// Another sync wrote the volume after this one read it; nothing was sent, and the key is
+    /// Another sync wrote the object after this one read it; nothing was sent, and the key is
     /// synced again at once from the newer object.
-    #[error("{0}: the volume changed meanwhile")]
+    #[error("{0}: the object changed meanwhile")]
     Stale(&'static str),
 }
 

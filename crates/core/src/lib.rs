@@ -37,6 +37,7 @@ mod provision;
 mod reclaim;
 mod sync_claim;
 mod sync_volume;
+mod writer;
 
 pub use api::{ApiError, ClusterApi};
 pub use clock::{Clock, SimClock, SystemClock};

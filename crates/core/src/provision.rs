@@ -101,8 +101,7 @@ impl Controller {
         if let Some(a) = clone.metadata.annotations.as_mut() {
             csi::update_migration_annotation(a, Some(provisioner));
         }
-        let saved = self.api.update_claim(&clone).await.map_err(Error::api("saving claim provisioner"))?;
-        Ok(self.store_claim(saved))
+        self.save_claim(&claim, &clone, false, "saving claim provisioner").await
     }
 
     async fn provision_external(&self, claim: Arc<PersistentVolumeClaim>, class: Arc<StorageClass>) -> Result<()> {
@@ -288,13 +287,8 @@ impl Controller {
         }
         let mut clone = (**claim).clone();
         helpers::remove_annotation(&mut clone.metadata, ann::SELECTED_NODE);
-        match self.api.update_claim(&clone).await {
-            Ok(saved) => {
-                self.store_claim(saved);
-            }
-            Err(e) => {
-                tracing::debug!(pvc = %helpers::claim_key(claim), error = %e, "failed to drop selected node")
-            }
+        if let Err(e) = self.save_claim(claim, &clone, false, "dropping the selected node").await {
+            tracing::debug!(pvc = %helpers::claim_key(claim), error = %e, "failed to drop selected node")
         }
     }
 }

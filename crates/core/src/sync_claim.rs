@@ -91,8 +91,7 @@ impl Controller {
         }
         let mut clone = (*claim).clone();
         clone.metadata.annotations = Some(anns);
-        let saved = self.api.update_claim(&clone).await.map_err(Error::api("saving claim migration annotations"))?;
-        Ok(self.store_claim(saved))
+        self.save_claim(&claim, &clone, false, "saving claim migration annotations").await
     }
 
     /// The claim state machine.
@@ -253,18 +252,17 @@ impl Controller {
     async fn assign_default_class(&self, claim: &Arc<PersistentVolumeClaim>, class: String) -> Result<()> {
         let mut clone = (**claim).clone();
         clone.spec.get_or_insert_with(Default::default).storage_class_name = Some(class.clone());
-        match self.api.update_claim(&clone).await {
-            Ok(saved) => {
+        match self.save_claim(claim, &clone, false, "assigning default storage class").await {
+            Ok(_) => {
                 self.metrics.retroactive(true);
                 tracing::info!(pvc = %helpers::claim_key(claim), class = %class, "assigned default storage class");
-                self.store_claim(saved);
                 // The update triggers a new sync, which binds or provisions with the class.
                 self.claim_queue.add(&helpers::claim_key(claim));
                 Ok(())
             }
             Err(e) => {
                 self.metrics.retroactive(false);
-                Err(Error::api("assigning default storage class")(e))
+                Err(e)
             }
         }
     }

@@ -1,0 +1,105 @@
+//! One writer per object: every write of a volume or a claim goes through
+//! [`Controller::save_volume`] or [`Controller::save_claim`], which take turns per object.
+//!
+//! Why: several workers write the same object (the volume worker a volume's phase, the claim
+//! worker its claimRef and Bound; the claim worker a claim's phase, a provisioning operation its
+//! provisioner annotation). Two writes made from the same cached version race, and one gets a 409
+//! and a retry with backoff (upstream, kubernetes/kubernetes#135127). Here the second writer
+//! waits for the first, finds the cache newer than its base, sends nothing, and returns
+//! [`crate::Error::Stale`]: its key is synced again at once, from the newer object. The write it
+//! skipped could only have failed: the cache is never ahead of the API server.
+
+use crate::controller::Controller;
+use crate::error::{Error, Result};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use pv_model::helpers;
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+/// Per-object write turns, by object key.
+#[derive(Default)]
+pub(crate) struct Writers {
+    turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Writers {
+    /// Runs `write` in `key`'s turn, unless `cached` (read in the turn) is newer than `base`: then
+    /// nothing is sent and the result is [`Error::Stale`].
+    async fn write<T, F>(
+        &self,
+        key: &str,
+        base: &ObjectMeta,
+        cached: impl FnOnce() -> Option<String>,
+        step: &'static str,
+        write: F,
+    ) -> Result<T>
+    where
+        F: Future<Output = Result<T>>,
+    {
+        let turn = self.turns.lock().unwrap().entry(key.to_string()).or_default().clone();
+        let result = {
+            let _mine = turn.lock().await;
+            let cached = cached();
+            let newer = cached.as_deref().is_some_and(|c| {
+                Some(c) != base.resource_version.as_deref()
+                    && crate::cache::is_newer_or_same(base.resource_version.as_deref(), Some(c))
+            });
+            if newer {
+                Err(Error::Stale(step))
+            } else {
+                write.await
+            }
+        };
+        let mut turns = self.turns.lock().unwrap();
+        // The map's reference and ours: nobody else is waiting, so the entry can go.
+        if Arc::strong_count(&turn) == 2 {
+            turns.remove(key);
+        }
+        result
+    }
+}
+
+impl Controller {
+    /// Saves `changed`, a modified copy of `base`, in the volume's write turn; `status` picks the
+    /// status subresource. Returns the saved volume, now cached.
+    pub(crate) async fn save_volume(
+        &self,
+        base: &PersistentVolume,
+        changed: &PersistentVolume,
+        status: bool,
+        step: &'static str,
+    ) -> Result<Arc<PersistentVolume>> {
+        let name = helpers::name(&base.metadata);
+        let cached = || self.volume(name).and_then(|v| v.metadata.resource_version.clone());
+        let write = async {
+            let saved = if status {
+                self.api.update_volume_status(changed).await
+            } else {
+                self.api.update_volume(changed).await
+            };
+            saved.map(|v| self.store_volume(v)).map_err(Error::api(step))
+        };
+        self.volume_writers.write(name, &base.metadata, cached, step, write).await
+    }
+
+    /// Saves `changed`, a modified copy of `base`, in the claim's write turn; `status` picks the
+    /// status subresource. Returns the saved claim, now cached.
+    pub(crate) async fn save_claim(
+        &self,
+        base: &PersistentVolumeClaim,
+        changed: &PersistentVolumeClaim,
+        status: bool,
+        step: &'static str,
+    ) -> Result<Arc<PersistentVolumeClaim>> {
+        let key = helpers::claim_key(base);
+        let cached = || self.claim(&key).and_then(|c| c.metadata.resource_version.clone());
+        let write = async {
+            let saved =
+                if status { self.api.update_claim_status(changed).await } else { self.api.update_claim(changed).await };
+            saved.map(|c| self.store_claim(c)).map_err(Error::api(step))
+        };
+        self.claim_writers.write(&key, &base.metadata, cached, step, write).await
+    }
+}
