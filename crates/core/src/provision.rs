@@ -12,52 +12,43 @@ use pv_model::k8s::{PersistentVolumeClaim, StorageClass};
 use pv_model::{csi, reasons};
 use std::sync::Arc;
 
-/// The plugin that provisions for a class (`None`: an external provisioner), and the class.
-type Provisioner = (Option<Arc<dyn VolumePlugin>>, Arc<StorageClass>);
-
 impl Controller {
-    /// Finds the plugin for a claim's class: `Ok((None, class))` means an external provisioner.
-    fn find_provisionable_plugin(&self, claim: &PersistentVolumeClaim) -> Result<Provisioner, String> {
-        let class_name = helpers::claim_class(claim);
-        let class =
-            self.class(class_name).ok_or_else(|| format!("storageclass.storage.k8s.io {class_name:?} not found"))?;
-        if csi::migrated_driver(&class.provisioner).is_some() {
-            return Ok((None, class));
-        }
-        match self.plugins.provisionable_by_name(&class.provisioner) {
-            Ok(p) => Ok((Some(p), class)),
-            Err(_) if !class.provisioner.starts_with(ann::IN_TREE_PREFIX) => Ok((None, class)),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// How a claim with a class would be provisioned, without doing it: the same
-    /// [`Self::find_provisionable_plugin`] decision [`Self::provision_claim`] acts on.
+    /// How a claim with a class is provisioned, decided from the caches: the plan's
+    /// [`Provisioning`], which [`Self::provision_claim`] then carries out.
     pub(crate) fn provisioning_for(&self, claim: &PersistentVolumeClaim) -> Provisioning {
         if !self.config.enable_dynamic_provisioning {
             return Provisioning::Disabled;
         }
-        match self.find_provisionable_plugin(claim) {
-            Ok((Some(p), _)) => Provisioning::Internal { plugin: p.name().to_string() },
-            Ok((None, class)) => Provisioning::External {
-                provisioner: csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string(),
-            },
-            Err(message) => Provisioning::Failed(message),
+        let class_name = helpers::claim_class(claim);
+        let Some(class) = self.class(class_name) else {
+            return Provisioning::Failed(format!("storageclass.storage.k8s.io {class_name:?} not found"));
+        };
+        let external = |class: Arc<StorageClass>| Provisioning::External {
+            provisioner: csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string(),
+            class,
+        };
+        if csi::migrated_driver(&class.provisioner).is_some() {
+            return external(class);
+        }
+        match self.plugins.provisionable_by_name(&class.provisioner) {
+            Ok(plugin) => Provisioning::Internal { plugin, class },
+            Err(_) if !class.provisioner.starts_with(ann::IN_TREE_PREFIX) => external(class),
+            Err(e) => Provisioning::Failed(e),
         }
     }
 
-    /// Starts provisioning for a claim (as an operation keyed by the claim).
-    pub(crate) async fn provision_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
-        if !self.config.enable_dynamic_provisioning {
-            return Ok(());
-        }
-        let (plugin, class) = match self.find_provisionable_plugin(&claim) {
-            Ok(x) => x,
-            Err(e) => {
+    /// Carries out a provisioning the plan decided: starts it as an operation keyed by the claim,
+    /// or says why it cannot start.
+    pub(crate) async fn provision_claim(&self, claim: Arc<PersistentVolumeClaim>, how: Provisioning) -> Result<()> {
+        let (plugin, class) = match how {
+            Provisioning::Disabled => return Ok(()),
+            Provisioning::Failed(e) => {
                 // Retried on every sync of the claim.
                 self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, e).await;
                 return Ok(());
             }
+            Provisioning::Internal { plugin, class } => (Some(plugin), class),
+            Provisioning::External { class, .. } => (None, class),
         };
         let key = helpers::claim_key(&claim);
         let name = format!("provision-{key}[{}]", helpers::uid(&claim.metadata));

@@ -3,9 +3,10 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::plan::{self, BoundClaimPlan};
+use crate::plugin::VolumePlugin;
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pvc_phase};
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, StorageClass};
 use pv_model::{csi, matching, reasons};
 use std::sync::Arc;
 
@@ -45,23 +46,47 @@ pub enum UnboundClaimPlan {
     },
 }
 
-/// How a claim would be provisioned.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How a claim is provisioned: what the plan decided, carried out as decided (the provisioning
+/// operation is handed the plugin and class the plan chose).
+#[derive(Clone)]
 pub enum Provisioning {
     /// Dynamic provisioning is switched off in the controller's settings.
     Disabled,
-    /// By an in-process plugin with this name.
+    /// By an in-process plugin.
     Internal {
-        /// Plugin name (`kubernetes.io/host-path`).
-        plugin: String,
+        /// The plugin (`kubernetes.io/host-path`).
+        plugin: Arc<dyn VolumePlugin>,
+        /// The claim's class.
+        class: Arc<StorageClass>,
     },
-    /// Handed off by annotation to this external provisioner (a CSI driver for migrated plugins).
+    /// Handed off by annotation to an external provisioner (a CSI driver for migrated plugins).
     External {
         /// Provisioner name.
         provisioner: String,
+        /// The claim's class.
+        class: Arc<StorageClass>,
     },
     /// Cannot be provisioned: class missing, or a `kubernetes.io/` name with no plugin.
     Failed(String),
+}
+
+impl std::fmt::Debug for Provisioning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provisioning::Disabled => f.write_str("Disabled"),
+            Provisioning::Internal { plugin, class } => f
+                .debug_struct("Internal")
+                .field("plugin", &plugin.name())
+                .field("class", &helpers::name(&class.metadata))
+                .finish(),
+            Provisioning::External { provisioner, class } => f
+                .debug_struct("External")
+                .field("provisioner", provisioner)
+                .field("class", &helpers::name(&class.metadata))
+                .finish(),
+            Provisioning::Failed(why) => f.debug_tuple("Failed").field(why).finish(),
+        }
+    }
 }
 
 /// Upstream's message when a claim with no class finds no volume.
@@ -186,7 +211,7 @@ impl Controller {
             UnboundClaimPlan::Bind(volume) => self.bind(&volume, &claim).await,
             UnboundClaimPlan::AssignDefaultClass(class) => self.assign_default_class(&claim, class).await,
             // Provisioning runs as an operation; it updates the claim itself.
-            UnboundClaimPlan::Provision(_) => self.provision_claim(claim).await,
+            UnboundClaimPlan::Provision(provisioning) => self.provision_claim(claim, provisioning).await,
             UnboundClaimPlan::WaitForFirstConsumer { pods } => {
                 self.emit_waiting_for_consumer(&claim, &pods).await;
                 self.stay_pending(&claim).await

@@ -350,14 +350,15 @@ fn describe_plan(claim: &PersistentVolumeClaim, plan: &UnboundClaimPlan, e: &mut
 fn describe_provisioning(claim: &PersistentVolumeClaim, p: &Provisioning, e: &mut Explanation) -> (Next, String) {
     let class = helpers::claim_class(claim);
     match p {
-        Provisioning::Internal { plugin } => (
+        Provisioning::Internal { plugin, .. } => (
             Next::Provision,
             format!(
                 "No volume matches; the controller will provision one with the in-tree plugin \
-                 {plugin} (StorageClass {class:?})."
+                 {} (StorageClass {class:?}).",
+                plugin.name()
             ),
         ),
-        Provisioning::External { provisioner } => (
+        Provisioning::External { provisioner, .. } => (
             Next::WaitExternalProvisioner,
             format!(
                 "No volume matches; waiting for the external provisioner {provisioner:?} \
