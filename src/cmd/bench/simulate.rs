@@ -1,0 +1,107 @@
+//! `bench --simulate`: the workload in the in-process simulated API server, timed by a watch on the store.
+
+use super::*;
+
+/// A field of /proc/self/status in bytes (Linux only; `None` elsewhere).
+pub(super) fn proc_status_bytes(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))?;
+    let kb: u64 = line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
+}
+
+pub(super) fn is_bound(v: &Value) -> bool {
+    v["status"]["phase"].as_str() == Some("Bound")
+}
+
+/// The in-process run: the workload on the simulated API server, per-claim Bound times taken
+/// from a watch on the store read by a second thread (the driver itself is unchanged).
+pub(super) fn simulate(w: &Workload) -> anyhow::Result<(Report, Option<String>)> {
+    let base_rss = proc_status_bytes("VmRSS");
+    let t0 = Instant::now();
+    let objects = match w {
+        Workload::Pairs(n) => pv_sim::workload::static_pairs(*n),
+        Workload::Claims { n, class } => {
+            let mut objects = pv_sim::workload::provisioning(*n);
+            for o in objects.iter_mut() {
+                if o.resource.kind == "StorageClass" {
+                    o.value["metadata"]["name"] = json!(class);
+                } else {
+                    o.value["spec"]["storageClassName"] = json!(class);
+                }
+            }
+            objects
+        }
+    };
+    let object_count = objects.len();
+    let root = tempfile::tempdir()?;
+    let mut sim = pv_sim::Simulation::new(objects, pv_plugins::registry(Some(root.path().into())), Default::default())
+        .map_err(|e| anyhow::anyhow!("loading the workload: {e}"))?;
+    let watch = sim.store().watch("persistentvolumeclaims", None, None)?;
+    let load = t0.elapsed();
+    let start = Instant::now();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let observer = std::thread::spawn(move || observe_store(watch, stop_rx, start));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let outcome = rt.block_on(sim.run());
+    let ran = start.elapsed();
+    let _ = stop_tx.send(());
+    let bound = observer.join().map_err(|_| anyhow::anyhow!("the watch thread failed"))??;
+    let peak = proc_status_bytes("VmHWM");
+    // The process ends soon: skip tearing down every cached object.
+    std::mem::forget(sim);
+    outcome.map_err(|e| user(e.to_string()))?;
+    let wall = load + ran;
+    let mut r = Report {
+        mode: "simulate".into(),
+        workload: w.kind().into(),
+        description: w.describe(),
+        n: w.claims(),
+        wall_seconds: wall.as_secs_f64(),
+        load_seconds: Some(load.as_secs_f64()),
+        binds_per_second: bound.len() as f64 / wall.as_secs_f64().max(1e-9),
+        peak_rss_bytes: peak,
+        rss_bytes_per_object: peak.map(|p| p.saturating_sub(base_rss.unwrap_or(0)) as f64 / object_count as f64),
+        note: Some("all claims exist when the run starts: time to Bound is the wall time since the start".into()),
+        ..Default::default()
+    };
+    fill_latencies(&mut r, bound.into_values().collect());
+    let failure = (r.bound < r.n).then(|| format!("only {} of {} claims became Bound", r.bound, r.n));
+    Ok((r, failure))
+}
+
+/// Reads store watch events until told to stop, then drains what is left; returns, per claim,
+/// when it was first seen Bound.
+pub(super) fn observe_store(
+    mut watch: pv_store::Watcher,
+    stop: tokio::sync::oneshot::Receiver<()>,
+    start: Instant,
+) -> anyhow::Result<HashMap<String, Duration>> {
+    let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    Ok(rt.block_on(async move {
+        let mut bound = HashMap::new();
+        let mut note = |v: &Value| {
+            if is_bound(v) {
+                if let Some(name) = v["metadata"]["name"].as_str() {
+                    bound.entry(name.to_string()).or_insert_with(|| start.elapsed());
+                }
+            }
+        };
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                ev = watch.recv() => match ev {
+                    Some(ev) => note(&ev.object),
+                    None => break,
+                },
+                _ = &mut stop => {
+                    while let Ok(ev) = watch.try_recv() {
+                        note(&ev.object);
+                    }
+                    break;
+                }
+            }
+        }
+        bound
+    }))
+}
