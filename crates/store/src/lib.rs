@@ -15,8 +15,10 @@ pub mod admission;
 pub mod error;
 pub mod faults;
 pub mod kinds;
+mod meta;
 pub mod namespaces;
 pub mod store;
+mod strategy;
 pub mod validation;
 pub mod watch;
 

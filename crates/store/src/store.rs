@@ -4,6 +4,8 @@ use crate::admission::Admission;
 use crate::error::{FieldError, StoreError};
 use crate::faults::{FaultInjector, FaultKind, FaultSpec};
 use crate::kinds::ResourceType;
+use crate::meta::{finalizers, keep_fields, keep_server_metadata, meta, meta_mut, meta_str};
+use crate::strategy;
 use crate::validation;
 use crate::watch::{self, History, Refused, StoreLimits, Watcher};
 use crate::Result;
@@ -252,38 +254,6 @@ pub struct Store {
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
 pub fn format_time(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-fn meta(obj: &Value) -> Option<&Map<String, Value>> {
-    obj.get("metadata").and_then(Value::as_object)
-}
-
-fn meta_str<'a>(obj: &'a Value, f: &str) -> &'a str {
-    meta(obj).and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("")
-}
-
-fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    let o = obj.as_object_mut().expect("validated object");
-    let m = o.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
-    if !m.is_object() {
-        *m = Value::Object(Map::new());
-    }
-    m.as_object_mut().expect("metadata object")
-}
-
-/// What holds an object's deletion: `metadata.finalizers`, and for a Namespace also
-/// `spec.finalizers` (upstream's `kubernetes` finalizer, removed once the contents are gone).
-fn finalizers(obj: &Value) -> Vec<String> {
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
-    };
-    let mut all = strings(meta(obj).and_then(|m| m.get("finalizers")));
-    if obj.get("kind").and_then(Value::as_str) == Some("Namespace") {
-        all.extend(strings(obj.get("spec").and_then(|s| s.get("finalizers"))));
-    }
-    all
 }
 
 /// Which part of an object an update writes.
@@ -632,7 +602,7 @@ impl Store {
             m.insert("creationTimestamp".into(), Value::String(format_time((self.now)())));
         }
         // Only kinds whose strategy tracks a generation set one; others keep what was given.
-        if rt.kind == "Pod" {
+        if strategy::tracks_generation(rt) {
             m.insert("generation".into(), Value::from(1));
         }
     }
@@ -655,12 +625,7 @@ impl Store {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
         }
         let name = meta_str(&obj, "name").to_string();
-        if rt.kind == "Pod" {
-            let status = validation::initial_pod_status(&obj);
-            obj.as_object_mut().unwrap().insert("status".into(), status);
-        } else if rt.status_subresource && rt.kind != "Node" {
-            obj.as_object_mut().unwrap().remove("status");
-        }
+        strategy::reset_status_for_create(rt, &mut obj);
         {
             let m = meta_mut(&mut obj);
             for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"] {
@@ -669,9 +634,7 @@ impl Store {
             m.remove("uid");
             m.remove("creationTimestamp");
         }
-        if rt.kind == "Namespace" {
-            crate::namespaces::prepare_for_create(&mut obj);
-        }
+        strategy::prepare_for_create(rt, &mut obj);
         validation::default(rt, &mut obj);
         if self.admission != Admission::none() {
             let classes = self.inner.lock().unwrap().all("storageclasses");
@@ -690,10 +653,7 @@ impl Store {
         }
         crate::namespaces::admit_create(&inner.objects, rt, &ns, &name)?;
         self.prepare_new(&mut inner, rt, &mut obj);
-        if rt.kind == "PersistentVolume" {
-            let now = format_time((self.now)());
-            obj["status"]["lastPhaseTransitionTime"] = Value::String(now);
-        }
+        strategy::created(rt, &mut obj, &format_time((self.now)()));
         if dry_run {
             return Ok(Arc::new(obj));
         }
@@ -796,9 +756,7 @@ impl Store {
             };
             let mut m = meta(&obj).cloned().unwrap_or_default();
             keep_server_metadata(&old, &mut m);
-            if rt.kind == "Pod" {
-                keep_fields(&old, &mut m, &["ownerReferences"]);
-            }
+            keep_fields(&old, &mut m, strategy::kept_by_status_update(rt));
             n.as_object_mut().unwrap().insert("metadata".into(), Value::Object(m));
             n
         } else if part == Part::Finalize {
@@ -807,9 +765,7 @@ impl Store {
             n.as_object_mut().unwrap().entry("spec").or_insert_with(|| Value::Object(Map::new()))["finalizers"] = fin;
             n
         } else {
-            if rt.kind == "Namespace" {
-                crate::namespaces::keep_spec_finalizers(&old, &mut obj);
-            }
+            strategy::prepare_for_update(rt, &old, &mut obj);
             if rt.status_subresource {
                 match old.get("status") {
                     Some(s) => obj.as_object_mut().unwrap().insert("status".into(), s.clone()),
@@ -860,21 +816,7 @@ impl Store {
             }
             return Ok(old);
         }
-        if !status && rt.kind == "Pod" && old.get("spec") != new.get("spec") {
-            let g = meta(&old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
-            meta_mut(&mut new).insert("generation".into(), Value::from(g + 1));
-        }
-        if rt.kind == "PersistentVolume" {
-            let old_phase = old.get("status").and_then(|s| s.get("phase"));
-            let new_phase = new.get("status").and_then(|s| s.get("phase"));
-            let old_t = old.get("status").and_then(|s| s.get("lastPhaseTransitionTime"));
-            let new_t = new.get("status").and_then(|s| s.get("lastPhaseTransitionTime"));
-            if old_phase != new_phase && (new_t.is_none() || new_t == old_t) {
-                if let Some(s) = new.get_mut("status").and_then(Value::as_object_mut) {
-                    s.insert("lastPhaseTransitionTime".into(), Value::String(format_time((self.now)())));
-                }
-            }
-        }
+        strategy::updated(rt, &old, &mut new, status, &format_time((self.now)()));
         let rv = inner.rv + 1;
         Self::stamp(&mut new, rv);
         let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
@@ -1000,16 +942,12 @@ impl Store {
 }
 
 impl Store {
-    /// Marks an object that finalizers hold as being deleted: its deletion timestamp, and a
-    /// grace period of 0 (kinds without graceful deletion; a Namespace gets none, as its
-    /// registry marks it Terminating instead).
+    /// Marks an object that finalizers hold as being deleted: its deletion timestamp, then what
+    /// its kind's strategy adds.
     fn mark_deleted(&self, rt: &ResourceType, obj: &mut Value) {
         let m = meta_mut(obj);
         m.insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
-        if rt.kind != "Namespace" {
-            m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-        }
-        crate::namespaces::mark_terminating(rt, obj);
+        strategy::mark_deleted(rt, obj);
     }
 }
 
@@ -1112,26 +1050,6 @@ impl StoreBuilder {
             limits: self.limits,
             admission: self.admission,
         }
-    }
-}
-
-/// Metadata the server owns, kept from the stored object on every update.
-const SERVER_METADATA: [&str; 6] =
-    ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"];
-
-/// Puts the stored object's server-owned metadata into `m`, the metadata of an update.
-fn keep_server_metadata(old: &Value, m: &mut Map<String, Value>) {
-    keep_fields(old, m, &SERVER_METADATA);
-}
-
-/// Puts the stored object's metadata `fields` into `m` (removing those it does not have).
-fn keep_fields(old: &Value, m: &mut Map<String, Value>, fields: &[&str]) {
-    let old_meta = meta(old);
-    for f in fields {
-        match old_meta.and_then(|om| om.get(*f)) {
-            Some(v) => m.insert((*f).into(), v.clone()),
-            None => m.remove(*f),
-        };
     }
 }
 
