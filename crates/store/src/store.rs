@@ -326,7 +326,7 @@ impl Store {
     }
 
     fn draw_fault(&self, rt: &ResourceType) -> Option<FaultKind> {
-        if rt.kind == "Event" {
+        if !strategy::faulted(rt) {
             return None;
         }
         self.faults.lock().unwrap().as_mut().and_then(FaultInjector::draw)

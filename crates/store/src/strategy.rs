@@ -7,6 +7,12 @@ use crate::meta::{meta, meta_mut};
 use crate::validation;
 use serde_json::Value;
 
+/// Whether injected faults hit writes of the kind: not Events, which the controller records best
+/// effort (a fault there would test nothing the controller decides).
+pub(crate) fn faulted(rt: &ResourceType) -> bool {
+    rt.kind != "Event"
+}
+
 /// The status a new object starts with: a Pod's initial status (Pending, its QoS class); none
 /// for the other kinds with a status subresource, except a Node, whose status its kubelet
 /// creates with it.
