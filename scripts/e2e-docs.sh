@@ -33,13 +33,13 @@ command -v kubectl >/dev/null 2>&1 || { echo "skip: kubectl not installed (.ci/r
 
 declare -A EXCEPTIONS=(
   ["cargo test --workspace"]="the test suite itself (.ci/run runs it, and this script)"
-  ["cargo build --profile dist"]="a full LTO build takes many minutes; the Docker build runs it, tests/dist_profile.rs checks the profile"
+  ["cargo build --profile dist"]="a full LTO build takes many minutes; the Docker build runs it, tests/cli/dist_profile.rs checks the profile"
   ["docker build -t registry.example.com/pv-controller:v0.1.0 ."]="no Docker daemon or registry here"
   ["docker push registry.example.com/pv-controller:v0.1.0"]="no Docker daemon or registry here"
   ["kubectl apply -f deploy/rbac.yaml"]="up serves the storage API subset, not RBAC; kubectl kustomize deploy/ checks the manifests"
   ["kubectl apply -f deploy/deployment.yaml"]="up serves no Deployments; kubectl kustomize deploy/ checks the manifests"
   ["kubectl -n kube-system rollout status deployment/pv-controller"]="up serves no Deployments"
-  ["kubectl -n kube-system get lease pv-controller -o jsonpath='{.spec.holderIdentity}{\"\\n\"}'"]="needs the Deployment of step 4; leader election is tested by tests/run_cluster.rs"
+  ["kubectl -n kube-system get lease pv-controller -o jsonpath='{.spec.holderIdentity}{\"\\n\"}'"]="needs the Deployment of step 4; leader election is tested by tests/cli/run_cluster.rs"
   ["kubectl -n kube-system scale deployment/pv-controller --replicas=0"]="up serves no Deployments"
   ["kubectl delete -k deploy/"]="up serves neither RBAC nor Deployments; kubectl kustomize deploy/ checks the kustomization"
   ["scripts/real-cluster.sh up /tmp/k --kcm '*,-persistentvolume-binder-controller' --scheduler"]="the real-cluster steps need Go; scripts/e2e-real.sh starts the bundled cluster this way and runs run as the deploy/ ServiceAccount"

@@ -4,8 +4,14 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+use crate::util::{assert_user_error, text, BIN};
+
+fn stderr(o: &Output) -> String {
+    text(&o.stderr)
+}
+
 fn simulate(input: &[u8], extra: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+    let mut child = Command::new(BIN)
         .args(["simulate", "-f", "-"])
         .args(extra)
         .stdin(Stdio::piped())
@@ -21,22 +27,6 @@ fn simulate(input: &[u8], extra: &[&str]) -> Output {
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
     out
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Exit 1 with exactly one `error:` line containing every `needle`.
-fn assert_user_error(o: &Output, needles: &[&str]) {
-    let e = stderr(o);
-    assert_eq!(o.status.code(), Some(1), "stderr: {e}");
-    assert!(e.starts_with("error: "), "stderr: {e}");
-    assert_eq!(e.trim_end().lines().count(), 1, "one line: {e}");
-    for n in needles {
-        assert!(e.contains(n), "{n:?} not in {e:?}");
-    }
-    assert!(!e.contains("panicked"), "{e}");
 }
 
 const PV: &str = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], nfs: {server: s, path: /x}}\n";
@@ -184,10 +174,7 @@ fn hostile_input_is_an_error_not_a_panic() {
 
 #[test]
 fn missing_file_and_unsettled_runs_are_user_errors() {
-    let o = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
-        .args(["simulate", "-f", "/nonexistent.yaml"])
-        .output()
-        .unwrap();
+    let o = Command::new(BIN).args(["simulate", "-f", "/nonexistent.yaml"]).output().unwrap();
     assert_user_error(&o, &["/nonexistent.yaml"]);
     let o = simulate(PV.as_bytes(), &["--max-rounds", "0"]);
     assert_user_error(&o, &["did not settle", "--max-rounds"]);

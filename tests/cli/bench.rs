@@ -5,17 +5,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pv-controller"))
-        .arg("bench")
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("binary runs")
-}
+use crate::util::{text, BIN};
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn bench(args: &[&str]) -> Output {
+    Command::new(BIN).arg("bench").args(args).env_remove("KUBECONFIG").output().expect("binary runs")
 }
 
 #[test]
@@ -76,7 +69,7 @@ impl Drop for Up {
 
 fn start_up() -> (Up, String) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
+    let mut child = Command::new(BIN)
         .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .stdout(Stdio::piped())

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_pv-controller");
+use crate::util::BIN;
 
 /// The API server with kube-controller-manager's pv- and pvc-protection controllers beside it,
 /// as in a cluster: the store's admission gives volumes and claims their protection finalizers,

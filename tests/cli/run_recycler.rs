@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_pv-controller");
+use crate::util::BIN;
 const WAIT: Duration = Duration::from_secs(30);
 
 async fn start_server(dir: &Path) -> (ServerHandle, Client) {

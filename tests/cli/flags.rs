@@ -2,22 +2,10 @@
 //! flag names, Go durations, KCM's feature-gate checks, and the generated completion script and
 //! manual page. Every case runs the built binary.
 
-use std::process::{Command, Output};
+use crate::util::{pv_controller, text};
+use std::process::Output;
 
-fn pv_controller(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pv-controller"))
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Exit 1 with one `error:` line containing `needle`.
+/// Exit 1 with `needle` in what it printed (clap's errors take several lines).
 fn assert_user_error(o: &Output, needle: &str) {
     let e = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "stderr: {e}");

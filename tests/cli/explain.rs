@@ -4,21 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::util::{text, BIN};
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/explain").join(name)
 }
 
 fn explain(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pv-controller"))
-        .arg("explain")
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .output()
-        .expect("binary runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    Command::new(BIN).arg("explain").args(args).env_remove("KUBECONFIG").output().expect("binary runs")
 }
 
 #[test]
@@ -132,10 +125,7 @@ fn the_readme_example_explains_what_the_controller_would_do() {
     assert!(stdout.contains("Next: bind"), "{stdout}");
     assert!(!stdout.contains("not yet Available"), "{stdout}");
 
-    let sim = Command::new(env!("CARGO_BIN_EXE_pv-controller"))
-        .args(["simulate", "-f", f.to_str().unwrap()])
-        .output()
-        .expect("binary runs");
+    let sim = Command::new(BIN).args(["simulate", "-f", f.to_str().unwrap()]).output().expect("binary runs");
     let list: serde_json::Value = serde_json::from_slice(&sim.stdout).expect("JSON");
     let small = list["items"]
         .as_array()
@@ -175,7 +165,7 @@ fn events_and_other_kinds_are_skipped_with_a_note_and_an_empty_file_is_an_error(
 
 #[test]
 fn explain_help_points_only_at_files_in_the_repository() {
-    let out = Command::new(env!("CARGO_BIN_EXE_pv-controller")).args(["explain", "--help"]).output().unwrap();
+    let out = Command::new(BIN).args(["explain", "--help"]).output().unwrap();
     let help = text(&out.stdout);
     assert!(!help.contains("INTERFACES"), "{help}");
 }
@@ -188,7 +178,7 @@ fn kubectl_plugin_shim_runs_explain() {
     let out = Command::new("sh")
         .arg(&shim)
         .args(["pvc", "default/data", "-f", f.to_str().unwrap(), "-o", "json"])
-        .env("PV_CONTROLLER", env!("CARGO_BIN_EXE_pv-controller"))
+        .env("PV_CONTROLLER", BIN)
         .output()
         .expect("shim runs");
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_pv-controller");
+use crate::util::BIN;
 
 /// A running `up`, killed (by its own PID) when dropped; stderr goes to `log`.
 struct Up {
