@@ -7,9 +7,7 @@
 use super::{load_objects, user};
 use clap::Args;
 use pv_explain::{live, Explanation, Snapshot};
-use pv_kube::connect::ClientOptions;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Output format.
@@ -37,18 +35,9 @@ pub struct ExplainArgs {
     /// Read the state from this file (YAML or JSON, as `simulate` takes it; `-` for stdin).
     #[arg(short, long, conflicts_with_all = ["kubeconfig", "context", "cluster", "user"])]
     pub file: Option<String>,
-    /// Kubeconfig of the cluster to read (default: KUBECONFIG, ~/.kube/config, in-cluster).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use.
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Kubeconfig cluster to use (default: the context's).
-    #[arg(long)]
-    pub cluster: Option<String>,
-    /// Kubeconfig user to use (default: the context's).
-    #[arg(long)]
-    pub user: Option<String>,
+    /// How to reach the cluster.
+    #[command(flatten)]
+    pub kube: super::KubeconfigArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
@@ -83,12 +72,7 @@ fn from_file(a: &ExplainArgs, path: &str) -> anyhow::Result<Explanation> {
 }
 
 fn from_cluster(a: &ExplainArgs) -> anyhow::Result<Explanation> {
-    let opts = ClientOptions {
-        kubeconfig: a.kubeconfig.clone(),
-        context: a.context.clone(),
-        cluster: a.cluster.clone(),
-        user: a.user.clone(),
-    };
+    let opts = a.kube.options();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let default_ns = if a.name.contains('/') || a.namespace.is_some() {

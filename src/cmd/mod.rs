@@ -8,7 +8,56 @@ pub mod run;
 pub mod simulate;
 pub mod up;
 
+use clap::Args;
+use pv_kube::connect::{self, ClientOptions};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// How to reach a cluster, as kubectl's flags say it: `run`, `bench` and `explain` take these.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KubeconfigArgs {
+    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Kubeconfig cluster to use (default: the context's).
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Kubeconfig user to use (default: the context's).
+    #[arg(long)]
+    pub user: Option<String>,
+}
+
+impl KubeconfigArgs {
+    /// The client options these flags give.
+    pub fn options(&self) -> ClientOptions {
+        ClientOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            cluster: self.cluster.clone(),
+            user: self.user.clone(),
+        }
+    }
+
+    /// True when any of them was given.
+    pub fn given(&self) -> bool {
+        self.kubeconfig.is_some() || self.context.is_some() || self.cluster.is_some() || self.user.is_some()
+    }
+
+    /// Loads the configuration, builds a client and checks within `timeout` that the server
+    /// answers: the client, the server's URL and its `host:port`. Every failure is a user error.
+    pub async fn connect(&self, timeout: Duration) -> anyhow::Result<(kube::Client, String, String)> {
+        let config = connect::load_config(&self.options()).await.map_err(|e| user(e.to_string()))?;
+        let url = config.cluster_url.to_string();
+        let host = config.cluster_url.authority().map(|h| h.to_string()).unwrap_or_default();
+        let client = connect::client(config).map_err(|e| user(e.to_string()))?;
+        connect::preflight(&client, &url, timeout).await.map_err(|e| user(e.to_string()))?;
+        Ok((client, url, host))
+    }
+}
 
 /// An error the user can fix (bad input, bad flag, unreachable server): exit code 1.
 #[derive(Debug)]

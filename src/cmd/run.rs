@@ -11,7 +11,6 @@ mod secure_metrics;
 
 use super::user;
 use clap::Args;
-use pv_kube::connect::{self, ClientOptions};
 use pv_kube::http::Health;
 use pv_kube::lease::{default_identity, Elector, KubeLeaseStore, LeaderElectionConfig};
 use pv_kube::{ControllerOptions, LeaderState, Wiring};
@@ -39,18 +38,9 @@ pub enum LogFormat {
 /// Flags of `run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use (default: the current context).
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Kubeconfig cluster to use (default: the context's).
-    #[arg(long)]
-    pub cluster: Option<String>,
-    /// Kubeconfig user to use (default: the context's).
-    #[arg(long)]
-    pub user: Option<String>,
+    /// How to reach the cluster.
+    #[command(flatten)]
+    pub kube: super::KubeconfigArgs,
     /// Run only while holding the Lease, so several replicas can run with one writer.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false",
           action = clap::ArgAction::Set)]
@@ -217,17 +207,7 @@ async fn run_async(
     election: Option<LeaderElectionConfig>,
     recyclers: pv_kube::recycler::PodRecyclers,
 ) -> anyhow::Result<ExitCode> {
-    let client_opts = ClientOptions {
-        kubeconfig: a.kubeconfig.clone(),
-        context: a.context.clone(),
-        cluster: a.cluster.clone(),
-        user: a.user.clone(),
-    };
-    let config = connect::load_config(&client_opts).await.map_err(|e| user(e.to_string()))?;
-    let url = config.cluster_url.to_string();
-    let host = config.cluster_url.authority().map(|h| h.to_string()).unwrap_or_default();
-    let client = connect::client(config).map_err(|e| user(e.to_string()))?;
-    connect::preflight(&client, &url, REQUEST_TIMEOUT).await.map_err(|e| user(e.to_string()))?;
+    let (client, _, host) = a.kube.connect(REQUEST_TIMEOUT).await?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     spawn_signal_handler(stop_tx);

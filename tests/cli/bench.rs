@@ -1,11 +1,10 @@
 //! `pv-controller bench` as an operator runs it: the built binary, in-process (`--simulate`) and
 //! against `up`, its table, its JSON, its exit codes and its `error:` line.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::util::{text, BIN};
+use crate::util::{text, Up, BIN};
 
 fn bench(args: &[&str]) -> Output {
     Command::new(BIN).arg("bench").args(args).env_remove("KUBECONFIG").output().expect("binary runs")
@@ -54,45 +53,11 @@ fn missing_kubeconfig_is_a_user_error() {
     assert!(text(&out.stderr).contains("/nonexistent/kubeconfig"), "{}", text(&out.stderr));
 }
 
-/// `up` on a fresh data directory, killed (by its own PID) when dropped.
-struct Up {
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_up() -> (Up, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(BIN)
-        .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("up starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let up = Up { child, _dir: dir };
-    let mut kubeconfig = None;
-    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-        if let Some(p) = line.strip_prefix("kubeconfig: ") {
-            kubeconfig = Some(p.to_string());
-        }
-        if line.starts_with("server: ") {
-            break;
-        }
-    }
-    (up, kubeconfig.expect("up printed its kubeconfig"))
-}
-
 #[test]
 fn against_up_binds_and_cleans_up() {
-    let (up, kubeconfig) = start_up();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let up = Up::start(dir.path(), &["--listen", "127.0.0.1:0"]);
+    let kubeconfig = up.kubeconfig.clone();
     let t = Instant::now();
     let out = bench(&[
         "--kubeconfig",

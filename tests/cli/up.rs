@@ -2,71 +2,11 @@
 //! `/metrics`, `/healthz` and `/readyz` on `--metrics-addr`, what it logs, and start-up
 //! failures that leave nothing behind.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::BIN;
-
-/// A running `up`, killed (by its own PID) when dropped; stderr goes to `log`.
-struct Up {
-    child: Child,
-    kubeconfig: String,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Up {
-    fn start(dir: &Path, extra: &[&str]) -> Up {
-        let log = dir.join("up.log");
-        let mut child = Command::new(BIN)
-            .arg("up")
-            .arg("--data-dir")
-            .arg(dir.join("data"))
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("up starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut kubeconfig = None;
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(p) = line.strip_prefix("kubeconfig: ") {
-                kubeconfig = Some(p.to_string());
-            }
-            if line.starts_with("server: ") {
-                break;
-            }
-        }
-        let kubeconfig = kubeconfig
-            .unwrap_or_else(|| panic!("no kubeconfig line; log:\n{}", std::fs::read_to_string(&log).unwrap()));
-        Up { child, kubeconfig, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Waits until the log has a line matching `f`.
-    fn wait_log(&self, what: &str, f: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let log = self.log();
-            if let Some(l) = log.lines().find(|l| f(l)) {
-                return l.to_string();
-            }
-            assert!(start.elapsed() < Duration::from_secs(30), "no {what} in the log:\n{log}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
+use crate::util::{Up, BIN};
 
 fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).expect("metrics endpoint accepts");

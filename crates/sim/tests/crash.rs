@@ -3,9 +3,10 @@
 //! state, and require the same converged objects, no orphaned directory, no double binding, and
 //! no volume deleted or recycled while a claim still used it.
 
-use libtest_mimic::{Arguments, Failed, Trial};
+mod common;
+
 use pv_sim::invariants::{self, GuardPlugin};
-use pv_sim::scenario::{fixture_files, fixture_name, load_fixture, normalized_objects, outcome, prepare, setup_names};
+use pv_sim::scenario::{load_fixture, normalized_objects, outcome, prepare, setup_names};
 use pv_sim::{Simulation, SimulationOptions};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,30 +85,17 @@ fn crash_points(f: &Path, rt: &tokio::runtime::Runtime) -> Result<(usize, Vec<St
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let files = match fixture_files() {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(101);
-        }
-    };
-    let trials = files
-        .into_iter()
-        .map(|f| {
-            Trial::test(fixture_name(&f), move || {
-                let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-                let (points, failures) = crash_points(&f, &rt)?;
-                CRASH_POINTS.fetch_add(points as u64, Ordering::Relaxed);
-                if failures.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Failed::from(format!("{} failure(s):\n\n{}", failures.len(), failures.join("\n\n"))))
-                }
-            })
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    println!("{} crash points checked", CRASH_POINTS.load(Ordering::Relaxed));
-    conclusion.exit();
+    common::run_per_fixture(
+        |f| {
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let (points, failures) = crash_points(f, &rt)?;
+            CRASH_POINTS.fetch_add(points as u64, Ordering::Relaxed);
+            if failures.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{} failure(s):\n\n{}", failures.len(), failures.join("\n\n")))
+            }
+        },
+        || println!("{} crash points checked", CRASH_POINTS.load(Ordering::Relaxed)),
+    )
 }

@@ -5,11 +5,12 @@
 //! must converge to the same objects and host-path directories. A missing fixture directory, an
 //! empty one, or a fixture that cannot be read fails the run.
 
-use libtest_mimic::{Arguments, Failed, Trial};
-use pv_sim::scenario::{check, fixture_files, fixture_name, load_fixture, normalized_objects, run, run_with};
+mod common;
+
+use pv_sim::scenario::{check, load_fixture, normalized_objects, run, run_with};
 use pv_sim::SimulationOptions;
 use pv_store::FaultSpec;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const FAULTS: &str = "conflict=0.2,error=0.1,timeout=0.05,lost-response=0.05,watch-drop=0.05,watch-gone=0.3,stale=0.2";
@@ -105,29 +106,21 @@ fn scenario(f: &Path) -> Vec<String> {
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let files: Vec<PathBuf> = match fixture_files() {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(101);
-        }
-    };
-    let trials = files
-        .into_iter()
-        .map(|f| {
-            Trial::test(fixture_name(&f), move || {
-                let failures = scenario(&f);
-                if failures.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Failed::from(failures.join("\n\n")))
-                }
-            })
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    let f: Vec<u64> = FAULTS_INJECTED.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    println!("faults injected: {} conflicts, {} errors, {} timeouts, {} lost responses", f[0], f[1], f[2], f[3]);
-    conclusion.exit();
+    common::run_per_fixture(
+        |f| {
+            let failures = scenario(f);
+            if failures.is_empty() {
+                Ok(())
+            } else {
+                Err(failures.join("\n\n"))
+            }
+        },
+        || {
+            let f: Vec<u64> = FAULTS_INJECTED.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+            println!(
+                "faults injected: {} conflicts, {} errors, {} timeouts, {} lost responses",
+                f[0], f[1], f[2], f[3]
+            );
+        },
+    )
 }

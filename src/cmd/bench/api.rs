@@ -297,16 +297,7 @@ pub(super) fn spawn_claim_watch(
 /// The run against an API server. Returns the report and, when not every claim became Bound or
 /// cleanup failed, the error to exit with after printing it.
 pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, Option<String>)> {
-    let opts = ClientOptions {
-        kubeconfig: a.kubeconfig.clone(),
-        context: a.context.clone(),
-        cluster: a.cluster.clone(),
-        user: a.user.clone(),
-    };
-    let config = connect::load_config(&opts).await.map_err(|e| user(e.to_string()))?;
-    let url = config.cluster_url.to_string();
-    let client = connect::client(config).map_err(|e| user(e.to_string()))?;
-    connect::preflight(&client, &url, REQUEST_TIMEOUT).await.map_err(|e| user(e.to_string()))?;
+    let (client, url, _) = a.kube.connect(REQUEST_TIMEOUT).await?;
     if let Workload::Claims { class, .. } = w {
         check_class(&client, class).await?;
     }

@@ -38,12 +38,10 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
-use pv_kube::connect::{self, ClientOptions};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -80,18 +78,9 @@ pub enum Format {
 /// Flags of `bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Kubeconfig file (default: KUBECONFIG, then ~/.kube/config, then in-cluster).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use (default: the current context).
-    #[arg(long)]
-    pub context: Option<String>,
-    /// Kubeconfig cluster to use (default: the context's).
-    #[arg(long)]
-    pub cluster: Option<String>,
-    /// Kubeconfig user to use (default: the context's).
-    #[arg(long)]
-    pub user: Option<String>,
+    /// How to reach the cluster.
+    #[command(flatten)]
+    pub kube: super::KubeconfigArgs,
     /// N static pairs: PVs with distinct NFS paths and class "", and claims of matching size.
     #[arg(long, value_name = "N")]
     pub pairs: Option<usize>,
@@ -168,8 +157,8 @@ impl Workload {
         if a.bind_itself && (a.simulate || a.pairs.is_none() || a.claims_first) {
             return Err("--bind-itself applies to --pairs against a server, PVs first".into());
         }
-        if a.simulate && (a.kubeconfig.is_some() || a.context.is_some()) {
-            return Err("--simulate runs in-process: --kubeconfig and --context do not apply".into());
+        if a.simulate && a.kube.given() {
+            return Err("--simulate runs in-process: --kubeconfig, --context, --cluster and --user do not apply".into());
         }
         let w = match (a.pairs, a.claims) {
             (Some(_), Some(_)) => return Err("give either --pairs N or --claims N, not both".into()),
