@@ -36,13 +36,16 @@ trap 'exit 130' INT TERM
 # or the 422 that kube-apiserver gives too (a finalizer added to a volume being deleted). And
 # upstream's delete operation lifts its finalizer from a volume that its own binder writes in the
 # same moment: a 409 for the operation, retried after 500 ms as against kube-apiserver (the
-# volume is gone by the end, which the checks below require).
+# volume is gone by the end, which the checks below require). The other side of that race is
+# pv-protection lifting its finalizer from the same volume in the same moment: its 409, requeued
+# with backoff as against kube-apiserver.
 kcm_errors() {
   grep -E '^E[0-9]{4} ' "$WORK/kcm.log" 2>/dev/null | grep -v 'The manifest file is empty, ignoring' \
     | grep -Ev "can't anneal migration annotations or finalizer: persistentvolumes \\\\\"pvc-[0-9a-f-]+\\\\\" not found" \
     | grep -Ev "can't anneal migration annotations or finalizer: Operation cannot be fulfilled on persistentvolumes .*the object has been modified" \
     | grep -Ev "can't anneal migration annotations or finalizer: PersistentVolume .* is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted" \
-    | grep -Ev 'Operation for "delete-pvc-[0-9a-f-]+\[[0-9a-f-]+\]" failed\. .*Error: Operation cannot be fulfilled on persistentvolumes "pvc-[0-9a-f-]+": the object has been modified' || true
+    | grep -Ev 'Operation for "delete-pvc-[0-9a-f-]+\[[0-9a-f-]+\]" failed\. .*Error: Operation cannot be fulfilled on persistentvolumes "pvc-[0-9a-f-]+": the object has been modified' \
+    | grep -Ev 'pv_protection_controller.go:[0-9]+\] "Unhandled Error" err="PV pvc-[0-9a-f-]+ failed with : Operation cannot be fulfilled on persistentvolumes \\"pvc-[0-9a-f-]+\\": the object has been modified' || true
 }
 fail() {
   echo "FAIL: $*" >&2
