@@ -14,6 +14,9 @@ fn s(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }
 
+/// How the finding about a directory under the host-path root that no volume owns begins.
+pub const UNOWNED_DIRECTORY: &str = "host-path directory";
+
 /// Checks the converged state in `store` (and the host-path `root`, if any). Returns violations.
 ///
 /// - no claim is bound by two Bound volumes, and no volume by two claims;
@@ -90,7 +93,7 @@ pub fn check_objects(
             if messages.iter().any(|m| m.contains(&name)) {
                 continue;
             }
-            errs.push(format!("host-path directory {name} belongs to no volume and no event reports it"));
+            errs.push(format!("{UNOWNED_DIRECTORY} {name} belongs to no volume and no event reports it"));
         }
     }
     errs

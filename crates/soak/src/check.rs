@@ -34,6 +34,25 @@ fn key(o: &Value) -> String {
     }
 }
 
+/// How long each kind of finding may last during the churn before it counts.
+#[derive(Clone, Copy, Debug)]
+pub struct Graces {
+    /// An invariant of the objects (a claim bound twice, a Bound claim pointing nowhere).
+    pub invariant: Duration,
+    /// A host-path directory that no volume owns: a provisioned asset waits for its PV while
+    /// the controller retries saving it through an API outage.
+    pub asset: Duration,
+    /// A controller's cache differing from the API.
+    pub cache: Duration,
+}
+
+impl Graces {
+    /// Every finding counts at once.
+    pub const NONE: Graces = Graces { invariant: Duration::ZERO, asset: Duration::ZERO, cache: Duration::ZERO };
+    /// No finding counts (the final checks, which wait for one moment where all hold).
+    pub const ENDLESS: Graces = Graces { invariant: Duration::MAX, asset: Duration::MAX, cache: Duration::MAX };
+}
+
 /// A controller whose caches are compared with the API: `name#instance` and its metrics address.
 pub struct Endpoint {
     /// Process name and instance.
@@ -164,10 +183,10 @@ impl Checker {
         }
     }
 
-    /// One round. Findings become violations once they persist for `grace` (at once with
+    /// One round. Findings become violations once they persist for their grace (at once with
     /// zero). Returns the findings of this round (empty: everything held). An API server that
     /// does not answer skips the round.
-    pub async fn round(&mut self, endpoints: &[Endpoint], grace: Duration, cache_grace: Duration) -> Vec<String> {
+    pub async fn round(&mut self, endpoints: &[Endpoint], graces: Graces) -> Vec<String> {
         // What the user had been told was created, read before the lists, so that every one of
         // them must be in the lists unless the user deleted it since.
         let (acked_claims, acked_pods) = {
@@ -188,6 +207,7 @@ impl Checker {
         self.pending.retain(|f, _| findings.contains(f));
         for f in &findings {
             let first = *self.pending.entry(f.clone()).or_insert(now);
+            let grace = if f.starts_with(pv_sim::invariants::UNOWNED_DIRECTORY) { graces.asset } else { graces.invariant };
             if now.duration_since(first) >= grace {
                 self.violation(format!("{f} (for {:.0} s)", now.duration_since(first).as_secs_f64()));
             }
@@ -197,7 +217,7 @@ impl Checker {
             self.violation(v.clone());
             findings.push(v);
         }
-        findings.extend(self.caches(&l, endpoints, cache_grace).await);
+        findings.extend(self.caches(&l, endpoints, graces.cache).await);
         findings
     }
 
