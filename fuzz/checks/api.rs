@@ -110,6 +110,8 @@ struct Answer {
     code: StatusCode,
     headers: HeaderMap,
     body: Vec<u8>,
+    /// The URI as sent.
+    uri: axum::http::Uri,
 }
 
 impl Answer {
@@ -134,7 +136,8 @@ fn send(
         }
     }
     let req = b.body(Body::from(body)).ok()?;
-    let watch = req.uri().query().is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+    let watch = is_watch(req.uri());
+    let uri = req.uri().clone();
     Some(block_on(async {
         let resp = dispatch::dispatch(State(st.clone()), req).await;
         let (parts, body) = resp.into_parts();
@@ -150,8 +153,15 @@ fn send(
         } else {
             axum::body::to_bytes(body, MAX_ANSWER).await.expect("answer body").to_vec()
         };
-        Answer { code: parts.status, headers: parts.headers, body }
+        Answer { code: parts.status, headers: parts.headers, body, uri }
     }))
+}
+
+/// Whether kube-apiserver takes the request for a watch: it reads the first `watch` of the
+/// query, and any value but `0` and `false` (in any case) is true, the empty one included.
+fn is_watch(uri: &axum::http::Uri) -> bool {
+    let Ok(pairs) = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(uri) else { return false };
+    pairs.0.iter().find(|(k, _)| k == "watch").is_some_and(|(_, v)| v != "0" && !v.eq_ignore_ascii_case("false"))
 }
 
 /// A body in the media type it was sent as, as JSON.
@@ -289,8 +299,7 @@ pub fn read(data: &[u8]) {
     }
     let path = uri.split('?').next().unwrap_or("");
     if let Some(Route::Resource(t)) = routes::parse(path) {
-        let watch = uri.split_once('?').is_some_and(|(_, q)| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
-        check_read_answer(&t.served, &a, watch, &what);
+        check_read_answer(&t.served, &a, is_watch(&a.uri), &what);
     }
 }
 

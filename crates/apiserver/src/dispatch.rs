@@ -71,8 +71,7 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
     let wire = Format::new(header_str(req.headers(), header::ACCEPT), &Query::new())
         .map(|f| Format { table: None, partial: None, ..f })
         .unwrap_or_default();
-    let is_watch = axum::extract::Query::<Query>::try_from_uri(req.uri())
-        .is_ok_and(|q| q.0.get("watch").is_some_and(|w| w == "true" || w == "1"));
+    let is_watch = handlers::parse_query(req.uri()).is_ok_and(|q| handlers::flag(&q, "watch"));
     let timeout = st.limits.request_timeout;
     let result = if is_watch {
         handle(st, req).await
@@ -126,9 +125,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         _ => return Err(ApiError::Unauthorized),
     }
     let route = route.ok_or(ApiError::NoRoute)?;
-    let q: Query = axum::extract::Query::<Query>::try_from_uri(req.uri())
-        .map(|q| q.0)
-        .map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
+    let q = handlers::parse_query(req.uri())?;
     let method = req.method().clone();
     let headers = req.headers().clone();
     let accept = header_str(&headers, header::ACCEPT);
@@ -164,7 +161,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
             let events_v1 = t.served.events_v1;
             let answer: Result<Response> = async {
                 let format = Format::new(accept, &q)?;
-                let is_watch = q.get("watch").is_some_and(|w| w == "true" || w == "1");
+                let is_watch = handlers::flag(&q, "watch");
                 let body: Body = req.into_body();
                 let mut bytes = read_body(&headers, body, st.limits.max_body).await?;
                 let mut ct = ct;

@@ -50,7 +50,8 @@ pub fn parse(q: &Query, watch: bool) -> Result<ListOptions> {
     let rv = q.get("resourceVersion").cloned().unwrap_or_default();
     let rv_match = q.get("resourceVersionMatch").cloned().unwrap_or_default();
     let cont = q.get("continue").is_some_and(|c| !c.is_empty());
-    let initial = q.get("sendInitialEvents").filter(|v| !v.is_empty());
+    // A pointer in upstream's options: set whenever the name is given, even empty.
+    let initial = q.get("sendInitialEvents");
     let mut errors = Vec::new();
     if watch {
         if initial.is_some() && rv_match != "NotOlderThan" {

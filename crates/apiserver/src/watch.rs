@@ -149,7 +149,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         sel.fields = select::FieldSelector::parse(&format!("metadata.name={name}"))?;
     }
     let coll = Target { name: None, ..t.clone() };
-    let flag = |k: &str| q.get(k).is_some_and(|v| v == "true" || v == "1");
+    let flag = |k: &str| handlers::flag(q, k);
     let rv_param = q.get("resourceVersion").map(String::as_str).unwrap_or("");
     let initial = flag("sendInitialEvents") || rv_param.is_empty() || rv_param == "0";
     let timeout = Some(Instant::now() + crate::limits::watch_timeout(q)?);

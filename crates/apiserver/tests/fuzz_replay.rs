@@ -1,23 +1,19 @@
 //! Replays the fuzz targets' kept inputs on the stable toolchain, through the same checks the
 //! targets run (`fuzz/checks/api.rs`): every input that once failed (`fuzz/regressions/write`,
-//! `fuzz/regressions/read`) and the kept corpus (`fuzz/corpus/write`, `fuzz/corpus/read`).
+//! `fuzz/regressions/read`) and the kept corpus (`fuzz/corpus/write`, `fuzz/corpus/read`);
+//! then a short run of that corpus mutated at random through the same checks
+//! (`fuzz/checks/mutate.rs`; `PV_FUZZ_SECONDS` long, 5 s by default; `PV_FUZZ_SEED` replays one).
 
 #[path = "../../../fuzz/checks/api.rs"]
 mod checks;
+#[path = "../../../fuzz/checks/mutate.rs"]
+mod mutate;
 
+use mutate::inputs;
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
-}
-
-/// The files under `dir`, sorted; empty when it does not exist.
-fn inputs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect())
-        .unwrap_or_default();
-    v.sort();
-    v
 }
 
 /// Runs `check` on every input, then fails naming each one that failed.
@@ -62,4 +58,21 @@ fn kept_read_corpus_passes() {
     let files = inputs(&fuzz_dir().join("corpus/read"));
     assert!(!files.is_empty(), "no read corpus");
     replay(&files, checks::read);
+}
+
+fn mutated(target: &str, check: fn(&[u8])) {
+    let budget = mutate::budget(std::time::Duration::from_secs(5));
+    let failed = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
+    let execs = mutate::run(target, &fuzz_dir().join("corpus").join(target), check, budget, &failed);
+    assert!(execs > 0, "{target}: no input ran within {budget:?}");
+}
+
+#[test]
+fn mutated_write_corpus_passes() {
+    mutated("write", checks::write);
+}
+
+#[test]
+fn mutated_read_corpus_passes() {
+    mutated("read", checks::read);
 }

@@ -1,19 +1,18 @@
 //! Replays the `model` fuzz target's kept inputs on the stable toolchain, through the checks
 //! the target runs (`fuzz/checks/model.rs`): every input that once failed
-//! (`fuzz/regressions/model`) and the kept corpus (`fuzz/corpus/model`).
+//! (`fuzz/regressions/model`) and the kept corpus (`fuzz/corpus/model`); then a short run of
+//! that corpus mutated at random through the same checks (`fuzz/checks/mutate.rs`;
+//! `PV_FUZZ_SECONDS` long, 5 s by default; `PV_FUZZ_SEED` replays one).
 
 #[path = "../../../fuzz/checks/model.rs"]
 mod checks;
+#[path = "../../../fuzz/checks/mutate.rs"]
+mod mutate;
 
 use std::path::{Path, PathBuf};
 
 fn inputs(dir: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz").join(dir);
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file()).collect())
-        .unwrap_or_default();
-    v.sort();
-    v
+    mutate::inputs(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz").join(dir))
 }
 
 fn replay(files: &[PathBuf]) {
@@ -33,4 +32,13 @@ fn model_regressions_and_kept_corpus_pass() {
     assert!(!corpus.is_empty(), "no model corpus");
     replay(&inputs("regressions/model"));
     replay(&corpus);
+}
+
+#[test]
+fn mutated_model_corpus_passes() {
+    let budget = mutate::budget(std::time::Duration::from_secs(5));
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/model");
+    let failed = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
+    let execs = mutate::run("model", &corpus, checks::model, budget, &failed);
+    assert!(execs > 0, "model: no input ran within {budget:?}");
 }

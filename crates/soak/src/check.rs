@@ -207,7 +207,8 @@ impl Checker {
         self.pending.retain(|f, _| findings.contains(f));
         for f in &findings {
             let first = *self.pending.entry(f.clone()).or_insert(now);
-            let grace = if f.starts_with(pv_sim::invariants::UNOWNED_DIRECTORY) { graces.asset } else { graces.invariant };
+            let grace =
+                if f.starts_with(pv_sim::invariants::UNOWNED_DIRECTORY) { graces.asset } else { graces.invariant };
             if now.duration_since(first) >= grace {
                 self.violation(format!("{f} (for {:.0} s)", now.duration_since(first).as_secs_f64()));
             }
