@@ -519,3 +519,37 @@ pub struct Counts {
     /// All PVs by (plugin name, volume mode).
     pub total_pv: HashMap<(String, String), u64>,
 }
+
+impl crate::view::View for Controller {
+    fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        Controller::volume(self, name)
+    }
+
+    fn best_match(&self, claim: &PersistentVolumeClaim, delay_binding: bool) -> Option<Arc<PersistentVolume>> {
+        let key = helpers::claim_key(claim);
+        let reserved = self.reservations.lock().unwrap().clone();
+        let is_reserved = |v: &str| reserved.get(v).is_some_and(|c| *c != key);
+        self.volumes.read().unwrap().index.find_best_match(claim, delay_binding, &is_reserved)
+    }
+
+    fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
+        Controller::class(self, name)
+    }
+
+    fn default_class(&self) -> Option<String> {
+        let classes = self.classes.read().unwrap();
+        helpers::default_class(classes.values().map(|c| &**c)).map(|c| helpers::name(&c.metadata).to_string())
+    }
+
+    fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
+        Controller::unscheduled_pods_using(self, claim)
+    }
+
+    fn provisioning_plugin(&self, provisioner: &str) -> std::result::Result<Arc<dyn crate::VolumePlugin>, String> {
+        self.plugins.provisionable_by_name(provisioner)
+    }
+
+    fn dynamic_provisioning(&self) -> bool {
+        self.config.enable_dynamic_provisioning
+    }
+}

@@ -31,6 +31,7 @@ pub mod plugin;
 pub mod protection;
 pub mod queue;
 pub mod runtime;
+pub mod view;
 
 mod binder;
 mod provision;
@@ -43,9 +44,9 @@ pub use api::{ApiError, ClusterApi};
 pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent};
 pub use error::{Error, Result};
+pub use plan::{Provisioning, UnboundClaimPlan};
 pub use plugin::{NoRecyclerEvents, PluginError, PluginRegistry, ProvisionOptions, RecyclerEvents, VolumePlugin};
 pub use protection::Protection;
-pub use sync_claim::{
-    Provisioning, UnboundClaimPlan, FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER,
-};
+pub use sync_claim::{FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER};
 pub use sync_volume::{is_volume_unclaimed, phase_after_first_sync};
+pub use view::View;

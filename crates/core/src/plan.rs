@@ -1,15 +1,98 @@
-//! The decisions of the volume sync and the bound-claim sync, as values: pure functions of the
-//! objects the sync looked up, so that every branch is testable without an API and the sync only
-//! carries the plan out (the unbound-claim sync's decision is [`crate::UnboundClaimPlan`]).
+//! The decisions of the syncs, as values: pure functions of the objects the sync looked up (the
+//! volume sync, the bound-claim sync) or of a read-only [`View`] of the caches (the unbound-claim
+//! sync), so that every branch is testable without an API, the sync only carries the plan out,
+//! and `pv-controller explain` reports the same decision.
 //!
 //! Upstream's `syncVolume` and `syncBoundClaim` (pkg/controller/volume/persistentvolume/
 //! pv_controller.go) interleave these decisions with their writes; the branches and their order
 //! are the same here.
 
+use crate::plugin::VolumePlugin;
+use crate::view::View;
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, StorageClass};
+use pv_model::{csi, matching};
 use std::sync::Arc;
+
+/// What the controller does next for an unbound claim: the decision half of its sync, computed
+/// from the caches by [`plan_unbound_claim`] and then executed. Kept as a value so the
+/// decision has one home that both the sync and `explain` use.
+#[derive(Clone, Debug)]
+pub enum UnboundClaimPlan {
+    /// Bind the claim to this volume: the best match, or the volume the claim names.
+    Bind(Arc<PersistentVolume>),
+    /// No volume matches and the claim names no class: give it the default class (then re-sync).
+    AssignDefaultClass(String),
+    /// The class binds on first consumer and no node is selected yet: wait for the scheduler.
+    WaitForFirstConsumer {
+        /// Pods using the claim that are not scheduled yet.
+        pods: Vec<String>,
+    },
+    /// No volume matches and the claim has a class: provision one.
+    Provision(Provisioning),
+    /// No volume matches and the claim's class is `""`: nothing to do (FailedBinding).
+    NoClass,
+    /// The claim names a volume that does not exist (yet).
+    VolumeNotFound(String),
+    /// The claim names an unclaimed volume that does not fit it (VolumeMismatch).
+    VolumeMismatch {
+        /// The named volume.
+        volume: Arc<PersistentVolume>,
+        /// The rule it fails, with upstream's message as detail.
+        verdict: matching::Verdict,
+    },
+    /// The claim names a volume whose claimRef points to another claim.
+    ClaimedByOther {
+        /// The named volume.
+        volume: Arc<PersistentVolume>,
+        /// `namespace/name` its claimRef points to.
+        other: String,
+    },
+}
+
+/// How a claim is provisioned: what the plan decided, carried out as decided (the provisioning
+/// operation is handed the plugin and class the plan chose).
+#[derive(Clone)]
+pub enum Provisioning {
+    /// Dynamic provisioning is switched off in the controller's settings.
+    Disabled,
+    /// By an in-process plugin.
+    Internal {
+        /// The plugin (`kubernetes.io/host-path`).
+        plugin: Arc<dyn VolumePlugin>,
+        /// The claim's class.
+        class: Arc<StorageClass>,
+    },
+    /// Handed off by annotation to an external provisioner (a CSI driver for migrated plugins).
+    External {
+        /// Provisioner name.
+        provisioner: String,
+        /// The claim's class.
+        class: Arc<StorageClass>,
+    },
+    /// Cannot be provisioned: class missing, or a `kubernetes.io/` name with no plugin.
+    Failed(String),
+}
+
+impl std::fmt::Debug for Provisioning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Provisioning::Disabled => f.write_str("Disabled"),
+            Provisioning::Internal { plugin, class } => f
+                .debug_struct("Internal")
+                .field("plugin", &plugin.name())
+                .field("class", &helpers::name(&class.metadata))
+                .finish(),
+            Provisioning::External { provisioner, class } => f
+                .debug_struct("External")
+                .field("provisioner", provisioner)
+                .field("class", &helpers::name(&class.metadata))
+                .finish(),
+            Provisioning::Failed(why) => f.debug_tuple("Failed").field(why).finish(),
+        }
+    }
+}
 
 /// Which claim a volume's sync has to look at, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,6 +232,79 @@ pub fn plan_bound_claim(claim: &PersistentVolumeClaim, volume: Option<Arc<Persis
     }
 }
 
+/// True when the claim's class binds on first consumer. A missing class is not delayed.
+pub fn is_delay_binding(view: &impl View, claim: &PersistentVolumeClaim) -> bool {
+    let class = helpers::claim_class(claim);
+    !class.is_empty() && view.class(class).is_some_and(|c| helpers::is_delay_binding_class(&c))
+}
+
+/// What a sync of this unbound claim (no `bind-completed` annotation) does now, decided from the
+/// caches alone. Upstream's `syncUnboundClaim`, in its order: a claim that names its volume
+/// binds to it or says why not; otherwise the best match; otherwise the default class is
+/// assigned (retroactively), the claim waits for a first consumer, is provisioned, or waits.
+pub fn plan_unbound_claim(view: &impl View, claim: &PersistentVolumeClaim) -> UnboundClaimPlan {
+    let requested = helpers::claim_volume_name(claim);
+    if !requested.is_empty() {
+        return plan_requested_volume(view, claim, requested);
+    }
+    // The user does not care which volume.
+    if let Some(volume) = view.best_match(claim, is_delay_binding(view, claim)) {
+        return UnboundClaimPlan::Bind(volume);
+    }
+    // No match: maybe give it the default class first (retroactive assignment).
+    if !helpers::claim_has_class(claim) {
+        if let Some(class) = view.default_class() {
+            return UnboundClaimPlan::AssignDefaultClass(class);
+        }
+    }
+    if is_delay_binding(view, claim) && !helpers::has_annotation(&claim.metadata, ann::SELECTED_NODE) {
+        UnboundClaimPlan::WaitForFirstConsumer { pods: view.unscheduled_pods_using(claim) }
+    } else if !helpers::claim_class(claim).is_empty() {
+        UnboundClaimPlan::Provision(provisioning_for(view, claim))
+    } else {
+        UnboundClaimPlan::NoClass
+    }
+}
+
+/// The plan for a claim that names its volume in `spec.volumeName`.
+fn plan_requested_volume(view: &impl View, claim: &PersistentVolumeClaim, requested: &str) -> UnboundClaimPlan {
+    let Some(volume) = view.volume(requested) else {
+        return UnboundClaimPlan::VolumeNotFound(requested.to_string());
+    };
+    match helpers::claim_ref(&volume) {
+        // Unclaimed: bind if it fits.
+        None => match matching::check_requested_volume(&volume, claim) {
+            Some(verdict) => UnboundClaimPlan::VolumeMismatch { volume, verdict },
+            None => UnboundClaimPlan::Bind(volume),
+        },
+        // Claimed by this claim: finish the binding (adds the UID).
+        Some(_) if helpers::is_volume_bound_to_claim(&volume, claim) => UnboundClaimPlan::Bind(volume),
+        Some(r) => UnboundClaimPlan::ClaimedByOther { other: helpers::claim_ref_key(r), volume },
+    }
+}
+
+/// How a claim with a class is provisioned: by an in-process plugin, handed to an external
+/// provisioner (a CSI driver for a migrated in-tree name), or not at all, and why.
+pub fn provisioning_for(view: &impl View, claim: &PersistentVolumeClaim) -> Provisioning {
+    if !view.dynamic_provisioning() {
+        return Provisioning::Disabled;
+    }
+    let class_name = helpers::claim_class(claim);
+    let Some(class) = view.class(class_name) else {
+        return Provisioning::Failed(format!("storageclass.storage.k8s.io {class_name:?} not found"));
+    };
+    if let Some(driver) = csi::migrated_driver(&class.provisioner) {
+        return Provisioning::External { provisioner: driver.to_string(), class };
+    }
+    match view.provisioning_plugin(&class.provisioner) {
+        Ok(plugin) => Provisioning::Internal { plugin, class },
+        Err(_) if !class.provisioner.starts_with(ann::IN_TREE_PREFIX) => {
+            Provisioning::External { provisioner: class.provisioner.clone(), class }
+        }
+        Err(e) => Provisioning::Failed(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +423,250 @@ mod tests {
         assert!(matches!(plan_bound_claim(&c, Some(Arc::new(claimed("Bound")))), BoundClaimPlan::KeepBound(_)));
         let other = pv(json!({"spec": {"claimRef": {"namespace": "ns", "name": "c1", "uid": "u2"}}}));
         assert!(matches!(plan_bound_claim(&c, Some(Arc::new(other))), BoundClaimPlan::Misbound));
+    }
+
+    // --- the unbound claim ----------------------------------------------------------------------
+
+    /// A plugin that only answers to its name (the plan looks plugins up; it never calls them).
+    struct Named(&'static str);
+
+    #[async_trait::async_trait]
+    impl VolumePlugin for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn can_provision(&self) -> bool {
+            true
+        }
+        fn supports_mount_options(&self) -> bool {
+            false
+        }
+        fn can_support(&self, _: &PersistentVolume) -> bool {
+            false
+        }
+        fn can_delete(&self) -> bool {
+            true
+        }
+        fn can_recycle(&self) -> bool {
+            false
+        }
+        async fn provision(
+            &self,
+            _: &crate::ProvisionOptions,
+        ) -> std::result::Result<PersistentVolume, crate::PluginError> {
+            unreachable!("a plan provisions nothing")
+        }
+        async fn delete(&self, _: &PersistentVolume) -> std::result::Result<(), crate::PluginError> {
+            unreachable!("a plan deletes nothing")
+        }
+        async fn recycle(
+            &self,
+            _: &PersistentVolume,
+            _: &dyn crate::RecyclerEvents,
+        ) -> std::result::Result<(), crate::PluginError> {
+            unreachable!("a plan recycles nothing")
+        }
+    }
+
+    /// Caches made of a few objects: the real index chooses the best match.
+    #[derive(Default)]
+    struct Caches {
+        index: pv_model::index::VolumeIndex,
+        classes: Vec<Arc<StorageClass>>,
+        unscheduled: Vec<String>,
+        plugins: Vec<Arc<dyn VolumePlugin>>,
+        no_provisioning: bool,
+    }
+
+    impl Caches {
+        fn volume(mut self, v: serde_json::Value) -> Self {
+            self.index.apply(Arc::new(pv(v)));
+            self
+        }
+        fn class(mut self, v: serde_json::Value) -> Self {
+            self.classes.push(Arc::new(serde_json::from_value(v).unwrap()));
+            self
+        }
+    }
+
+    impl View for Caches {
+        fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+            self.index.get(name)
+        }
+        fn best_match(&self, claim: &PersistentVolumeClaim, delay: bool) -> Option<Arc<PersistentVolume>> {
+            self.index.find_best_match(claim, delay, &|_| false)
+        }
+        fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
+            self.classes.iter().find(|c| helpers::name(&c.metadata) == name).cloned()
+        }
+        fn default_class(&self) -> Option<String> {
+            helpers::default_class(self.classes.iter().map(|c| &**c)).map(|c| helpers::name(&c.metadata).to_string())
+        }
+        fn unscheduled_pods_using(&self, _: &PersistentVolumeClaim) -> Vec<String> {
+            self.unscheduled.clone()
+        }
+        fn provisioning_plugin(&self, name: &str) -> std::result::Result<Arc<dyn VolumePlugin>, String> {
+            self.plugins
+                .iter()
+                .find(|p| p.name() == name)
+                .cloned()
+                .ok_or(format!("no volume plugin matched name: {name}"))
+        }
+        fn dynamic_provisioning(&self) -> bool {
+            !self.no_provisioning
+        }
+    }
+
+    fn free(name: &str, size: &str) -> serde_json::Value {
+        json!({"metadata": {"name": name}, "spec": {"capacity": {"storage": size}}, "status": {"phase": "Available"}})
+    }
+
+    fn class(name: &str, provisioner: &str) -> serde_json::Value {
+        json!({"metadata": {"name": name}, "provisioner": provisioner})
+    }
+
+    fn claim(size: &str) -> PersistentVolumeClaim {
+        pvc(json!({"spec": {"resources": {"requests": {"storage": size}}}}))
+    }
+
+    fn with_class(size: &str, class: &str) -> PersistentVolumeClaim {
+        pvc(json!({"spec": {"storageClassName": class, "resources": {"requests": {"storage": size}}}}))
+    }
+
+    fn requesting(volume: &str, size: &str) -> PersistentVolumeClaim {
+        pvc(json!({"spec": {"volumeName": volume, "resources": {"requests": {"storage": size}}}}))
+    }
+
+    fn bound_name(plan: &UnboundClaimPlan) -> Option<&str> {
+        match plan {
+            UnboundClaimPlan::Bind(v) => Some(helpers::name(&v.metadata)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_claim_naming_a_missing_volume_waits_for_it() {
+        let plan = plan_unbound_claim(&Caches::default(), &requesting("pv9", "1Gi"));
+        assert!(matches!(plan, UnboundClaimPlan::VolumeNotFound(ref n) if n == "pv9"), "{plan:?}");
+    }
+
+    #[test]
+    fn a_claim_naming_an_unclaimed_volume_binds_to_it_only_if_it_fits() {
+        let caches = Caches::default().volume(free("pv1", "1Gi"));
+        assert_eq!(bound_name(&plan_unbound_claim(&caches, &requesting("pv1", "1Gi"))), Some("pv1"));
+        match plan_unbound_claim(&caches, &requesting("pv1", "5Gi")) {
+            UnboundClaimPlan::VolumeMismatch { volume, verdict } => {
+                assert_eq!(helpers::name(&volume.metadata), "pv1");
+                assert!(!verdict.detail.is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_claim_naming_a_volume_that_points_back_finishes_the_binding_and_one_claimed_elsewhere_is_refused() {
+        let mine =
+            json!({"metadata": {"name": "pv1"}, "spec": {"claimRef": {"namespace": "ns", "name": "c1", "uid": "u1"}}});
+        let caches = Caches::default().volume(mine);
+        assert_eq!(bound_name(&plan_unbound_claim(&caches, &requesting("pv1", "1Gi"))), Some("pv1"));
+        let theirs =
+            json!({"metadata": {"name": "pv2"}, "spec": {"claimRef": {"namespace": "ns", "name": "c2", "uid": "u2"}}});
+        let caches = Caches::default().volume(theirs);
+        match plan_unbound_claim(&caches, &requesting("pv2", "1Gi")) {
+            UnboundClaimPlan::ClaimedByOther { volume, other } => {
+                assert_eq!(helpers::name(&volume.metadata), "pv2");
+                assert_eq!(other, "ns/c2");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_claim_without_a_named_volume_binds_the_smallest_that_fits() {
+        let caches =
+            Caches::default().volume(free("big", "10Gi")).volume(free("small", "1Gi")).volume(free("mid", "5Gi"));
+        assert_eq!(bound_name(&plan_unbound_claim(&caches, &claim("2Gi"))), Some("mid"));
+    }
+
+    #[test]
+    fn no_match_and_no_class_takes_the_default_class_first() {
+        let default = json!({"metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "x"});
+        let caches = Caches::default().volume(free("small", "1Gi")).class(default);
+        let plan = plan_unbound_claim(&caches, &claim("2Gi"));
+        assert!(matches!(plan, UnboundClaimPlan::AssignDefaultClass(ref c) if c == "standard"), "{plan:?}");
+        // Without a default class, and for a claim whose class is "", nothing can be done.
+        assert!(matches!(plan_unbound_claim(&Caches::default(), &claim("2Gi")), UnboundClaimPlan::NoClass));
+        assert!(matches!(plan_unbound_claim(&caches, &with_class("2Gi", "")), UnboundClaimPlan::NoClass));
+    }
+
+    #[test]
+    fn a_first_consumer_class_waits_for_a_selected_node_then_provisions() {
+        let mut wffc = class("late", "kubernetes.io/host-path");
+        wffc["volumeBindingMode"] = "WaitForFirstConsumer".into();
+        let mut caches = Caches::default().class(wffc);
+        caches.unscheduled = vec!["web-0".into()];
+        caches.plugins.push(Arc::new(Named("kubernetes.io/host-path")));
+        match plan_unbound_claim(&caches, &with_class("1Gi", "late")) {
+            UnboundClaimPlan::WaitForFirstConsumer { pods } => assert_eq!(pods, ["web-0"]),
+            other => panic!("{other:?}"),
+        }
+        let mut selected = with_class("1Gi", "late");
+        helpers::set_annotation(&mut selected.metadata, ann::SELECTED_NODE, "node-1");
+        let plan = plan_unbound_claim(&caches, &selected);
+        assert!(matches!(plan, UnboundClaimPlan::Provision(Provisioning::Internal { .. })), "{plan:?}");
+    }
+
+    #[test]
+    fn a_first_consumer_class_leaves_free_volumes_to_the_scheduler_but_binds_one_pre_bound_to_it() {
+        let mut wffc = class("late", "kubernetes.io/no-provisioner");
+        wffc["volumeBindingMode"] = "WaitForFirstConsumer".into();
+        let mut v = free("local", "1Gi");
+        v["spec"]["storageClassName"] = "late".into();
+        let caches = Caches::default().class(wffc).volume(v.clone());
+        let plan = plan_unbound_claim(&caches, &with_class("1Gi", "late"));
+        assert!(matches!(plan, UnboundClaimPlan::WaitForFirstConsumer { .. }), "{plan:?}");
+        // The scheduler pre-bound it (claimRef to this claim): the controller finishes the binding.
+        v["spec"]["claimRef"] = json!({"namespace": "ns", "name": "c1", "uid": "u1"});
+        let caches = Caches { index: Default::default(), ..caches }.volume(v);
+        assert_eq!(bound_name(&plan_unbound_claim(&caches, &with_class("1Gi", "late"))), Some("local"));
+    }
+
+    fn provisioning(caches: &Caches, class: &str) -> Provisioning {
+        match plan_unbound_claim(caches, &with_class("1Gi", class)) {
+            UnboundClaimPlan::Provision(p) => p,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn provisioning_by_plugin_external_provisioner_migrated_driver_or_not_at_all() {
+        let mut caches = Caches::default()
+            .class(class("hostpath", "kubernetes.io/host-path"))
+            .class(class("gce", "kubernetes.io/gce-pd"))
+            .class(class("ext", "example.com/nfs"))
+            .class(class("unknown", "kubernetes.io/no-such-plugin"));
+        caches.plugins.push(Arc::new(Named("kubernetes.io/host-path")));
+        match provisioning(&caches, "hostpath") {
+            Provisioning::Internal { plugin, class } => {
+                assert_eq!(plugin.name(), "kubernetes.io/host-path");
+                assert_eq!(helpers::name(&class.metadata), "hostpath");
+            }
+            other => panic!("{other:?}"),
+        }
+        let driver = csi::migrated_driver("kubernetes.io/gce-pd").expect("gce-pd is migrated");
+        assert!(
+            matches!(provisioning(&caches, "gce"), Provisioning::External { ref provisioner, .. } if provisioner == driver)
+        );
+        assert!(
+            matches!(provisioning(&caches, "ext"), Provisioning::External { ref provisioner, .. } if provisioner == "example.com/nfs")
+        );
+        assert!(
+            matches!(provisioning(&caches, "unknown"), Provisioning::Failed(ref e) if e == "no volume plugin matched name: kubernetes.io/no-such-plugin")
+        );
+        assert!(
+            matches!(provisioning(&caches, "gone"), Provisioning::Failed(ref e) if e == "storageclass.storage.k8s.io \"gone\" not found")
+        );
+        caches.no_provisioning = true;
+        assert!(matches!(provisioning(&caches, "hostpath"), Provisioning::Disabled));
     }
 }

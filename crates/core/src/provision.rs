@@ -4,8 +4,8 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::metrics;
+use crate::plan::Provisioning;
 use crate::plugin::{ProvisionOptions, VolumePlugin};
-use crate::sync_claim::Provisioning;
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::{PersistentVolumeClaim, StorageClass};
@@ -13,42 +13,21 @@ use pv_model::{csi, reasons};
 use std::sync::Arc;
 
 impl Controller {
-    /// How a claim with a class is provisioned, decided from the caches: the plan's
-    /// [`Provisioning`], which [`Self::provision_claim`] then carries out.
-    pub(crate) fn provisioning_for(&self, claim: &PersistentVolumeClaim) -> Provisioning {
-        if !self.config.enable_dynamic_provisioning {
-            return Provisioning::Disabled;
-        }
-        let class_name = helpers::claim_class(claim);
-        let Some(class) = self.class(class_name) else {
-            return Provisioning::Failed(format!("storageclass.storage.k8s.io {class_name:?} not found"));
-        };
-        let external = |class: Arc<StorageClass>| Provisioning::External {
-            provisioner: csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string(),
-            class,
-        };
-        if csi::migrated_driver(&class.provisioner).is_some() {
-            return external(class);
-        }
-        match self.plugins.provisionable_by_name(&class.provisioner) {
-            Ok(plugin) => Provisioning::Internal { plugin, class },
-            Err(_) if !class.provisioner.starts_with(ann::IN_TREE_PREFIX) => external(class),
-            Err(e) => Provisioning::Failed(e),
-        }
-    }
-
     /// Carries out a provisioning the plan decided: starts it as an operation keyed by the claim,
     /// or says why it cannot start.
     pub(crate) async fn provision_claim(&self, claim: Arc<PersistentVolumeClaim>, how: Provisioning) -> Result<()> {
-        let (plugin, class) = match how {
+        let (plugin, class, provisioner) = match how {
             Provisioning::Disabled => return Ok(()),
             Provisioning::Failed(e) => {
                 // Retried on every sync of the claim.
                 self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, e).await;
                 return Ok(());
             }
-            Provisioning::Internal { plugin, class } => (Some(plugin), class),
-            Provisioning::External { class, .. } => (None, class),
+            Provisioning::Internal { plugin, class } => {
+                let name = plugin.name().to_string();
+                (Some(plugin), class, name)
+            }
+            Provisioning::External { provisioner, class } => (None, class, provisioner),
         };
         let key = helpers::claim_key(&claim);
         let name = format!("provision-{key}[{}]", helpers::uid(&claim.metadata));
@@ -58,13 +37,9 @@ impl Controller {
             name,
             Box::pin(async move {
                 // Timed from here to the claim bound (see `metrics`); failures count as errors.
-                let provisioner = match &plugin {
-                    Some(p) => p.name().to_string(),
-                    None => csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string(),
-                };
                 this.metrics.operation_started(&key, &provisioner, metrics::PROVISION, this.clock.now_ms());
                 let r = match plugin {
-                    None => this.provision_external(claim, class).await,
+                    None => this.provision_external(claim, &provisioner).await,
                     Some(p) => this.provision_internal(claim, p, class).await,
                 };
                 if r.is_err() {
@@ -95,9 +70,10 @@ impl Controller {
         self.save_claim(&claim, &clone, false, "saving claim provisioner").await
     }
 
-    async fn provision_external(&self, claim: Arc<PersistentVolumeClaim>, class: Arc<StorageClass>) -> Result<()> {
-        let provisioner = csi::migrated_driver(&class.provisioner).unwrap_or(&class.provisioner).to_string();
-        let claim = match self.set_claim_provisioner(claim.clone(), &provisioner).await {
+    /// Hands the claim to the external provisioner the plan named (a CSI driver for a migrated
+    /// in-tree name) by annotation.
+    async fn provision_external(&self, claim: Arc<PersistentVolumeClaim>, provisioner: &str) -> Result<()> {
+        let claim = match self.set_claim_provisioner(claim.clone(), provisioner).await {
             Ok(c) => c,
             Err(e) => {
                 // Upstream's event; the next sync tries again.

@@ -2,92 +2,12 @@
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};
-use crate::plan::{self, BoundClaimPlan};
-use crate::plugin::VolumePlugin;
+use crate::plan::{self, BoundClaimPlan, UnboundClaimPlan};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pvc_phase};
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, StorageClass};
-use pv_model::{csi, matching, reasons};
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::{csi, reasons};
 use std::sync::Arc;
-
-/// What the controller does next for an unbound claim: the decision half of its sync, computed
-/// from the caches by [`Controller::plan_unbound_claim`] and then executed. Kept as a value so the
-/// decision has one home that both the sync and `explain` use.
-#[derive(Clone, Debug)]
-pub enum UnboundClaimPlan {
-    /// Bind the claim to this volume: the best match, or the volume the claim names.
-    Bind(Arc<PersistentVolume>),
-    /// No volume matches and the claim names no class: give it the default class (then re-sync).
-    AssignDefaultClass(String),
-    /// The class binds on first consumer and no node is selected yet: wait for the scheduler.
-    WaitForFirstConsumer {
-        /// Pods using the claim that are not scheduled yet.
-        pods: Vec<String>,
-    },
-    /// No volume matches and the claim has a class: provision one.
-    Provision(Provisioning),
-    /// No volume matches and the claim's class is `""`: nothing to do (FailedBinding).
-    NoClass,
-    /// The claim names a volume that does not exist (yet).
-    VolumeNotFound(String),
-    /// The claim names an unclaimed volume that does not fit it (VolumeMismatch).
-    VolumeMismatch {
-        /// The named volume.
-        volume: Arc<PersistentVolume>,
-        /// The rule it fails, with upstream's message as detail.
-        verdict: matching::Verdict,
-    },
-    /// The claim names a volume whose claimRef points to another claim.
-    ClaimedByOther {
-        /// The named volume.
-        volume: Arc<PersistentVolume>,
-        /// `namespace/name` its claimRef points to.
-        other: String,
-    },
-}
-
-/// How a claim is provisioned: what the plan decided, carried out as decided (the provisioning
-/// operation is handed the plugin and class the plan chose).
-#[derive(Clone)]
-pub enum Provisioning {
-    /// Dynamic provisioning is switched off in the controller's settings.
-    Disabled,
-    /// By an in-process plugin.
-    Internal {
-        /// The plugin (`kubernetes.io/host-path`).
-        plugin: Arc<dyn VolumePlugin>,
-        /// The claim's class.
-        class: Arc<StorageClass>,
-    },
-    /// Handed off by annotation to an external provisioner (a CSI driver for migrated plugins).
-    External {
-        /// Provisioner name.
-        provisioner: String,
-        /// The claim's class.
-        class: Arc<StorageClass>,
-    },
-    /// Cannot be provisioned: class missing, or a `kubernetes.io/` name with no plugin.
-    Failed(String),
-}
-
-impl std::fmt::Debug for Provisioning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Provisioning::Disabled => f.write_str("Disabled"),
-            Provisioning::Internal { plugin, class } => f
-                .debug_struct("Internal")
-                .field("plugin", &plugin.name())
-                .field("class", &helpers::name(&class.metadata))
-                .finish(),
-            Provisioning::External { provisioner, class } => f
-                .debug_struct("External")
-                .field("provisioner", provisioner)
-                .field("class", &helpers::name(&class.metadata))
-                .finish(),
-            Provisioning::Failed(why) => f.debug_tuple("Failed").field(why).finish(),
-        }
-    }
-}
 
 /// Upstream's message when a claim with no class finds no volume.
 pub const NO_CLASS_MESSAGE: &str = "no persistent volumes available for this claim and no storage class is set";
@@ -131,62 +51,20 @@ impl Controller {
 
     /// True when the claim's class binds on first consumer. A missing class is not delayed.
     pub fn is_delay_binding(&self, claim: &PersistentVolumeClaim) -> bool {
-        let class = helpers::claim_class(claim);
-        !class.is_empty() && self.class(class).is_some_and(|c| helpers::is_delay_binding_class(&c))
+        plan::is_delay_binding(self, claim)
     }
 
     /// The volume the controller would bind this claim to now.
     pub fn find_best_match(&self, claim: &PersistentVolumeClaim) -> Option<Arc<PersistentVolume>> {
-        let delay = self.is_delay_binding(claim);
-        let key = helpers::claim_key(claim);
-        let reserved = self.reservations.lock().unwrap().clone();
-        let is_reserved = |v: &str| reserved.get(v).is_some_and(|c| *c != key);
-        self.volumes.read().unwrap().index.find_best_match(claim, delay, &is_reserved)
+        crate::View::best_match(self, claim, self.is_delay_binding(claim))
     }
 
     /// What a sync of this unbound claim (no `bind-completed` annotation) would do now, decided
-    /// from the caches alone, without writing anything. [`Controller`]'s claim sync executes
-    /// exactly this plan; `pv-controller explain` reports it.
+    /// from the caches alone, without writing anything: [`plan::plan_unbound_claim`] over this
+    /// controller's caches. The claim sync executes exactly this plan; `pv-controller explain`
+    /// reports it.
     pub fn plan_unbound_claim(&self, claim: &PersistentVolumeClaim) -> UnboundClaimPlan {
-        let requested = helpers::claim_volume_name(claim);
-        if !requested.is_empty() {
-            return self.plan_requested_volume(claim, requested);
-        }
-        // The user does not care which volume.
-        if let Some(volume) = self.find_best_match(claim) {
-            return UnboundClaimPlan::Bind(volume);
-        }
-        // No match: maybe give it the default class first (retroactive assignment).
-        if !helpers::claim_has_class(claim) {
-            let classes = self.classes.read().unwrap();
-            if let Some(c) = helpers::default_class(classes.values().map(|c| &**c)) {
-                return UnboundClaimPlan::AssignDefaultClass(helpers::name(&c.metadata).into());
-            }
-        }
-        if self.is_delay_binding(claim) && !helpers::has_annotation(&claim.metadata, ann::SELECTED_NODE) {
-            UnboundClaimPlan::WaitForFirstConsumer { pods: self.unscheduled_pods_using(claim) }
-        } else if !helpers::claim_class(claim).is_empty() {
-            UnboundClaimPlan::Provision(self.provisioning_for(claim))
-        } else {
-            UnboundClaimPlan::NoClass
-        }
-    }
-
-    /// The plan for a claim that names its volume in `spec.volumeName`.
-    fn plan_requested_volume(&self, claim: &PersistentVolumeClaim, requested: &str) -> UnboundClaimPlan {
-        let Some(volume) = self.volume(requested) else {
-            return UnboundClaimPlan::VolumeNotFound(requested.to_string());
-        };
-        match helpers::claim_ref(&volume) {
-            // Unclaimed: bind if it fits.
-            None => match matching::check_requested_volume(&volume, claim) {
-                Some(verdict) => UnboundClaimPlan::VolumeMismatch { volume, verdict },
-                None => UnboundClaimPlan::Bind(volume),
-            },
-            // Claimed by this claim: finish the binding (adds the UID).
-            Some(_) if helpers::is_volume_bound_to_claim(&volume, claim) => UnboundClaimPlan::Bind(volume),
-            Some(r) => UnboundClaimPlan::ClaimedByOther { other: helpers::claim_ref_key(r), volume },
-        }
+        plan::plan_unbound_claim(self, claim)
     }
 
     async fn sync_unbound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
@@ -304,7 +182,7 @@ impl Controller {
     }
 
     /// Names of running (not terminated) pods that use the claim and are not scheduled yet.
-    fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
+    pub(crate) fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
         self.pods_using(&helpers::claim_key(claim))
             .into_iter()
             .filter(|p| !helpers::pod_is_scheduled(p))
