@@ -103,3 +103,76 @@ impl Controller {
         self.claim_writers.write(&key, &base.metadata, cached, step, write).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn meta(rv: &str) -> ObjectMeta {
+        ObjectMeta { resource_version: Some(rv.into()), ..Default::default() }
+    }
+
+    #[tokio::test]
+    async fn a_write_from_the_cached_version_is_sent() {
+        let w = Writers::default();
+        let r = w.write("ns/c", &meta("5"), || Some("5".into()), "saving", async { Ok(6) }).await;
+        assert_eq!(r.unwrap(), 6);
+        assert!(w.turns.lock().unwrap().is_empty(), "the turn is dropped once nobody waits");
+    }
+
+    #[tokio::test]
+    async fn a_write_from_an_older_version_than_the_cache_sends_nothing_and_is_stale() {
+        let w = Writers::default();
+        let sent = AtomicUsize::new(0);
+        let r = w
+            .write("ns/c", &meta("5"), || Some("7".into()), "saving claim provisioner", async {
+                sent.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+            .await;
+        assert!(matches!(r, Err(Error::Stale("saving claim provisioner"))), "{r:?}");
+        assert_eq!(sent.load(Ordering::SeqCst), 0);
+        // A cache that lost the object, or one behind the base (a watch not yet delivered), does
+        // not stop the write: only the API server can refuse it.
+        assert!(w.write("ns/c", &meta("5"), || None, "s", async { Ok(()) }).await.is_ok());
+        assert!(w.write("ns/c", &meta("5"), || Some("4".into()), "s", async { Ok(()) }).await.is_ok());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_second_writer_of_one_object_waits_for_the_first_and_finds_its_base_stale() {
+        let w = Arc::new(Writers::default());
+        let cache = Arc::new(Mutex::new("5".to_string()));
+        let (entered_tx, entered_rx) = tokio::sync::oneshot::channel();
+        let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+        let first = {
+            let (w, cache) = (w.clone(), cache.clone());
+            tokio::spawn(async move {
+                let c = cache.clone();
+                w.write("ns/c", &meta("5"), move || Some(c.lock().unwrap().clone()), "first", async move {
+                    entered_tx.send(()).unwrap();
+                    release_rx.await.unwrap();
+                    *cache.lock().unwrap() = "6".into();
+                    Ok(())
+                })
+                .await
+            })
+        };
+        entered_rx.await.unwrap();
+        // Another key is not held up by the first object's turn.
+        assert!(w.write("ns/other", &meta("1"), || Some("1".into()), "other", async { Ok(()) }).await.is_ok());
+        let second = {
+            let (w, cache) = (w.clone(), cache.clone());
+            tokio::spawn(async move {
+                w.write("ns/c", &meta("5"), move || Some(cache.lock().unwrap().clone()), "second", async { Ok(()) })
+                    .await
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!second.is_finished(), "the second writer waits for the first one's turn");
+        release_tx.send(()).unwrap();
+        assert!(first.await.unwrap().is_ok());
+        assert!(matches!(second.await.unwrap(), Err(Error::Stale("second"))));
+        assert!(w.turns.lock().unwrap().is_empty());
+    }
+}
