@@ -27,8 +27,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-fail() { echo "FAIL: $*" >&2; exit 1; }
-now_ms() { date +%s%3N; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml || fail "python3 with PyYAML needed"
 # The whole corpus also checks that every listing in DIFFERENCES.md still matches a difference.

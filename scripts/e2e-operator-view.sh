@@ -39,7 +39,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 SECONDS=0
 (cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 export REAL_CLUSTER_BIN="${REAL_CLUSTER_BIN:-$("$ROOT/conformance/build.sh" | tail -1)}"

@@ -125,7 +125,6 @@ k "token for the metrics reader" create token metrics-reader -n kube-system --du
 METRICS_TOKEN="$(cat "$WORK/out")"
 
 # --- two replicas -------------------------------------------------------------------------------
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 start_replica() {
   local r="$1"
   RPORT[$r]="$(free_port)"

@@ -32,8 +32,10 @@ fail() {
   echo "FAIL: $*" >&2
   # What the cluster looked like, to tell a product bug from a slow machine.
   if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    { echo "--- state at failure:"; kubectl get pv,pvc -A -o wide; kubectl get events -A
-      echo "--- up stderr:"; sed 's/\x1b\[[0-9;]*m//g' "$WORK/up.err" | tail -20; } >&2 2>&1 || true
+    { echo "--- state at failure:"; kubectl get pv,pvc -A -o wide; kubectl get events -A; } >&2 2>&1 || true
+  fi
+  if [[ -s "$WORK/up.err" ]]; then
+    { echo "--- up stderr:"; sed 's/\x1b\[[0-9;]*m//g' "$WORK/up.err" | tail -20; } >&2
   fi
   exit 1
 }
@@ -56,13 +58,8 @@ start_up() {
   "$BIN" up --data-dir "$DATA" --listen 127.0.0.1:0 >"$WORK/up.out" 2>>"$WORK/up.err" &
   SERVER_PID=$!
   local t0; t0=$(now_ms)
-  while ! { grep -q '^kubeconfig: ' "$WORK/up.out" && grep -q '^server: ' "$WORK/up.out"; }; do
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      cat "$WORK/up.err" >&2; fail "up exited before printing kubeconfig:/server:"
-    fi
-    (( $(now_ms) - t0 < 30000 )) || { cat "$WORK/up.err" >&2; fail "up did not print kubeconfig:/server: within 30s"; }
-    sleep 0.05
-  done
+  wait_line "$WORK/up.out" '^kubeconfig: ' "$SERVER_PID" 30
+  wait_line "$WORK/up.out" '^server: ' "$SERVER_PID" 30
   local kc; kc="$(sed -n 's/^kubeconfig: //p' "$WORK/up.out")"
   [[ "$kc" == "$DATA/kubeconfig" ]] || fail "kubeconfig line says '$kc', expected $DATA/kubeconfig"
   [[ -f "$kc" ]] || fail "kubeconfig $kc does not exist"

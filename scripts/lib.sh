@@ -1,8 +1,22 @@
-# Helpers shared by the end-to-end scripts that drive kubectl. The sourcing script defines
-# WORK (a scratch directory) and fail (print and exit) before calling any of them, and may set
-# POLL_S (wait_until's interval, default 0.2 s).
+# Helpers shared by the end-to-end scripts. The sourcing script defines WORK (a scratch
+# directory) before calling any of them, may define its own fail (print what helps, and exit)
+# before sourcing, and may set POLL_S (wait_until's interval, default 0.2 s).
 
+# fail MESSAGE: prints and exits 1 (unless the script brought its own).
+declare -F fail >/dev/null || fail() { echo "FAIL: $*" >&2; exit 1; }
 now_ms() { date +%s%3N; }
+# free_port: a TCP port free on loopback now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# wait_line FILE PATTERN PID TIMEOUT_S: waits until FILE has a line matching PATTERN (a server's
+# stdout announcing itself); fails when process PID exits first or TIMEOUT_S passes.
+wait_line() {
+  local file="$1" pattern="$2" pid="$3" timeout="$4" t0; t0=$(now_ms)
+  until grep -q -- "$pattern" "$file" 2>/dev/null; do
+    kill -0 "$pid" 2>/dev/null || fail "the server exited before printing '$pattern'"
+    (( $(now_ms) - t0 < timeout * 1000 )) || fail "no line '$pattern' in $file within ${timeout}s"
+    sleep 0.05
+  done
+}
 pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
 # k NAME ARGS...: runs kubectl, requires exit 0 and an empty stderr; stdout kept in $WORK/out.
 k() {
