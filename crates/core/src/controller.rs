@@ -50,6 +50,13 @@ impl Default for Config {
     }
 }
 
+/// The kinds (resource names) the controller watches, in the order their initial lists are
+/// delivered: classes, nodes and pods first, then volumes before claims, so that a claim is never
+/// matched against a partial volume cache. Every in-process informer (`up`, `simulate`) lists
+/// and watches these; `run`'s kube-rs informers watch the same five and report synced only once
+/// all five have listed.
+pub const WATCHED_KINDS: [&str; 5] = ["storageclasses", "nodes", "pods", "persistentvolumes", "persistentvolumeclaims"];
+
 /// A watch event as the handlers receive it.
 #[derive(Clone, Debug)]
 pub enum ObjectEvent<T> {

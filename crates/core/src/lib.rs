@@ -42,7 +42,7 @@ mod writer;
 
 pub use api::{ApiError, ClusterApi};
 pub use clock::{Clock, SimClock, SystemClock};
-pub use controller::{Config, Controller, ObjectEvent};
+pub use controller::{Config, Controller, ObjectEvent, WATCHED_KINDS};
 pub use error::{Error, Result};
 pub use plan::{Provisioning, UnboundClaimPlan};
 pub use plugin::{NoRecyclerEvents, PluginError, PluginRegistry, ProvisionOptions, RecyclerEvents, VolumePlugin};

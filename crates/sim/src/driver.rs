@@ -211,7 +211,7 @@ impl Simulation {
 
     /// Lists every watched kind into the controller and starts watching (as informers do).
     pub fn start(&mut self) {
-        for resource in ["storageclasses", "nodes", "pods", "persistentvolumes", "persistentvolumeclaims"] {
+        for resource in pv_core::WATCHED_KINDS {
             let mut inf = Informer { resource, watcher: None, last_rv: 0, known: HashMap::new(), held: Vec::new() };
             self.relist(&mut inf);
             self.informers.push(inf);
@@ -281,22 +281,33 @@ impl Simulation {
 
 /// Hands one watch event to the controller's handler for its kind, as an informer does.
 pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
-    {
-        fn typed<T: DeserializeOwned>(kind: WatchEventType, v: &serde_json::Value) -> Option<ObjectEvent<T>> {
-            let t = T::deserialize(v).ok()?;
-            Some(match kind {
-                WatchEventType::Deleted => ObjectEvent::Deleted(t),
-                _ => ObjectEvent::Applied(t),
-            })
+    match resource {
+        "persistentvolumes" => typed(resource, kind, obj).map(|e| c.on_volume(e)),
+        "persistentvolumeclaims" => typed(resource, kind, obj).map(|e| c.on_claim(e)),
+        "storageclasses" => typed(resource, kind, obj).map(|e| c.on_class(e)),
+        "pods" => typed(resource, kind, obj).map(|e| c.on_pod(e)),
+        "nodes" => typed(resource, kind, obj).map(|e| c.on_node(e)),
+        _ => None,
+    };
+}
+
+/// A watch event as its typed object. The store decodes every write as its k8s-openapi type, so
+/// a stored object that does not decode is a defect: it is logged, never dropped in silence.
+pub fn typed<T: DeserializeOwned>(
+    resource: &str,
+    kind: WatchEventType,
+    v: &serde_json::Value,
+) -> Option<ObjectEvent<T>> {
+    match T::deserialize(v) {
+        Ok(t) => Some(match kind {
+            WatchEventType::Deleted => ObjectEvent::Deleted(t),
+            _ => ObjectEvent::Applied(t),
+        }),
+        Err(e) => {
+            let name = v["metadata"]["name"].as_str().unwrap_or("");
+            tracing::error!(%resource, %name, error = %e, "a stored object does not decode as its kind; not delivered");
+            None
         }
-        match resource {
-            "persistentvolumes" => typed(kind, obj).map(|e| c.on_volume(e)),
-            "persistentvolumeclaims" => typed(kind, obj).map(|e| c.on_claim(e)),
-            "storageclasses" => typed(kind, obj).map(|e| c.on_class(e)),
-            "pods" => typed(kind, obj).map(|e| c.on_pod(e)),
-            "nodes" => typed(kind, obj).map(|e| c.on_node(e)),
-            _ => None,
-        };
     }
 }
 

@@ -9,16 +9,11 @@
 //!
 //! [`MemApi`]: crate::MemApi
 
-use crate::driver::deliver;
-use pv_core::{Controller, ObjectEvent, Protection};
+use crate::driver::{deliver, typed};
+use pv_core::{Controller, Protection};
 use pv_store::Store;
-use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
-
-/// Kinds the controller watches, in the order their initial lists are delivered: volumes before
-/// claims, as `simulate` does, so that a claim is never matched against a partial volume cache.
-pub const WATCHED: [&str; 5] = ["storageclasses", "nodes", "pods", "persistentvolumes", "persistentvolumeclaims"];
 
 /// The running in-process watches; dropping them stops delivery.
 pub struct LocalInformers {
@@ -38,7 +33,7 @@ impl Drop for LocalInformers {
 /// channel registered at the list's version, so no change is skipped and none needs a relist.
 pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
     let mut tasks = Vec::new();
-    for resource in WATCHED {
+    for resource in pv_core::WATCHED_KINDS {
         let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
         for obj in &items {
             deliver(controller, resource, pv_store::WatchEventType::Added, obj);
@@ -59,17 +54,10 @@ pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
 const PROTECTION_WATCHED: [&str; 3] = ["pods", "persistentvolumes", "persistentvolumeclaims"];
 
 fn deliver_protection(p: &Protection, resource: &str, kind: pv_store::WatchEventType, obj: &serde_json::Value) {
-    fn typed<T: DeserializeOwned>(kind: pv_store::WatchEventType, v: &serde_json::Value) -> Option<ObjectEvent<T>> {
-        let t = T::deserialize(v).ok()?;
-        Some(match kind {
-            pv_store::WatchEventType::Deleted => ObjectEvent::Deleted(t),
-            _ => ObjectEvent::Applied(t),
-        })
-    }
     match resource {
-        "pods" => typed(kind, obj).map(|e| p.on_pod(e)),
-        "persistentvolumes" => typed(kind, obj).map(|e| p.on_volume(e)),
-        "persistentvolumeclaims" => typed(kind, obj).map(|e| p.on_claim(e)),
+        "pods" => typed(resource, kind, obj).map(|e| p.on_pod(e)),
+        "persistentvolumes" => typed(resource, kind, obj).map(|e| p.on_volume(e)),
+        "persistentvolumeclaims" => typed(resource, kind, obj).map(|e| p.on_claim(e)),
         _ => None,
     };
 }
