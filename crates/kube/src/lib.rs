@@ -1,13 +1,15 @@
 //! The controller against a real Kubernetes API server, over kube-rs.
 //!
 //! `pv-core` holds the controller, written against the [`pv_core::ClusterApi`] trait and fed by
-//! watch-event handlers. This crate is the adapter for HTTP API servers — a real cluster
-//! (`pv-controller run`) or the embedded one (`pv-controller up`), through the same code path:
+//! watch-event handlers. This crate is its adapter for an API server over HTTP: `pv-controller
+//! run`, against a real cluster or against `pv-controller up`'s server. (`up`'s own controller
+//! shares a process with the store and reads and writes it directly, through `pv_sim::local`
+//! and `pv_sim::MemApi`, with no HTTP between them.)
 //!
 //! - [`api`]: [`KubeApi`], the controller's writes as kube-rs requests, with timeouts and error
 //!   classification;
 //! - [`informers`]: one watcher per kind feeding the handlers, relist-safe;
-//! - [`runner`]: [`run_controller`], wiring both and starting workers once caches are synced;
+//! - [`runner`]: [`start`] wires both, [`run_workers`] starts the workers once caches are synced;
 //! - [`lease`]: leader election over a Lease, so replicas never write concurrently;
 //! - [`metrics`] and [`http`]: `/metrics` with upstream's names, `/healthz`, `/readyz`; [`secure`]:
 //!   the same over HTTPS with authn/authz delegated to the API server (`--metrics-secure`);
@@ -27,4 +29,4 @@ pub mod secure;
 pub use api::{KubeApi, RequestCounts};
 pub use informers::{start_informers, Informers};
 pub use lease::{Elector, KubeLeaseStore, LeaderElectionConfig, LeaderState};
-pub use runner::{run_controller, run_workers, start, ControllerOptions, Wiring};
+pub use runner::{run_workers, start, ControllerOptions, Wiring};

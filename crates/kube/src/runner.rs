@@ -87,16 +87,3 @@ pub async fn run_workers(wiring: &Wiring, workers: usize, shutdown: impl Future<
     tracing::info!("workers stopped");
     true
 }
-
-/// Runs the whole controller against `client` until `shutdown` resolves (no leader election:
-/// the caller guarantees it is the only writer). `up` calls this with its own client.
-pub async fn run_controller(
-    client: Client,
-    opts: ControllerOptions,
-    shutdown: impl Future<Output = ()>,
-) -> anyhow::Result<()> {
-    let wiring = start(client, "", &opts);
-    run_workers(&wiring, opts.workers, shutdown).await;
-    wiring.informers.stop();
-    Ok(())
-}
