@@ -113,14 +113,14 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "server: {}", server.url())?;
         out.flush()?;
     }
-    // The controller runs against the same store in-process (pv_sim::local): the API server's
+    // The controller runs against the same store in-process (pv_local): the API server's
     // capacity goes to its clients, and the store's rules hold for both.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let controller = if a.no_controller {
         None
     } else {
         let store = server.store();
-        let api = Arc::new(pv_sim::MemApi::new(store.clone()));
+        let api = Arc::new(pv_local::MemApi::new(store.clone()));
         let plugins = pv_plugins::registry(Some(volumes.clone()));
         let protection = Protection::new(api.clone());
         let controller = Controller::new(api, plugins, SystemClock::new(), Config::default());
@@ -129,10 +129,10 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         let mut rx = stop_rx.clone();
         let workers = a.workers.unwrap_or_else(pv_core::runtime::default_workers);
         Some(tokio::spawn(async move {
-            let informers = pv_sim::local::start(&store, &controller);
+            let informers = pv_local::start(&store, &controller);
             // The store adds the protection finalizers, so their controllers run here too
             // (kube-controller-manager's pv-protection and pvc-protection).
-            let protection_informers = pv_sim::local::start_protection(&store, &protection);
+            let protection_informers = pv_local::start_protection(&store, &protection);
             let mut protection_stop = rx.clone();
             let protection_task = tokio::spawn(protection.run(async move {
                 let _ = protection_stop.wait_for(|stop| *stop).await;

@@ -24,7 +24,7 @@ use crate::util::BIN;
 struct Cluster {
     server: ServerHandle,
     protection: tokio::task::JoinHandle<()>,
-    _informers: pv_sim::local::LocalInformers,
+    _informers: pv_local::LocalInformers,
 }
 
 impl std::ops::Deref for Cluster {
@@ -48,8 +48,8 @@ impl Cluster {
 async fn start_server(dir: &Path, listen: SocketAddr) -> Cluster {
     let server = Server::start(ServerConfig::new(dir.join("api"), listen)).await.expect("API server starts");
     let store = server.store();
-    let protection = pv_core::protection::Protection::new(std::sync::Arc::new(pv_sim::MemApi::new(store.clone())));
-    let informers = pv_sim::local::start_protection(&store, &protection);
+    let protection = pv_core::protection::Protection::new(std::sync::Arc::new(pv_local::MemApi::new(store.clone())));
+    let informers = pv_local::start_protection(&store, &protection);
     let protection = tokio::spawn(protection.run(std::future::pending()));
     Cluster { server, protection, _informers: informers }
 }

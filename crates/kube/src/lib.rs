@@ -3,8 +3,8 @@
 //! `pv-core` holds the controller, written against the [`pv_core::ClusterApi`] trait and fed by
 //! watch-event handlers. This crate is its adapter for an API server over HTTP: `pv-controller
 //! run`, against a real cluster or against `pv-controller up`'s server. (`up`'s own controller
-//! shares a process with the store and reads and writes it directly, through `pv_sim::local`
-//! and `pv_sim::MemApi`, with no HTTP between them.)
+//! shares a process with the store and reads and writes it directly, through `pv_local`
+//! and `pv_local::MemApi`, with no HTTP between them.)
 //!
 //! - [`api`]: [`KubeApi`], the controller's writes as kube-rs requests, with timeouts and error
 //!   classification;

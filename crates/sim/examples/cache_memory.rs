@@ -21,7 +21,7 @@ fn main() {
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(sim.run()).unwrap();
     let store = sim.store().clone();
-    let api = Arc::new(pv_sim::MemApi::new(store.clone()));
+    let api = Arc::new(pv_local::MemApi::new(store.clone()));
     let mut bytes = Vec::new();
     for kind in ["persistentvolumes", "persistentvolumeclaims"] {
         let (items, _) = store.list(kind, &Default::default()).unwrap();

@@ -8,12 +8,11 @@
 //! Available before any claim looks for one.
 
 use crate::input::InputObject;
-use crate::memapi::MemApi;
 use jiff::Timestamp;
 use pv_core::operations::Mode;
-use pv_core::{Clock, Config, Controller, ObjectEvent, PluginRegistry, SimClock};
+use pv_core::{Clock, Config, Controller, PluginRegistry, SimClock};
+use pv_local::{deliver, MemApi};
 use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, WatchEventType, Watcher};
-use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -276,38 +275,6 @@ impl Simulation {
 
     fn deliver(&self, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
         deliver(&self.controller, resource, kind, obj);
-    }
-}
-
-/// Hands one watch event to the controller's handler for its kind, as an informer does.
-pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
-    match resource {
-        "persistentvolumes" => typed(resource, kind, obj).map(|e| c.on_volume(e)),
-        "persistentvolumeclaims" => typed(resource, kind, obj).map(|e| c.on_claim(e)),
-        "storageclasses" => typed(resource, kind, obj).map(|e| c.on_class(e)),
-        "pods" => typed(resource, kind, obj).map(|e| c.on_pod(e)),
-        "nodes" => typed(resource, kind, obj).map(|e| c.on_node(e)),
-        _ => None,
-    };
-}
-
-/// A watch event as its typed object. The store decodes every write as its k8s-openapi type, so
-/// a stored object that does not decode is a defect: it is logged, never dropped in silence.
-pub fn typed<T: DeserializeOwned>(
-    resource: &str,
-    kind: WatchEventType,
-    v: &serde_json::Value,
-) -> Option<ObjectEvent<T>> {
-    match T::deserialize(v) {
-        Ok(t) => Some(match kind {
-            WatchEventType::Deleted => ObjectEvent::Deleted(t),
-            _ => ObjectEvent::Applied(t),
-        }),
-        Err(e) => {
-            let name = v["metadata"]["name"].as_str().unwrap_or("");
-            tracing::error!(%resource, %name, error = %e, "a stored object does not decode as its kind; not delivered");
-            None
-        }
     }
 }
 

@@ -9,12 +9,10 @@
 pub mod driver;
 pub mod input;
 pub mod invariants;
-pub mod local;
-pub mod memapi;
 pub mod output;
 pub mod scenario;
 pub mod workload;
 
 pub use driver::{Simulation, SimulationError, SimulationOptions};
 pub use input::{load, load_documents, InputError, InputObject, Loaded};
-pub use memapi::MemApi;
+pub use pv_local::MemApi;

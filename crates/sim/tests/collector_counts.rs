@@ -5,9 +5,9 @@
 //! annotation first; a PV's plugin is host-path or NFS (the binder's only plugins), else `N/A`.
 
 use pv_core::{Config, Controller, ObjectEvent, SystemClock};
+use pv_local::MemApi;
 use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
-use pv_sim::MemApi;
 use pv_store::Store;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};

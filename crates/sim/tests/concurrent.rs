@@ -37,7 +37,7 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     };
     let controller =
         Controller::new(api, pv_plugins::registry(Some(root.path().to_path_buf())), SystemClock::new(), config);
-    let _informers = pv_sim::local::start(&store, &controller);
+    let _informers = pv_local::start(&store, &controller);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let runner = tokio::spawn(pv_core::runtime::run(controller.clone(), workers, async {
         let _ = stop_rx.await;

@@ -4,8 +4,8 @@
 
 use pv_core::events::{Recorder, REMEMBERED};
 use pv_core::SystemClock;
+use pv_local::MemApi;
 use pv_model::k8s::{ObjectMeta, PersistentVolume};
-use pv_sim::MemApi;
 use pv_store::Store;
 use std::sync::Arc;
 

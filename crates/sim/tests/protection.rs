@@ -3,7 +3,7 @@
 //! finalizers off once a claim has no scheduled pod and a volume is no longer Bound.
 
 use pv_core::Protection;
-use pv_sim::{local, MemApi};
+use pv_local::{self as local, MemApi};
 use pv_store::{Admission, Store};
 use serde_json::{json, Value};
 use std::sync::Arc;

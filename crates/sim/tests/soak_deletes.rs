@@ -40,7 +40,7 @@ async fn provisioned_claims_created_and_deleted_leave_caches_equal_to_the_api() 
                    "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete"}),
         )
         .unwrap();
-    let informers = pv_sim::local::start(&store, &controller);
+    let informers = pv_local::start(&store, &controller);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let runner = tokio::spawn(pv_core::runtime::run(controller.clone(), 8, async move {
         let _ = stop_rx.wait_for(|s| *s).await;

@@ -6,9 +6,9 @@
 
 use pv_core::operations::Mode;
 use pv_core::{Config, Controller, ObjectEvent, PluginRegistry, SimClock};
+use pv_local::MemApi;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_plugins::HostPathPlugin;
-use pv_sim::MemApi;
 use pv_store::Store;
 use serde_json::json;
 use std::path::Path;

@@ -95,7 +95,7 @@ async fn prebound_volumes_bind_without_a_single_conflict() {
     });
     let config = Config { resync_period: Duration::from_secs(3600), ..Default::default() };
     let controller = Controller::new(api.clone(), pv_plugins::registry(None), SystemClock::new(), config);
-    let informers = pv_sim::local::start(&store, &controller);
+    let informers = pv_local::start(&store, &controller);
     controller.resync();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let runner = tokio::spawn(pv_core::runtime::run(controller.clone(), 8, async {

@@ -1,17 +1,9 @@
-//! The controller attached to a store in the same process: what `up` runs.
-//!
-//! `up` serves the store over HTTP to kubectl and other clients, and its own controller reads and
-//! writes the same store directly: informers that list and watch the store, and [`MemApi`] for
-//! writes. Nothing between them is HTTP, TLS or JSON text, so the API server's capacity goes to
-//! its clients; the store's rules are the same for both (resourceVersions, 409 on stale writes,
-//! the status subresource, validation, a write acknowledged only once durable). `run` is the
-//! path that talks to an API server over the network.
-//!
-//! [`MemApi`]: crate::MemApi
+//! In-process informers: every watched kind listed from the store into the controller's caches,
+//! then followed through the store's watches.
 
-use crate::driver::{deliver, typed};
-use pv_core::{Controller, Protection};
-use pv_store::Store;
+use pv_core::{Controller, ObjectEvent, Protection};
+use pv_store::{Store, WatchEventType};
+use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
@@ -36,7 +28,7 @@ pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
     for resource in pv_core::WATCHED_KINDS {
         let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
         for obj in &items {
-            deliver(controller, resource, pv_store::WatchEventType::Added, obj);
+            deliver(controller, resource, WatchEventType::Added, obj);
         }
         let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
         let c = controller.clone();
@@ -53,7 +45,7 @@ pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
 /// for want of its pods.
 const PROTECTION_WATCHED: [&str; 3] = ["pods", "persistentvolumes", "persistentvolumeclaims"];
 
-fn deliver_protection(p: &Protection, resource: &str, kind: pv_store::WatchEventType, obj: &serde_json::Value) {
+fn deliver_protection(p: &Protection, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
     match resource {
         "pods" => typed(resource, kind, obj).map(|e| p.on_pod(e)),
         "persistentvolumes" => typed(resource, kind, obj).map(|e| p.on_volume(e)),
@@ -68,7 +60,7 @@ pub fn start_protection(store: &Store, protection: &Arc<Protection>) -> LocalInf
     for resource in PROTECTION_WATCHED {
         let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
         for obj in &items {
-            deliver_protection(protection, resource, pv_store::WatchEventType::Added, obj);
+            deliver_protection(protection, resource, WatchEventType::Added, obj);
         }
         let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
         let p = protection.clone();
@@ -79,4 +71,36 @@ pub fn start_protection(store: &Store, protection: &Arc<Protection>) -> LocalInf
         }));
     }
     LocalInformers { tasks }
+}
+
+/// Hands one watch event to the controller's handler for its kind, as an informer does.
+pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
+    match resource {
+        "persistentvolumes" => typed(resource, kind, obj).map(|e| c.on_volume(e)),
+        "persistentvolumeclaims" => typed(resource, kind, obj).map(|e| c.on_claim(e)),
+        "storageclasses" => typed(resource, kind, obj).map(|e| c.on_class(e)),
+        "pods" => typed(resource, kind, obj).map(|e| c.on_pod(e)),
+        "nodes" => typed(resource, kind, obj).map(|e| c.on_node(e)),
+        _ => None,
+    };
+}
+
+/// A watch event as its typed object. The store decodes every write as its k8s-openapi type, so
+/// a stored object that does not decode is a defect: it is logged, never dropped in silence.
+pub fn typed<T: DeserializeOwned>(
+    resource: &str,
+    kind: WatchEventType,
+    v: &serde_json::Value,
+) -> Option<ObjectEvent<T>> {
+    match T::deserialize(v) {
+        Ok(t) => Some(match kind {
+            WatchEventType::Deleted => ObjectEvent::Deleted(t),
+            _ => ObjectEvent::Applied(t),
+        }),
+        Err(e) => {
+            let name = v["metadata"]["name"].as_str().unwrap_or("");
+            tracing::error!(%resource, %name, error = %e, "a stored object does not decode as its kind; not delivered");
+            None
+        }
+    }
 }
