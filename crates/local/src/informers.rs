@@ -20,25 +20,37 @@ impl Drop for LocalInformers {
     }
 }
 
-/// Lists every watched kind into `controller`'s caches, then follows each kind's changes from
-/// the version of its list. On return the caches are synced. A store watch is an unbounded
-/// channel registered at the list's version, so no change is skipped and none needs a relist.
-pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
+/// Lists each of `kinds` from `store` into `to` through `deliver`, then follows each kind's
+/// changes from the version of its list. On return the lists are delivered. A store watch is an
+/// unbounded channel registered at the list's version, so no change is skipped and none needs a
+/// relist.
+fn follow<T: Send + Sync + 'static>(
+    store: &Store,
+    kinds: &[&'static str],
+    to: &Arc<T>,
+    deliver: fn(&T, &str, WatchEventType, &serde_json::Value),
+) -> LocalInformers {
     let mut tasks = Vec::new();
-    for resource in pv_core::WATCHED_KINDS {
+    for &resource in kinds {
         let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
         for obj in &items {
-            deliver(controller, resource, WatchEventType::Added, obj);
+            deliver(to, resource, WatchEventType::Added, obj);
         }
         let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
-        let c = controller.clone();
+        let to = to.clone();
         tasks.push(tokio::spawn(async move {
             while let Some(ev) = watch.recv().await {
-                deliver(&c, resource, ev.kind, &ev.object);
+                deliver(&to, resource, ev.kind, &ev.object);
             }
         }));
     }
     LocalInformers { tasks }
+}
+
+/// Lists every watched kind into `controller`'s caches and follows their changes: on return the
+/// caches are synced.
+pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
+    follow(store, &pv_core::WATCHED_KINDS, controller, deliver)
 }
 
 /// Kinds the protection controllers watch, pods first so that a claim is never judged unused
@@ -56,21 +68,7 @@ fn deliver_protection(p: &Protection, resource: &str, kind: WatchEventType, obj:
 
 /// Feeds the pv- and pvc-protection controllers from the store as [`start`] feeds the binder.
 pub fn start_protection(store: &Store, protection: &Arc<Protection>) -> LocalInformers {
-    let mut tasks = Vec::new();
-    for resource in PROTECTION_WATCHED {
-        let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
-        for obj in &items {
-            deliver_protection(protection, resource, WatchEventType::Added, obj);
-        }
-        let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
-        let p = protection.clone();
-        tasks.push(tokio::spawn(async move {
-            while let Some(ev) = watch.recv().await {
-                deliver_protection(&p, resource, ev.kind, &ev.object);
-            }
-        }));
-    }
-    LocalInformers { tasks }
+    follow(store, &PROTECTION_WATCHED, protection, deliver_protection)
 }
 
 /// Hands one watch event to the controller's handler for its kind, as an informer does.

@@ -39,7 +39,7 @@ fn main() {
         let (items, _) = store.list(kind, &Default::default()).unwrap();
         let start = live(&region);
         for o in &items {
-            pv_sim::driver::deliver(&controller, kind, pv_store::WatchEventType::Added, o);
+            pv_local::deliver(&controller, kind, pv_store::WatchEventType::Added, o);
         }
         drop(items);
         after_kind.push((kind, (live(&region) - start) as f64 / n as f64));
