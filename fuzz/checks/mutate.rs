@@ -173,26 +173,37 @@ pub fn inputs(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// How long a mutation run lasts: `PV_FUZZ_SECONDS`, else `default`.
-pub fn budget(default: Duration) -> Duration {
-    std::env::var("PV_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-        .map(Duration::from_secs_f64)
-        .unwrap_or(default)
+/// How much a mutation run does: `PV_FUZZ_RUNS` inputs when set (the same inputs on any
+/// machine, for a given seed), else for `PV_FUZZ_SECONDS`, else for `default`.
+#[derive(Clone, Copy, Debug)]
+pub enum Budget {
+    /// This many inputs.
+    Runs(u64),
+    /// For this long.
+    Time(Duration),
 }
 
-/// The seed of a run: `PV_FUZZ_SEED`, else the clock.
+/// The budget of a run (see [`Budget`]).
+pub fn budget(default: Duration) -> Budget {
+    let env = |name: &str| std::env::var(name).ok();
+    if let Some(n) = env("PV_FUZZ_RUNS").and_then(|s| s.parse().ok()) {
+        return Budget::Runs(n);
+    }
+    Budget::Time(
+        env("PV_FUZZ_SECONDS").and_then(|s| s.parse::<f64>().ok()).map(Duration::from_secs_f64).unwrap_or(default),
+    )
+}
+
+/// The seed of a run: `PV_FUZZ_SEED`, else 1, so that a run is the same every time unless asked
+/// otherwise (`scripts/e2e-fuzz.sh` seeds from the commit, so each change explores new inputs).
 pub fn seed() -> u64 {
-    std::env::var("PV_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-    })
+    std::env::var("PV_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1)
 }
 
 /// Mutates inputs of `corpus` through `check` for `budget`. Panics on the first input `check`
 /// fails, after writing it to `failed_dir/TARGET-SEED` and naming the file, the seed and the
 /// number of the execution, so the failure can be replayed and kept in `fuzz/regressions/`.
-pub fn run(target: &str, corpus: &Path, check: fn(&[u8]), budget: Duration, failed_dir: &Path) -> usize {
+pub fn run(target: &str, corpus: &Path, check: fn(&[u8]), budget: Budget, failed_dir: &Path) -> u64 {
     let files = inputs(corpus);
     assert!(!files.is_empty(), "no corpus under {}", corpus.display());
     let data: Vec<Vec<u8>> =
@@ -202,7 +213,11 @@ pub fn run(target: &str, corpus: &Path, check: fn(&[u8]), budget: Duration, fail
     let mut rng = Rng::new(seed);
     let start = Instant::now();
     let mut execs = 0;
-    while start.elapsed() < budget {
+    let more = |execs: u64| match budget {
+        Budget::Runs(n) => execs < n,
+        Budget::Time(t) => start.elapsed() < t,
+    };
+    while more(execs) {
         let base = &data[rng.below(data.len())];
         let other = &data[rng.below(data.len())];
         let input = mutate(&mut rng, base, other, max_len);

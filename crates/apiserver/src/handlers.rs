@@ -549,7 +549,9 @@ struct DeleteOptions {
 /// reads them (kubectl sends `{"propagationPolicy": ..., "dryRun": ["All"]}` in the body).
 fn delete_options(body: &[u8], q: &Query) -> Result<DeleteOptions> {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-    let (dry, policy, pre, orphan) = if body.iter().all(u8::is_ascii_whitespace) {
+    // Any body, even blank, is decoded as kube-apiserver does (`len(body) > 0`); only none
+    // leaves the options to the query.
+    let (dry, policy, pre, orphan) = if body.is_empty() {
         let dry: Vec<String> = q.get("dryRun").into_iter().cloned().collect();
         // A bare `resourceVersion` query is taken as a precondition, as before.
         let pre = meta::Preconditions { resource_version: q.get("resourceVersion").cloned(), uid: None };

@@ -2,7 +2,8 @@
 //! targets run (`fuzz/checks/api.rs`): every input that once failed (`fuzz/regressions/write`,
 //! `fuzz/regressions/read`) and the kept corpus (`fuzz/corpus/write`, `fuzz/corpus/read`);
 //! then a short run of that corpus mutated at random through the same checks
-//! (`fuzz/checks/mutate.rs`; `PV_FUZZ_SECONDS` long, 5 s by default; `PV_FUZZ_SEED` replays one).
+//! (`fuzz/checks/mutate.rs`; 5 s by default, else `PV_FUZZ_SECONDS` long or `PV_FUZZ_RUNS` inputs; seed 1 unless
+//! `PV_FUZZ_SEED` says otherwise).
 
 #[path = "../../../fuzz/checks/api.rs"]
 mod checks;

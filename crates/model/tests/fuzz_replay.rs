@@ -2,7 +2,8 @@
 //! the target runs (`fuzz/checks/model.rs`): every input that once failed
 //! (`fuzz/regressions/model`) and the kept corpus (`fuzz/corpus/model`); then a short run of
 //! that corpus mutated at random through the same checks (`fuzz/checks/mutate.rs`;
-//! `PV_FUZZ_SECONDS` long, 5 s by default; `PV_FUZZ_SEED` replays one).
+//! 5 s by default, else `PV_FUZZ_SECONDS` long or `PV_FUZZ_RUNS` inputs; seed 1 unless
+//! `PV_FUZZ_SEED` says otherwise).
 
 #[path = "../../../fuzz/checks/model.rs"]
 mod checks;
