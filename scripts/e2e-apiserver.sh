@@ -18,6 +18,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -s "$WORK/serve.err" ]] && { echo "--- server stderr:"; tail -20 "$WORK/serve.err"; } >&2
+  exit 1
+}
 # shellcheck source=scripts/lib.sh
 source "$ROOT/scripts/lib.sh"
 

@@ -533,9 +533,7 @@ impl crate::view::View for Controller {
     }
 
     fn best_match(&self, claim: &PersistentVolumeClaim, delay_binding: bool) -> Option<Arc<PersistentVolume>> {
-        let key = helpers::claim_key(claim);
-        let reserved = self.reservations.lock().unwrap().clone();
-        let is_reserved = |v: &str| reserved.get(v).is_some_and(|c| *c != key);
+        let is_reserved = self.reserved_for_others(claim);
         self.volumes.read().unwrap().index.find_best_match(claim, delay_binding, &is_reserved)
     }
 

@@ -248,7 +248,8 @@ pub fn plan_unbound_claim(view: &impl View, claim: &PersistentVolumeClaim) -> Un
         return plan_requested_volume(view, claim, requested);
     }
     // The user does not care which volume.
-    if let Some(volume) = view.best_match(claim, is_delay_binding(view, claim)) {
+    let delay = is_delay_binding(view, claim);
+    if let Some(volume) = view.best_match(claim, delay) {
         return UnboundClaimPlan::Bind(volume);
     }
     // No match: maybe give it the default class first (retroactive assignment).
@@ -257,7 +258,7 @@ pub fn plan_unbound_claim(view: &impl View, claim: &PersistentVolumeClaim) -> Un
             return UnboundClaimPlan::AssignDefaultClass(class);
         }
     }
-    if is_delay_binding(view, claim) && !helpers::has_annotation(&claim.metadata, ann::SELECTED_NODE) {
+    if delay && !helpers::has_annotation(&claim.metadata, ann::SELECTED_NODE) {
         UnboundClaimPlan::WaitForFirstConsumer { pods: view.unscheduled_pods_using(claim) }
     } else if !helpers::claim_class(claim).is_empty() {
         UnboundClaimPlan::Provision(provisioning_for(view, claim))

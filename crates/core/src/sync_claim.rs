@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::plan::{self, BoundClaimPlan, UnboundClaimPlan};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pvc_phase};
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::k8s::PersistentVolumeClaim;
 use pv_model::{csi, reasons};
 use std::sync::Arc;
 
@@ -54,9 +54,13 @@ impl Controller {
         plan::is_delay_binding(self, claim)
     }
 
-    /// The volume the controller would bind this claim to now.
-    pub fn find_best_match(&self, claim: &PersistentVolumeClaim) -> Option<Arc<PersistentVolume>> {
-        crate::View::best_match(self, claim, self.is_delay_binding(claim))
+    /// Whether a volume is promised to a claim other than `claim`: a bind of it is in flight on
+    /// another worker. Read once per decision; the binder and the FailedBinding breakdown skip
+    /// such volumes alike.
+    pub(crate) fn reserved_for_others(&self, claim: &PersistentVolumeClaim) -> impl Fn(&str) -> bool {
+        let key = helpers::claim_key(claim);
+        let reserved = self.reservations.lock().unwrap().clone();
+        move |v| reserved.get(v).is_some_and(|c| *c != key)
     }
 
     /// What a sync of this unbound claim (no `bind-completed` annotation) would do now, decided
@@ -202,9 +206,7 @@ impl Controller {
     /// when there are no volumes. Appended to upstream's FailedBinding message.
     pub fn rejection_breakdown(&self, claim: &PersistentVolumeClaim) -> String {
         let delay = self.is_delay_binding(claim);
-        let key = helpers::claim_key(claim);
-        let reserved = self.reservations.lock().unwrap().clone();
-        let is_reserved = |v: &str| reserved.get(v).is_some_and(|c| *c != key);
+        let is_reserved = self.reserved_for_others(claim);
         let counts = self.volumes.read().unwrap().index.verdict_counts(claim, delay, &is_reserved);
         let total: usize = counts.values().sum();
         if total == 0 {
