@@ -309,6 +309,9 @@ pub fn provisioning_for(view: &impl View, claim: &PersistentVolumeClaim) -> Prov
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::PluginRegistry;
+    use crate::view::Objects;
+    use pv_model::k8s::Pod;
     use serde_json::json;
 
     fn pv(v: serde_json::Value) -> PersistentVolume {
@@ -469,53 +472,15 @@ mod tests {
         }
     }
 
-    /// Caches made of a few objects: the real index chooses the best match.
-    #[derive(Default)]
-    struct Caches {
-        index: pv_model::index::VolumeIndex,
-        classes: Vec<Arc<StorageClass>>,
-        unscheduled: Vec<String>,
-        plugins: Vec<Arc<dyn VolumePlugin>>,
-        no_provisioning: bool,
+    /// Objects with host-path's stand-in registered.
+    fn objects() -> Objects {
+        let mut plugins = PluginRegistry::new();
+        plugins.register(Arc::new(Named("kubernetes.io/host-path")));
+        Objects::new(plugins)
     }
 
-    impl Caches {
-        fn volume(mut self, v: serde_json::Value) -> Self {
-            self.index.apply(Arc::new(pv(v)));
-            self
-        }
-        fn class(mut self, v: serde_json::Value) -> Self {
-            self.classes.push(Arc::new(serde_json::from_value(v).unwrap()));
-            self
-        }
-    }
-
-    impl View for Caches {
-        fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-            self.index.get(name)
-        }
-        fn best_match(&self, claim: &PersistentVolumeClaim, delay: bool) -> Option<Arc<PersistentVolume>> {
-            self.index.find_best_match(claim, delay, &|_| false)
-        }
-        fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
-            self.classes.iter().find(|c| helpers::name(&c.metadata) == name).cloned()
-        }
-        fn default_class(&self) -> Option<String> {
-            helpers::default_class(self.classes.iter().map(|c| &**c)).map(|c| helpers::name(&c.metadata).to_string())
-        }
-        fn unscheduled_pods_using(&self, _: &PersistentVolumeClaim) -> Vec<String> {
-            self.unscheduled.clone()
-        }
-        fn provisioning_plugin(&self, name: &str) -> std::result::Result<Arc<dyn VolumePlugin>, String> {
-            self.plugins
-                .iter()
-                .find(|p| p.name() == name)
-                .cloned()
-                .ok_or(format!("no volume plugin matched name: {name}"))
-        }
-        fn dynamic_provisioning(&self) -> bool {
-            !self.no_provisioning
-        }
+    fn sc(v: serde_json::Value) -> StorageClass {
+        serde_json::from_value(v).unwrap()
     }
 
     fn free(name: &str, size: &str) -> serde_json::Value {
@@ -547,13 +512,13 @@ mod tests {
 
     #[test]
     fn a_claim_naming_a_missing_volume_waits_for_it() {
-        let plan = plan_unbound_claim(&Caches::default(), &requesting("pv9", "1Gi"));
+        let plan = plan_unbound_claim(&objects(), &requesting("pv9", "1Gi"));
         assert!(matches!(plan, UnboundClaimPlan::VolumeNotFound(ref n) if n == "pv9"), "{plan:?}");
     }
 
     #[test]
     fn a_claim_naming_an_unclaimed_volume_binds_to_it_only_if_it_fits() {
-        let caches = Caches::default().volume(free("pv1", "1Gi"));
+        let caches = objects().volume(pv(free("pv1", "1Gi")));
         assert_eq!(bound_name(&plan_unbound_claim(&caches, &requesting("pv1", "1Gi"))), Some("pv1"));
         match plan_unbound_claim(&caches, &requesting("pv1", "5Gi")) {
             UnboundClaimPlan::VolumeMismatch { volume, verdict } => {
@@ -568,11 +533,11 @@ mod tests {
     fn a_claim_naming_a_volume_that_points_back_finishes_the_binding_and_one_claimed_elsewhere_is_refused() {
         let mine =
             json!({"metadata": {"name": "pv1"}, "spec": {"claimRef": {"namespace": "ns", "name": "c1", "uid": "u1"}}});
-        let caches = Caches::default().volume(mine);
+        let caches = objects().volume(pv(mine));
         assert_eq!(bound_name(&plan_unbound_claim(&caches, &requesting("pv1", "1Gi"))), Some("pv1"));
         let theirs =
             json!({"metadata": {"name": "pv2"}, "spec": {"claimRef": {"namespace": "ns", "name": "c2", "uid": "u2"}}});
-        let caches = Caches::default().volume(theirs);
+        let caches = objects().volume(pv(theirs));
         match plan_unbound_claim(&caches, &requesting("pv2", "1Gi")) {
             UnboundClaimPlan::ClaimedByOther { volume, other } => {
                 assert_eq!(helpers::name(&volume.metadata), "pv2");
@@ -585,18 +550,18 @@ mod tests {
     #[test]
     fn a_claim_without_a_named_volume_binds_the_smallest_that_fits() {
         let caches =
-            Caches::default().volume(free("big", "10Gi")).volume(free("small", "1Gi")).volume(free("mid", "5Gi"));
+            objects().volume(pv(free("big", "10Gi"))).volume(pv(free("small", "1Gi"))).volume(pv(free("mid", "5Gi")));
         assert_eq!(bound_name(&plan_unbound_claim(&caches, &claim("2Gi"))), Some("mid"));
     }
 
     #[test]
     fn no_match_and_no_class_takes_the_default_class_first() {
         let default = json!({"metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "x"});
-        let caches = Caches::default().volume(free("small", "1Gi")).class(default);
+        let caches = objects().volume(pv(free("small", "1Gi"))).class(sc(default));
         let plan = plan_unbound_claim(&caches, &claim("2Gi"));
         assert!(matches!(plan, UnboundClaimPlan::AssignDefaultClass(ref c) if c == "standard"), "{plan:?}");
         // Without a default class, and for a claim whose class is "", nothing can be done.
-        assert!(matches!(plan_unbound_claim(&Caches::default(), &claim("2Gi")), UnboundClaimPlan::NoClass));
+        assert!(matches!(plan_unbound_claim(&objects(), &claim("2Gi")), UnboundClaimPlan::NoClass));
         assert!(matches!(plan_unbound_claim(&caches, &with_class("2Gi", "")), UnboundClaimPlan::NoClass));
     }
 
@@ -604,9 +569,20 @@ mod tests {
     fn a_first_consumer_class_waits_for_a_selected_node_then_provisions() {
         let mut wffc = class("late", "kubernetes.io/host-path");
         wffc["volumeBindingMode"] = "WaitForFirstConsumer".into();
-        let mut caches = Caches::default().class(wffc);
-        caches.unscheduled = vec!["web-0".into()];
-        caches.plugins.push(Arc::new(Named("kubernetes.io/host-path")));
+        // web-0 uses the claim and waits for a node; web-1 has one, done-0 has finished.
+        let pod = |name: &str, node: Option<&str>, phase: &str| {
+            serde_json::from_value::<Pod>(json!({
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"nodeName": node, "containers": [], "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "c1"}}]},
+                "status": {"phase": phase},
+            }))
+            .unwrap()
+        };
+        let caches = objects()
+            .class(sc(wffc))
+            .pod(pod("web-0", None, "Pending"))
+            .pod(pod("web-1", Some("n1"), "Running"))
+            .pod(pod("done-0", None, "Failed"));
         match plan_unbound_claim(&caches, &with_class("1Gi", "late")) {
             UnboundClaimPlan::WaitForFirstConsumer { pods } => assert_eq!(pods, ["web-0"]),
             other => panic!("{other:?}"),
@@ -623,16 +599,16 @@ mod tests {
         wffc["volumeBindingMode"] = "WaitForFirstConsumer".into();
         let mut v = free("local", "1Gi");
         v["spec"]["storageClassName"] = "late".into();
-        let caches = Caches::default().class(wffc).volume(v.clone());
+        let caches = objects().class(sc(wffc.clone())).volume(pv(v.clone()));
         let plan = plan_unbound_claim(&caches, &with_class("1Gi", "late"));
         assert!(matches!(plan, UnboundClaimPlan::WaitForFirstConsumer { .. }), "{plan:?}");
         // The scheduler pre-bound it (claimRef to this claim): the controller finishes the binding.
         v["spec"]["claimRef"] = json!({"namespace": "ns", "name": "c1", "uid": "u1"});
-        let caches = Caches { index: Default::default(), ..caches }.volume(v);
+        let caches = objects().class(sc(wffc)).volume(pv(v));
         assert_eq!(bound_name(&plan_unbound_claim(&caches, &with_class("1Gi", "late"))), Some("local"));
     }
 
-    fn provisioning(caches: &Caches, class: &str) -> Provisioning {
+    fn provisioning(caches: &Objects, class: &str) -> Provisioning {
         match plan_unbound_claim(caches, &with_class("1Gi", class)) {
             UnboundClaimPlan::Provision(p) => p,
             other => panic!("{other:?}"),
@@ -641,12 +617,11 @@ mod tests {
 
     #[test]
     fn provisioning_by_plugin_external_provisioner_migrated_driver_or_not_at_all() {
-        let mut caches = Caches::default()
-            .class(class("hostpath", "kubernetes.io/host-path"))
-            .class(class("gce", "kubernetes.io/gce-pd"))
-            .class(class("ext", "example.com/nfs"))
-            .class(class("unknown", "kubernetes.io/no-such-plugin"));
-        caches.plugins.push(Arc::new(Named("kubernetes.io/host-path")));
+        let caches = objects()
+            .class(sc(class("hostpath", "kubernetes.io/host-path")))
+            .class(sc(class("gce", "kubernetes.io/gce-pd")))
+            .class(sc(class("ext", "example.com/nfs")))
+            .class(sc(class("unknown", "kubernetes.io/no-such-plugin")));
         match provisioning(&caches, "hostpath") {
             Provisioning::Internal { plugin, class } => {
                 assert_eq!(plugin.name(), "kubernetes.io/host-path");
@@ -667,7 +642,7 @@ mod tests {
         assert!(
             matches!(provisioning(&caches, "gone"), Provisioning::Failed(ref e) if e == "storageclass.storage.k8s.io \"gone\" not found")
         );
-        caches.no_provisioning = true;
+        let caches = caches.dynamic_provisioning(false);
         assert!(matches!(provisioning(&caches, "hostpath"), Provisioning::Disabled));
     }
 }

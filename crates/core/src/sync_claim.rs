@@ -49,11 +49,6 @@ impl Controller {
         }
     }
 
-    /// True when the claim's class binds on first consumer. A missing class is not delayed.
-    pub fn is_delay_binding(&self, claim: &PersistentVolumeClaim) -> bool {
-        plan::is_delay_binding(self, claim)
-    }
-
     /// Whether a volume is promised to a claim other than `claim`: a bind of it is in flight on
     /// another worker. Read once per decision; the binder and the FailedBinding breakdown skip
     /// such volumes alike.
@@ -63,17 +58,10 @@ impl Controller {
         move |v| reserved.get(v).is_some_and(|c| *c != key)
     }
 
-    /// What a sync of this unbound claim (no `bind-completed` annotation) would do now, decided
-    /// from the caches alone, without writing anything: [`plan::plan_unbound_claim`] over this
-    /// controller's caches. The claim sync executes exactly this plan; `pv-controller explain`
-    /// reports it.
-    pub fn plan_unbound_claim(&self, claim: &PersistentVolumeClaim) -> UnboundClaimPlan {
-        plan::plan_unbound_claim(self, claim)
-    }
-
     async fn sync_unbound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
         let key = helpers::claim_key(&claim);
-        match self.plan_unbound_claim(&claim) {
+        // Decided from the caches alone (the function `pv-controller explain` reports).
+        match plan::plan_unbound_claim(self, &claim) {
             UnboundClaimPlan::Bind(volume) if helpers::claim_volume_name(&claim).is_empty() => {
                 // Reserve the volume so concurrent workers do not pick it for another claim.
                 let vname = helpers::name(&volume.metadata).to_string();
@@ -205,7 +193,7 @@ impl Controller {
     /// " (12 volumes: 7 too small, 3 access modes, 2 class)" — why every volume was rejected; empty
     /// when there are no volumes. Appended to upstream's FailedBinding message.
     pub fn rejection_breakdown(&self, claim: &PersistentVolumeClaim) -> String {
-        let delay = self.is_delay_binding(claim);
+        let delay = plan::is_delay_binding(self, claim);
         let is_reserved = self.reserved_for_others(claim);
         let counts = self.volumes.read().unwrap().index.verdict_counts(claim, delay, &is_reserved);
         let total: usize = counts.values().sum();

@@ -1,13 +1,15 @@
 //! Turning the controller's own decision into an [`Explanation`].
 //!
 //! Nothing here decides anything the controller does not: the next step of an unbound claim is
-//! [`Controller::plan_unbound_claim`] (the same value the claim sync executes), the best match is
+//! [`plan::plan_unbound_claim`] over a [`View`] of the objects (the same function, over the
+//! controller's caches, gives the value the claim sync executes), the best match is
 //! the volume that plan binds, and each volume's verdict is [`matching::evaluate`] (the rules the
 //! index applies). This module only orders the verdicts the way upstream walks the volumes and
 //! says in words what the plan means. Bound and Lost claims are described from the two pointers
 //! (`pvc.spec.volumeName` and `pv.spec.claimRef`), the way the bound-claim sync reads them.
 
-use pv_core::{Controller, Provisioning, UnboundClaimPlan};
+use pv_core::plan;
+use pv_core::{Provisioning, UnboundClaimPlan, View};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pvc_phase, AccessModes};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
@@ -101,19 +103,14 @@ pub struct Explanation {
     pub hint: Option<String>,
 }
 
-/// Explains the claim `namespace/name`; `None` when the controller does not know it.
-pub fn explain(
-    controller: &Controller,
-    volumes: &[PersistentVolume],
-    namespace: &str,
-    name: &str,
-) -> Option<Explanation> {
-    let claim = controller.claim(&format!("{namespace}/{name}"))?;
+/// Explains `claim` as the controller sees it through `view`; `volumes` are every volume, in any
+/// order (each gets its verdict).
+pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &PersistentVolumeClaim) -> Explanation {
     let mut e = Explanation {
-        claim: helpers::claim_key(&claim),
-        phase: Some(helpers::claim_phase(&claim)).filter(|p| !p.is_empty()).unwrap_or(pvc_phase::PENDING).to_string(),
-        volume_name: Some(helpers::claim_volume_name(&claim).to_string()).filter(|v| !v.is_empty()),
-        request: request(&claim),
+        claim: helpers::claim_key(claim),
+        phase: Some(helpers::claim_phase(claim)).filter(|p| !p.is_empty()).unwrap_or(pvc_phase::PENDING).to_string(),
+        volume_name: Some(helpers::claim_volume_name(claim).to_string()).filter(|v| !v.is_empty()),
+        request: request(claim),
         candidates: Vec::new(),
         best_match: None,
         next: Next::None,
@@ -122,11 +119,11 @@ pub fn explain(
     };
     // The controller reads a claim as bound once it carries bind-completed; so does explain.
     if helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED) {
-        explain_bound(controller, &claim, &mut e);
+        explain_bound(view, claim, &mut e);
     } else {
-        explain_unbound(controller, volumes, &claim, &mut e);
+        explain_unbound(view, volumes, claim, &mut e);
     }
-    Some(e)
+    e
 }
 
 fn request(claim: &PersistentVolumeClaim) -> Request {
@@ -215,13 +212,8 @@ fn rank_all(
         .collect()
 }
 
-fn explain_unbound(
-    controller: &Controller,
-    volumes: &[PersistentVolume],
-    claim: &PersistentVolumeClaim,
-    e: &mut Explanation,
-) {
-    let mut plan = controller.plan_unbound_claim(claim);
+fn explain_unbound(view: &impl View, volumes: &[PersistentVolume], claim: &PersistentVolumeClaim, e: &mut Explanation) {
+    let mut plan = plan::plan_unbound_claim(view, claim);
     let mut prefix = String::new();
     let mut effective = claim.clone();
     if let UnboundClaimPlan::AssignDefaultClass(class) = &plan {
@@ -231,7 +223,7 @@ fn explain_unbound(
              default StorageClass {class:?}; then "
         );
         effective.spec.get_or_insert_with(Default::default).storage_class_name = Some(class.clone());
-        plan = controller.plan_unbound_claim(&effective);
+        plan = plan::plan_unbound_claim(view, &effective);
     }
     let claim = &effective;
     let requested = helpers::claim_volume_name(claim);
@@ -240,10 +232,10 @@ fn explain_unbound(
             UnboundClaimPlan::Bind(v) => Some(helpers::name(&v.metadata).to_string()),
             _ => None,
         };
-        let delay = controller.is_delay_binding(claim);
+        let delay = plan::is_delay_binding(view, claim);
         e.candidates = rank_all(claim, volumes, delay, best.as_deref());
         e.best_match = best;
-    } else if let Some(v) = controller.volume(requested) {
+    } else if let Some(v) = view.volume(requested) {
         // A claim that names its volume is only ever matched against that one volume.
         let (kind, detail) = match &plan {
             UnboundClaimPlan::VolumeMismatch { verdict, .. } => (verdict.kind, verdict.detail.clone()),
@@ -417,7 +409,7 @@ fn binding_origin(claim: &PersistentVolumeClaim, v: &PersistentVolume) -> &'stat
     }
 }
 
-fn explain_bound(controller: &Controller, claim: &PersistentVolumeClaim, e: &mut Explanation) {
+fn explain_bound(view: &impl View, claim: &PersistentVolumeClaim, e: &mut Explanation) {
     let lost = e.phase == pvc_phase::LOST;
     let vname = helpers::claim_volume_name(claim);
     if vname.is_empty() {
@@ -426,7 +418,7 @@ fn explain_bound(controller: &Controller, claim: &PersistentVolumeClaim, e: &mut
             .into();
         return;
     }
-    let Some(v) = controller.volume(vname) else {
+    let Some(v) = view.volume(vname) else {
         e.message = format!(
             "The claim was bound to volume {vname}, which no longer exists (the volume is \
              missing). Data on the volume is lost."

@@ -2,14 +2,14 @@
 //!
 //! People ask "why is my claim Pending?" and the answer is spread over every volume, the claim's
 //! class, its pods and the controller's rules. This crate answers it by asking the controller
-//! itself rather than re-implementing it: the state is loaded into a [`Snapshot`], a real
-//! `pv_core::Controller` is fed that state through its watch handlers (no sync runs, nothing is
-//! written), and [`explain`] reads the controller's plan for the claim
-//! (`Controller::plan_unbound_claim`, the value the claim sync itself executes) plus each volume's
-//! verdict from `pv_model::matching`. There is no second copy of the matching rules here, so the
-//! explanation cannot drift from what the controller does.
+//! itself rather than re-implementing it: the state is loaded into a [`Snapshot`], seen through
+//! a read-only `pv_core::View` (the controller's own volume index, no API, nothing written), and
+//! [`explain`] reads the controller's plan for the claim (`pv_core::plan::plan_unbound_claim`, the
+//! function whose value the claim sync itself executes) plus each volume's verdict from
+//! `pv_model::matching`. There is no second copy of the matching rules here, so the explanation
+//! cannot drift from what the controller does.
 //!
-//! Modules: [`snapshot`] (state in, controller out), [`live`] (reading a cluster), [`analyze`] (the explanation), [`render`]
+//! Modules: [`snapshot`] (state in, view out), [`live`] (reading a cluster), [`analyze`] (the explanation), [`render`]
 //! (JSON and text).
 
 pub mod analyze;
@@ -21,17 +21,16 @@ pub use analyze::{explain, Candidate, Explanation, Next, Request};
 pub use render::{to_json, to_text, to_text_width};
 pub use snapshot::{plugins, Snapshot, SnapshotError};
 
-/// Explains `namespace/name` over a snapshot: builds the controller, asks it. `None` when the
-/// claim does not exist.
+/// Explains `namespace/name` over a snapshot: the controller's plan over its view of it. `None`
+/// when the claim does not exist.
 ///
 /// Volumes the controller has not synced yet (no phase) are taken as the volume sync leaves
 /// them, Available, and the explanation says so: the controller syncs volumes before it matches
 /// claims against them, so that is the state its decision for the claim sees.
 pub fn explain_snapshot(snapshot: &Snapshot, namespace: &str, name: &str) -> Option<Explanation> {
-    let (registry, _dir) = plugins();
     let (synced, becoming_available) = snapshot.after_first_volume_syncs();
-    let controller = synced.controller(registry);
-    let mut e = explain(&controller, &synced.volumes, namespace, name)?;
+    let claim = synced.claim(namespace, name)?;
+    let mut e = explain(&synced.view(plugins()), &synced.volumes, claim);
     analyze::note_becoming_available(&mut e, &becoming_available);
     Some(e)
 }

@@ -1,16 +1,15 @@
-//! The cluster state `explain` reads, and the controller built over it.
+//! The cluster state `explain` reads, and the controller's view of it.
 //!
 //! Whether the objects come from a file (the same input `simulate` takes) or from a live cluster,
-//! they end up in one [`Snapshot`] of typed objects. [`Snapshot::controller`] then builds a real
-//! [`Controller`] and feeds every object through its watch-event handlers, in the order
-//! `simulate`'s informers list them, without ever running a sync: the controller's caches and
-//! index hold exactly what they would hold in production, and asking it what it would do writes
-//! nothing. The controller sits on an empty in-memory API that nothing ever writes to.
+//! they end up in one [`Snapshot`] of typed objects. [`Snapshot::view`] puts them in a
+//! [`pv_core::view::Objects`]: the volumes in the controller's own index, the classes and pods
+//! beside it, read by the same plan functions the controller's syncs execute. No controller,
+//! API or store is behind it, and asking what the controller would do writes nothing.
 
-use pv_core::operations::Mode;
-use pv_core::{Config, Controller, ObjectEvent, PluginRegistry, SimClock};
+use pv_core::view::Objects;
+use pv_core::PluginRegistry;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
-use pv_sim::{InputObject, MemApi, Simulation, SimulationError, SimulationOptions};
+use pv_sim::{InputObject, Simulation, SimulationError};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
@@ -64,9 +63,7 @@ impl Snapshot {
     /// Loads input objects exactly as `simulate` does (validated, defaulted, UIDs kept or
     /// generated deterministically) and reads them back as stored.
     pub fn from_input(objects: Vec<InputObject>) -> Result<Snapshot, SnapshotError> {
-        let sim = Simulation::new(objects, PluginRegistry::new(), SimulationOptions::default())
-            .map_err(|e| SnapshotError::Load(Box::new(e)))?;
-        let store = sim.store();
+        let (store, _) = Simulation::load(objects).map_err(|e| SnapshotError::Load(Box::new(e)))?;
         let list =
             |resource: &str| store.list(resource, &Default::default()).map(|(items, _)| items).unwrap_or_default();
         Ok(Snapshot {
@@ -101,37 +98,28 @@ impl Snapshot {
         })
     }
 
-    /// A controller whose caches hold this snapshot, fed through its watch handlers in the order
-    /// `simulate` lists kinds (classes, nodes, pods, volumes, claims). No sync ever runs.
-    pub fn controller(&self, plugins: PluginRegistry) -> Arc<Controller> {
-        let clock = SimClock::new(jiff::Timestamp::UNIX_EPOCH);
-        let api = Arc::new(MemApi::new(Arc::new(pv_store::Store::new())));
-        let config = Config { operations: Mode::Deferred, ..Config::default() };
-        let c = Controller::new(api, plugins, clock, config);
+    /// The controller's view of this snapshot: its volumes in the controller's own index, its
+    /// classes and pods, and `plugins`. Nothing runs and nothing is written.
+    pub fn view(&self, plugins: PluginRegistry) -> Objects {
+        let mut view = Objects::new(plugins);
         for o in &self.classes {
-            c.on_class(ObjectEvent::Applied(o.clone()));
-        }
-        for o in &self.nodes {
-            c.on_node(ObjectEvent::Applied(o.clone()));
+            view = view.class(o.clone());
         }
         for o in &self.pods {
-            c.on_pod(ObjectEvent::Applied(o.clone()));
+            view = view.pod(o.clone());
         }
         for o in &self.volumes {
-            c.on_volume(ObjectEvent::Applied(o.clone()));
+            view = view.volume(o.clone());
         }
-        for o in &self.claims {
-            c.on_claim(ObjectEvent::Applied(o.clone()));
-        }
-        c
+        view
     }
 }
 
-/// The plugins `explain` assumes the controller runs with: the same as `simulate` (host-path
-/// included), rooted in a throw-away directory because nothing is ever provisioned here.
-pub fn plugins() -> (PluginRegistry, Option<tempfile::TempDir>) {
-    match tempfile::tempdir() {
-        Ok(dir) => (pv_plugins::registry(Some(dir.path().to_path_buf())), Some(dir)),
-        Err(_) => (PluginRegistry::new(), None),
-    }
+/// The plugins `explain` assumes the controller runs with: the same as `simulate`, host-path
+/// included. A plan only names the plugin it would use, so its root is never touched.
+pub fn plugins() -> PluginRegistry {
+    pv_plugins::registry(Some(std::path::PathBuf::from(HOSTPATH_ROOT)))
 }
+
+/// The host-path root `explain`'s plugin is given; nothing is ever created there.
+const HOSTPATH_ROOT: &str = "/var/lib/pv-controller/volumes";

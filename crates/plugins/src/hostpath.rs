@@ -7,6 +7,7 @@ use pv_model::helpers;
 use pv_model::k8s::{K8sQuantity, ObjectMeta, PersistentVolume, PersistentVolumeSpec};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 mod confined;
 
@@ -17,13 +18,25 @@ mod confined;
 /// nested deeper, `..`, or a symlink (to another volume or elsewhere). Deletion and recycling
 /// work by descriptor from the opened root (see [`confined`]), so a directory swapped for a
 /// symlink while they run cannot redirect them outside the volume.
+///
+/// Nothing touches the disk until the plugin first acts: the root is created and resolved then,
+/// so a plugin that only names itself in a plan (`pv-controller explain`) leaves no trace.
 #[derive(Debug, Clone)]
 pub struct HostPathPlugin {
+    /// The root as configured.
+    configured: PathBuf,
+    place: OnceLock<Place>,
+    #[cfg(test)]
+    hook: Option<TestHook>,
+}
+
+/// Where the root is, resolved at first use.
+#[derive(Debug, Clone)]
+struct Place {
+    /// The canonical root.
     root: PathBuf,
     /// The root as given, when it differs from its canonical form (paths may use either).
     given: Option<PathBuf>,
-    #[cfg(test)]
-    hook: Option<TestHook>,
 }
 
 /// Called before each step that opens or removes a name (tests race through it).
@@ -39,22 +52,29 @@ impl std::fmt::Debug for TestHook {
 }
 
 impl HostPathPlugin {
-    /// A plugin rooted at `root` (created if missing).
+    /// A plugin rooted at `root` (created, if missing, when the plugin first acts).
     pub fn new(root: PathBuf) -> Self {
-        let _ = std::fs::create_dir_all(&root);
-        let given = std::path::absolute(&root).unwrap_or_else(|_| root.clone());
-        let canonical = std::fs::canonicalize(&root).unwrap_or_else(|_| given.clone());
         HostPathPlugin {
-            given: (given != canonical).then_some(given),
-            root: canonical,
+            configured: root,
+            place: OnceLock::new(),
             #[cfg(test)]
             hook: None,
         }
     }
 
-    /// The root directory.
+    fn place(&self) -> &Place {
+        self.place.get_or_init(|| {
+            let root = &self.configured;
+            let _ = std::fs::create_dir_all(root);
+            let given = std::path::absolute(root).unwrap_or_else(|_| root.clone());
+            let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| given.clone());
+            Place { given: (given != canonical).then_some(given), root: canonical }
+        })
+    }
+
+    /// The root directory, canonical (created if missing).
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.place().root
     }
 
     fn hook(&self) -> Option<confined::Hook<'_>> {
@@ -77,7 +97,7 @@ impl HostPathPlugin {
         let refuse = |why: &str| {
             PluginError::new(format!(
                 "host_path {role} only supports paths under {} but received provided {}: {why}",
-                self.root.display(),
+                self.root().display(),
                 path.display()
             ))
         };
@@ -88,15 +108,16 @@ impl HostPathPlugin {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(refuse("the root itself is not a volume"));
         };
-        if parent != self.root && self.given.as_deref() != Some(parent) {
+        let place = self.place();
+        if parent != place.root && place.given.as_deref() != Some(parent) {
             return Err(refuse("a volume is a directory directly under the root"));
         }
         Ok(name.to_os_string())
     }
 
     fn open_root(&self) -> Result<confined::Root, PluginError> {
-        confined::Root::open(&self.root)
-            .map_err(|e| PluginError::new(format!("opening host-path root {}: {e}", self.root.display())))
+        confined::Root::open(self.root())
+            .map_err(|e| PluginError::new(format!("opening host-path root {}: {e}", self.root().display())))
     }
 }
 
@@ -129,7 +150,7 @@ impl VolumePlugin for HostPathPlugin {
         if helpers::claim_volume_mode(&o.claim) == "Block" {
             return Err(PluginError::new(format!("{} does not support block volume provisioning", self.name())));
         }
-        let dir = self.root.join(&o.pv_name);
+        let dir = self.root().join(&o.pv_name);
         self.open_root()?
             .create_dir(o.pv_name.as_ref())
             .map_err(|e| PluginError::new(format!("creating {}: {e}", dir.display())))?;
@@ -158,7 +179,7 @@ impl VolumePlugin for HostPathPlugin {
 
     async fn delete(&self, volume: &PersistentVolume) -> Result<(), PluginError> {
         let name = self.volume_name(volume, "deleter")?;
-        let dir = self.root.join(&name);
+        let dir = self.root().join(&name);
         self.open_root()?
             .remove_tree(&name, self.hook())
             .map(|_| ())
@@ -167,7 +188,7 @@ impl VolumePlugin for HostPathPlugin {
 
     async fn recycle(&self, volume: &PersistentVolume, _events: &dyn RecyclerEvents) -> Result<(), PluginError> {
         let name = self.volume_name(volume, "recycler")?;
-        let dir = self.root.join(&name);
+        let dir = self.root().join(&name);
         self.open_root()?
             .empty(&name, self.hook())
             .map_err(|e| PluginError::new(format!("recycling {}: {e}", dir.display())))
@@ -177,7 +198,7 @@ impl VolumePlugin for HostPathPlugin {
         let names = self
             .open_root()?
             .directories()
-            .map_err(|e| PluginError::new(format!("listing {}: {e}", self.root.display())))?;
+            .map_err(|e| PluginError::new(format!("listing {}: {e}", self.root().display())))?;
         Ok(names.into_iter().filter(|n| is_provisioned_name(n)).collect())
     }
 
@@ -191,7 +212,7 @@ impl VolumePlugin for HostPathPlugin {
         }
         self.open_root()?
             .remove_if_empty(name.as_ref())
-            .map_err(|e| PluginError::new(format!("removing {}: {e}", self.root.join(name).display())))
+            .map_err(|e| PluginError::new(format!("removing {}: {e}", self.root().join(name).display())))
     }
 }
 
@@ -208,6 +229,17 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::HostPathVolumeSource;
     use pv_core::NoRecyclerEvents;
+
+    #[tokio::test]
+    async fn a_plugin_touches_the_disk_only_when_it_acts() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = parent.path().join("volumes");
+        let p = HostPathPlugin::new(root.clone());
+        assert_eq!(p.name(), HOST_PATH_PLUGIN);
+        assert!(!root.exists(), "naming the plugin created its root");
+        assert!(p.provisioned_assets().await.unwrap().is_empty());
+        assert!(root.is_dir(), "acting did not create the root");
+    }
 
     fn pv_at(path: &str) -> PersistentVolume {
         PersistentVolume {
