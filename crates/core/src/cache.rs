@@ -20,7 +20,7 @@ use crate::controller::Counts;
 use pv_model::helpers;
 use pv_model::helpers::AccessModes;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
-use pv_model::{Held, Quantity, VolumeIndex};
+use pv_model::{Held, ObjectKey, Quantity, VolumeIndex};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -217,8 +217,8 @@ impl VolumeCache {
 /// Claims by `namespace/name` (Bound ones packed), with unbound claims indexed by class.
 #[derive(Default)]
 pub struct ClaimCache {
-    claims: HashMap<String, ClaimEntry>,
-    unbound_by_class: HashMap<String, BTreeSet<String>>,
+    claims: HashMap<ObjectKey, ClaimEntry>,
+    unbound_by_class: HashMap<String, BTreeSet<ObjectKey>>,
     /// (class, volume attributes class) of each claim, by the number its entry keeps.
     labels: Labels<(String, String)>,
     /// Claims deleted lately, with their last resourceVersion.
@@ -307,7 +307,7 @@ impl ClaimCache {
     }
 
     /// Every claim key.
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
+    pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
         self.claims.keys()
     }
 
@@ -332,7 +332,7 @@ impl ClaimCache {
     }
 
     /// Unbound claims of `class` that `volume` could satisfy (modes and size), at most `limit`.
-    pub fn unbound_claims_for(&self, volume: &PersistentVolume, limit: usize) -> Vec<String> {
+    pub fn unbound_claims_for(&self, volume: &PersistentVolume, limit: usize) -> Vec<ObjectKey> {
         let class = helpers::volume_class(volume);
         let modes = helpers::volume_access_modes(volume);
         let cap = helpers::volume_capacity(volume);

@@ -15,6 +15,7 @@ use crate::queue::WorkQueue;
 use crate::writer::Writers;
 use pv_model::helpers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use pv_model::ObjectKey;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -76,12 +77,12 @@ pub struct Controller {
     pub(crate) volumes: RwLock<VolumeCache>,
     pub(crate) claims: RwLock<ClaimCache>,
     pub(crate) classes: RwLock<HashMap<String, Arc<StorageClass>>>,
-    pub(crate) pods: RwLock<HashMap<String, Arc<Pod>>>,
-    pub(crate) pods_by_claim: RwLock<HashMap<String, BTreeSet<String>>>,
+    pub(crate) pods: RwLock<HashMap<ObjectKey, Arc<Pod>>>,
+    pub(crate) pods_by_claim: RwLock<HashMap<ObjectKey, BTreeSet<ObjectKey>>>,
     pub(crate) nodes: RwLock<HashMap<String, Arc<Node>>>,
     pub(crate) operations: Arc<Operations>,
     pub(crate) recorder: Recorder,
-    pub(crate) reservations: Mutex<HashMap<String, String>>,
+    pub(crate) reservations: Mutex<HashMap<String, ObjectKey>>,
     /// One writer per volume at a time (see [`crate::writer`]).
     pub(crate) volume_writers: Writers,
     /// One writer per claim at a time.
@@ -241,19 +242,19 @@ impl Controller {
             ObjectEvent::Deleted(p) => (p, true),
         };
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let key = format!("{ns}/{}", helpers::name(&pod.metadata));
+        let key = ObjectKey::of(&pod.metadata);
         let mut pods = self.pods.write().unwrap();
         let mut by_claim = self.pods_by_claim.write().unwrap();
         if let Some(old) = pods.remove(&key) {
             for c in helpers::pod_claim_names(&old) {
-                if let Some(s) = by_claim.get_mut(&format!("{ns}/{c}")) {
+                if let Some(s) = by_claim.get_mut(ObjectKey::new(&ns, &c).as_str()) {
                     s.remove(&key);
                 }
             }
         }
         if !deleted {
             for c in helpers::pod_claim_names(&pod) {
-                by_claim.entry(format!("{ns}/{c}")).or_default().insert(key.clone());
+                by_claim.entry(ObjectKey::new(&ns, &c)).or_default().insert(key.clone());
             }
             pods.insert(key, Arc::new(pod));
         }
@@ -278,7 +279,7 @@ impl Controller {
         for n in names {
             self.volume_queue.add(&n);
         }
-        let keys: Vec<String> = self.claims.read().unwrap().keys().cloned().collect();
+        let keys: Vec<ObjectKey> = self.claims.read().unwrap().keys().cloned().collect();
         for k in keys {
             self.claim_queue.add(&k);
         }
@@ -317,7 +318,7 @@ impl Controller {
             let sources: HashSet<String> = volumes.iter().filter_map(|v| plugin.asset_of(v)).collect();
             let claimed: HashSet<String> = {
                 let claims = self.claims.read().unwrap();
-                let keys: Vec<String> = claims.keys().cloned().collect();
+                let keys: Vec<ObjectKey> = claims.keys().cloned().collect();
                 keys.iter()
                     .filter_map(|k| claims.get(k))
                     .map(|c| format!("pvc-{}", helpers::uid(&c.metadata)))
@@ -373,8 +374,8 @@ impl Controller {
     }
 
     /// Keys (`namespace/name`) of every cached claim, sorted.
-    pub fn cached_claim_keys(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.claims.read().unwrap().keys().cloned().collect();
+    pub fn cached_claim_keys(&self) -> Vec<ObjectKey> {
+        let mut v: Vec<ObjectKey> = self.claims.read().unwrap().keys().cloned().collect();
         v.sort();
         v
     }

@@ -12,7 +12,7 @@ use crate::view::View;
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, StorageClass};
-use pv_model::{csi, matching};
+use pv_model::{csi, matching, ObjectKey};
 use std::sync::Arc;
 
 /// What the controller does next for an unbound claim: the decision half of its sync, computed
@@ -47,7 +47,7 @@ pub enum UnboundClaimPlan {
         /// The named volume.
         volume: Arc<PersistentVolume>,
         /// `namespace/name` its claimRef points to.
-        other: String,
+        other: ObjectKey,
     },
 }
 
@@ -133,7 +133,7 @@ pub enum VolumePlan {
     VolumeModeMismatch,
     /// The claim has not bound yet (half-bound by us, or pre-bound by a user): queue the claim's
     /// sync now, rather than at resync; this binds a freshly provisioned volume.
-    QueueClaim(String),
+    QueueClaim(ObjectKey),
     /// The claim is bound to this volume. Phase Bound.
     Bound,
     /// The claim is bound to another volume and this one was provisioned for it with reclaim
@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn an_unbound_claim_is_queued_unless_its_volume_mode_differs() {
         let c = pvc(json!({}));
-        assert_eq!(plan_volume(&claimed("Available"), Some(&c)), VolumePlan::QueueClaim("ns/c1".into()));
+        assert_eq!(plan_volume(&claimed("Available"), Some(&c)), VolumePlan::QueueClaim(ObjectKey::new("ns", "c1")));
         let block = pvc(json!({"spec": {"volumeMode": "Block"}}));
         assert_eq!(plan_volume(&claimed("Available"), Some(&block)), VolumePlan::VolumeModeMismatch);
     }

@@ -19,6 +19,7 @@
 use crate::api::ClusterApi;
 use crate::controller::ObjectEvent;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, Pod};
+use pv_model::ObjectKey;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,15 +36,14 @@ const RETRY_AFTER: Duration = Duration::from_millis(200);
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Key {
     Volume(String),
-    /// `namespace/name`.
-    Claim(String),
+    Claim(ObjectKey),
 }
 
 /// The two protection controllers.
 pub struct Protection {
     api: Arc<dyn ClusterApi>,
     /// Claims (`namespace/name`) used by each scheduled pod (`namespace/name`).
-    pods: Mutex<HashMap<String, Vec<String>>>,
+    pods: Mutex<HashMap<ObjectKey, Vec<ObjectKey>>>,
     tx: mpsc::UnboundedSender<Key>,
     rx: Mutex<Option<mpsc::UnboundedReceiver<Key>>>,
 }
@@ -53,7 +53,7 @@ fn has(finalizers: &Option<Vec<String>>, f: &str) -> bool {
 }
 
 /// The claims a pod keeps: only a scheduled pod's `persistentVolumeClaim` volumes.
-fn claims_of(pod: &Pod) -> Vec<String> {
+fn claims_of(pod: &Pod) -> Vec<ObjectKey> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let Some(spec) = &pod.spec else { return Vec::new() };
     if spec.node_name.as_deref().unwrap_or("").is_empty() {
@@ -63,7 +63,7 @@ fn claims_of(pod: &Pod) -> Vec<String> {
         .iter()
         .flatten()
         .filter_map(|v| v.persistent_volume_claim.as_ref())
-        .map(|c| format!("{ns}/{}", c.claim_name))
+        .map(|c| ObjectKey::new(&ns, &c.claim_name))
         .collect()
 }
 
@@ -91,9 +91,7 @@ impl Protection {
     pub fn on_claim(&self, ev: ObjectEvent<PersistentVolumeClaim>) {
         if let ObjectEvent::Applied(c) = ev {
             if c.metadata.deletion_timestamp.is_some() && has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER) {
-                let key =
-                    format!("{}/{}", c.metadata.namespace.unwrap_or_default(), c.metadata.name.unwrap_or_default());
-                self.enqueue(Key::Claim(key));
+                self.enqueue(Key::Claim(ObjectKey::of(&c.metadata)));
             }
         }
     }
@@ -104,12 +102,8 @@ impl Protection {
             ObjectEvent::Applied(p) => (p, false),
             ObjectEvent::Deleted(p) => (p, true),
         };
-        let key = format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or(""),
-            pod.metadata.name.as_deref().unwrap_or("")
-        );
-        let now: Vec<String> = if deleted { Vec::new() } else { claims_of(&pod) };
+        let key = ObjectKey::of(&pod.metadata);
+        let now: Vec<ObjectKey> = if deleted { Vec::new() } else { claims_of(&pod) };
         let before = {
             let mut pods = self.pods.lock().unwrap();
             if now.is_empty() {
@@ -124,7 +118,7 @@ impl Protection {
     }
 
     fn claim_in_use(&self, key: &str) -> bool {
-        self.pods.lock().unwrap().values().any(|claims| claims.iter().any(|c| c == key))
+        self.pods.lock().unwrap().values().any(|claims| claims.iter().any(|c| c.as_str() == key))
     }
 
     /// Works the queue until `shutdown` completes.
@@ -179,7 +173,7 @@ impl Protection {
                 }
             }
             Key::Claim(key) => {
-                let (ns, name) = key.split_once('/').unwrap_or(("", key));
+                let (ns, name) = (key.namespace(), key.name());
                 let mut c = match self.api.get_claim(ns, name).await {
                     Err(e) if e.is_not_found() => return Ok(()),
                     other => other?,

@@ -7,7 +7,7 @@ use crate::plugin::{RecyclerEvents, VolumePlugin};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::PersistentVolume;
-use pv_model::{csi, reasons};
+use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
 
 /// How often the removal of the deletion finalizer is tried when another writer wins the race.
@@ -151,7 +151,7 @@ impl Controller {
             let mut pods: Vec<String> = self
                 .pods_using(&helpers::claim_ref_key(&r))
                 .iter()
-                .map(|p| format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or(""), helpers::name(&p.metadata)))
+                .map(|p| ObjectKey::of(&p.metadata).into())
                 .collect();
             pods.sort();
             if !pods.is_empty() {

@@ -184,7 +184,7 @@ impl Controller {
 
     /// Running (not terminated) pods that use the claim with this key, by name.
     pub(crate) fn pods_using(&self, claim_key: &str) -> Vec<Arc<pv_model::k8s::Pod>> {
-        let keys: Vec<String> =
+        let keys: Vec<pv_model::ObjectKey> =
             self.pods_by_claim.read().unwrap().get(claim_key).into_iter().flatten().cloned().collect();
         let pods = self.pods.read().unwrap();
         keys.iter().filter_map(|k| pods.get(k)).filter(|p| !helpers::is_pod_terminated(p)).cloned().collect()

@@ -6,7 +6,7 @@ use crate::plan::{self, ClaimLookup, VolumePlan};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
-use pv_model::{csi, reasons};
+use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
 
 /// True when no claim holds the volume: it has no claimRef, or one without a uid (pre-bound by a
@@ -43,7 +43,7 @@ impl Controller {
 
     /// Looks a claim up by key: cache, then the API server.
     async fn find_claim(&self, namespace: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>> {
-        if let Some(c) = self.claim(&format!("{namespace}/{name}")) {
+        if let Some(c) = self.claim(&ObjectKey::new(namespace, name)) {
             return Ok(Some(c));
         }
         self.get_claim_from_api(namespace, name).await
@@ -62,8 +62,11 @@ impl Controller {
     /// another uid is checked with the API server too, the cache may be behind.
     async fn look_up_claim(&self, lookup: &ClaimLookup) -> Result<Option<Arc<PersistentVolumeClaim>>> {
         let ClaimLookup::Claim { namespace, name, uid, ask_api } = lookup else { return Ok(None) };
-        let claim =
-            if *ask_api { self.find_claim(namespace, name).await? } else { self.claim(&format!("{namespace}/{name}")) };
+        let claim = if *ask_api {
+            self.find_claim(namespace, name).await?
+        } else {
+            self.claim(&ObjectKey::new(namespace, name))
+        };
         if claim.as_ref().is_some_and(|c| helpers::uid(&c.metadata) != uid) {
             return Ok(self.get_claim_from_api(namespace, name).await?.filter(|c| helpers::uid(&c.metadata) == uid));
         }

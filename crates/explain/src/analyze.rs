@@ -107,7 +107,7 @@ pub struct Explanation {
 /// order (each gets its verdict).
 pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &PersistentVolumeClaim) -> Explanation {
     let mut e = Explanation {
-        claim: helpers::claim_key(claim),
+        claim: helpers::claim_key(claim).into(),
         phase: Some(helpers::claim_phase(claim)).filter(|p| !p.is_empty()).unwrap_or(pvc_phase::PENDING).to_string(),
         volume_name: Some(helpers::claim_volume_name(claim).to_string()).filter(|v| !v.is_empty()),
         request: request(claim),

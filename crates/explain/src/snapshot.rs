@@ -52,7 +52,7 @@ fn decode<T: DeserializeOwned>(kind: &'static str, items: &[Arc<serde_json::Valu
         .map(|v| {
             T::deserialize(&**v).map_err(|e| SnapshotError::Decode {
                 kind,
-                name: v["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                name: pv_model::key::meta_str(v, "name").to_string(),
                 message: e.to_string(),
             })
         })

@@ -80,7 +80,7 @@ async fn debug_caches(State(h): State<Health>) -> impl IntoResponse {
     let volumes: serde_json::Map<String, serde_json::Value> =
         c.cached_volume_names().into_iter().filter_map(|n| c.volume(&n).map(|v| (n, rv(&v.metadata)))).collect();
     let claims: serde_json::Map<String, serde_json::Value> =
-        c.cached_claim_keys().into_iter().filter_map(|k| c.claim(&k).map(|v| (k, rv(&v.metadata)))).collect();
+        c.cached_claim_keys().into_iter().filter_map(|k| c.claim(&k).map(|v| (k.into(), rv(&v.metadata)))).collect();
     let body = serde_json::json!({ "volumes": volumes, "claims": claims }).to_string();
     ([(header::CONTENT_TYPE, "application/json")], body)
 }

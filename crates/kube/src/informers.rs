@@ -21,6 +21,7 @@ use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Resource};
 use pv_core::{Controller, ObjectEvent};
+use pv_model::ObjectKey;
 use serde::de::DeserializeOwned;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
@@ -207,18 +208,14 @@ macro_rules! tombstone_by_meta {
 }
 tombstone_by_meta!(StorageClass, Pod, Node);
 
-fn key_of<K: Resource>(o: &K) -> String {
-    let m = o.meta();
-    match &m.namespace {
-        Some(ns) => format!("{ns}/{}", m.name.as_deref().unwrap_or("")),
-        None => m.name.clone().unwrap_or_default(),
-    }
+fn key_of<K: Resource>(o: &K) -> ObjectKey {
+    ObjectKey::of(o.meta())
 }
 
 /// Per-kind bookkeeping: remains of known objects and the keys seen by a relist in progress.
 struct Known<K> {
     objects: HashMap<Box<str>, Remains>,
-    relist: Option<HashSet<String>>,
+    relist: Option<HashSet<ObjectKey>>,
     kind: std::marker::PhantomData<K>,
 }
 
@@ -232,7 +229,7 @@ impl<K: Resource + Tombstone> Known<K> {
         if let Some(seen) = self.relist.as_mut() {
             seen.insert(key.clone());
         }
-        self.objects.insert(key.into(), o.remains());
+        self.objects.insert(key.as_str().into(), o.remains());
     }
 
     fn deleted(&mut self, o: &K) {

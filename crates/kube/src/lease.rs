@@ -93,8 +93,8 @@ impl LeaderElectionConfig {
         Ok(())
     }
 
-    fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+    fn key(&self) -> pv_model::ObjectKey {
+        pv_model::ObjectKey::new(&self.namespace, &self.name)
     }
 }
 
@@ -412,7 +412,7 @@ impl<S: LeaseStore> Elector<S> {
                 // Not awaited: the caller stops writing and exits at once.
                 tokio::spawn(self.event("stopped leading"));
                 return Err(Error::Lost {
-                    lease: self.config.key(),
+                    lease: self.config.key().into(),
                     reason: reason.unwrap_or_else(|| format!("not renewed within {:?}", self.config.renew_deadline)),
                 });
             }

@@ -325,7 +325,7 @@ pub async fn recycle_with_pod(client: &Client, pod: Pod, events: &dyn RecyclerEv
         Err(_) => return Err(format!("unexpected error creating recycler pod:  timed out after {REQUEST_TIMEOUT:?}")),
     }
     let outcome = watch.wait(events).await;
-    tracing::info!(pod = %format!("{namespace}/{name}"), "deleting recycler pod");
+    tracing::info!(pod = %pv_model::ObjectKey::new(&namespace, &name), "deleting recycler pod");
     let deleted = match tokio::time::timeout(REQUEST_TIMEOUT, pods.delete(&name, &DeleteParams::default())).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(kube::Error::Api(s))) if s.is_not_found() => Ok(()),

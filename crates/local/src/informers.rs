@@ -96,7 +96,7 @@ pub fn typed<T: DeserializeOwned>(
             _ => ObjectEvent::Applied(t),
         }),
         Err(e) => {
-            let name = v["metadata"]["name"].as_str().unwrap_or("");
+            let name = pv_model::key::meta_str(v, "name");
             tracing::error!(%resource, %name, error = %e, "a stored object does not decode as its kind; not delivered");
             None
         }

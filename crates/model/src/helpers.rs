@@ -3,6 +3,7 @@
 
 use crate::annotations as ann;
 use crate::k8s::{ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use crate::key::ObjectKey;
 use crate::quantity::Quantity;
 use std::collections::BTreeMap;
 
@@ -50,13 +51,13 @@ pub fn or_dash(s: &str) -> &str {
 }
 
 /// `namespace/name` of a claim: the key of the claim queue and cache.
-pub fn claim_key(claim: &PersistentVolumeClaim) -> String {
-    format!("{}/{}", claim.metadata.namespace.as_deref().unwrap_or(""), name(&claim.metadata))
+pub fn claim_key(claim: &PersistentVolumeClaim) -> ObjectKey {
+    ObjectKey::of(&claim.metadata)
 }
 
 /// `namespace/name` a claimRef points to.
-pub fn claim_ref_key(r: &ObjectReference) -> String {
-    format!("{}/{}", r.namespace.as_deref().unwrap_or(""), r.name.as_deref().unwrap_or(""))
+pub fn claim_ref_key(r: &ObjectReference) -> ObjectKey {
+    ObjectKey::of_ref(r)
 }
 
 /// Name of an object (empty when unset).

@@ -18,6 +18,7 @@
 
 use crate::helpers::{self, AccessModes};
 use crate::k8s::{PersistentVolume, PersistentVolumeClaim};
+use crate::key::ObjectKey;
 use crate::matching::{evaluate_in_mode_set, VerdictKind};
 use crate::packed::Held;
 use crate::quantity::Quantity;
@@ -32,7 +33,7 @@ struct Entry {
     class: String,
     capacity: Quantity,
     free: bool,
-    claim_key: Option<String>,
+    claim_key: Option<ObjectKey>,
     bound: bool,
     tag: u32,
 }
@@ -57,7 +58,7 @@ pub struct VolumeIndex {
     free: HashMap<(u8, String), BTreeSet<(Quantity, String)>>,
     /// Volume names per claim key their claimRef points to, sorted. Almost always one name, so a
     /// `Vec` (one small allocation) rather than a set (a B-tree node of ~300 bytes per claim).
-    by_claim: HashMap<String, Vec<String>>,
+    by_claim: HashMap<ObjectKey, Vec<String>>,
 }
 
 fn is_free(v: &PersistentVolume) -> bool {
@@ -201,7 +202,7 @@ impl VolumeIndex {
         for (name, e) in &self.entries {
             let kind = if !e.modes.contains_all(wanted) {
                 VerdictKind::AccessModes
-            } else if e.claim_key.as_deref().is_some_and(|k| k != key) {
+            } else if e.claim_key.as_ref().is_some_and(|k| *k != key) {
                 VerdictKind::ClaimedByOther
             } else {
                 match evaluate_in_mode_set(claim, &e.volume.get(), delay_binding).kind {
@@ -231,7 +232,7 @@ impl VolumeIndex {
                 continue;
             }
             // A volume pre-bound to this claim wins within its mode set.
-            for name in self.by_claim.get(&key).into_iter().flatten() {
+            for name in self.by_claim.get(key.as_str()).into_iter().flatten() {
                 let e = &self.entries[name];
                 if e.modes.0 == bits {
                     let v = e.volume.get();

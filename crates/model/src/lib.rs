@@ -10,6 +10,7 @@ pub mod annotations;
 pub mod csi;
 pub mod helpers;
 pub mod index;
+pub mod key;
 pub mod matching;
 pub mod packed;
 pub mod quantity;
@@ -17,6 +18,7 @@ pub mod reasons;
 pub mod selector;
 
 pub use index::VolumeIndex;
+pub use key::ObjectKey;
 pub use matching::{Verdict, VerdictKind};
 pub use packed::{Held, Packed};
 pub use quantity::Quantity;

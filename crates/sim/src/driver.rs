@@ -12,6 +12,8 @@ use jiff::Timestamp;
 use pv_core::operations::Mode;
 use pv_core::{Clock, Config, Controller, PluginRegistry, SimClock};
 use pv_local::{deliver, MemApi};
+use pv_model::key::meta_str;
+use pv_model::ObjectKey;
 use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, WatchEventType, Watcher};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -74,13 +76,8 @@ struct Informer {
     resource: &'static str,
     watcher: Option<Watcher>,
     last_rv: u64,
-    known: HashMap<(String, String), Arc<serde_json::Value>>,
+    known: HashMap<ObjectKey, Arc<serde_json::Value>>,
     held: Vec<WatchEvent>,
-}
-
-fn object_key(o: &serde_json::Value) -> (String, String) {
-    let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
-    (s(&o["metadata"]["namespace"]), s(&o["metadata"]["name"]))
 }
 
 /// A loaded simulation.
@@ -147,7 +144,7 @@ impl Simulation {
             Arc::new(Store::builder().clock(move || c2.now()).uids(UidMode::Deterministic).history_limit(4096).build());
         for o in objects {
             let kind = o.resource.kind.to_string();
-            let name = o.value["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let name = meta_str(&o.value, "name").to_string();
             store.load(o.resource.plural, o.value).map_err(|source| SimulationError::Load {
                 document: o.document,
                 kind,
@@ -250,13 +247,13 @@ impl Simulation {
     /// Lists a kind, delivers what changed (Deleted for what vanished), and watches from there.
     fn relist(&self, inf: &mut Informer) {
         let (items, rv) = self.store.list(inf.resource, &Default::default()).expect("known resource");
-        let mut now: HashMap<(String, String), Arc<serde_json::Value>> = HashMap::new();
+        let mut now: HashMap<ObjectKey, Arc<serde_json::Value>> = HashMap::new();
         for obj in items {
-            let key = object_key(&obj);
+            let key = ObjectKey::of_json(&obj);
             if inf
                 .known
                 .get(&key)
-                .map(|o| o["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"])
+                .map(|o| meta_str(o, "resourceVersion") != meta_str(&obj, "resourceVersion"))
                 .unwrap_or(true)
             {
                 self.deliver(inf.resource, WatchEventType::Added, &obj);
@@ -316,7 +313,7 @@ impl Simulation {
             }
             for ev in &batch {
                 inf.last_rv = inf.last_rv.max(ev.rv);
-                let key = object_key(&ev.object);
+                let key = ObjectKey::of_json(&ev.object);
                 match ev.kind {
                     WatchEventType::Deleted => inf.known.remove(&key),
                     _ => inf.known.insert(key, ev.object.clone()),

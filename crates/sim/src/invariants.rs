@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use pv_core::{PluginError, ProvisionOptions, RecyclerEvents, VolumePlugin};
 use pv_model::k8s::PersistentVolume;
+use pv_model::{key, ObjectKey};
 use pv_store::Store;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -12,6 +13,10 @@ use std::sync::{Arc, Mutex};
 
 fn s(v: &Value) -> &str {
     v.as_str().unwrap_or("")
+}
+
+fn name(o: &Value) -> &str {
+    key::meta_str(o, "name")
 }
 
 /// How the finding about a directory under the host-path root that no volume owns begins.
@@ -42,17 +47,17 @@ pub fn check_objects(
     allowed: &BTreeSet<String>,
 ) -> Vec<String> {
     let mut errs = Vec::new();
-    let by_name: HashMap<&str, &Value> = pvs.iter().map(|p| (s(&p["metadata"]["name"]), p)).collect();
+    let by_name: HashMap<&str, &Value> = pvs.iter().map(|p| (name(p), p)).collect();
     let mut bound_by_uid: HashMap<&str, Vec<&str>> = HashMap::new();
     for p in pvs {
         let uid = s(&p["spec"]["claimRef"]["uid"]);
         if !uid.is_empty() && s(&p["status"]["phase"]) == "Bound" {
-            bound_by_uid.entry(uid).or_default().push(s(&p["metadata"]["name"]));
+            bound_by_uid.entry(uid).or_default().push(name(p));
         }
     }
     for c in pvcs {
-        let key = format!("{}/{}", s(&c["metadata"]["namespace"]), s(&c["metadata"]["name"]));
-        let uid = s(&c["metadata"]["uid"]);
+        let key = ObjectKey::of_json(c);
+        let uid = key::meta_str(c, "uid");
         if let Some(v) = bound_by_uid.get(uid) {
             if v.len() > 1 {
                 errs.push(format!("claim {key} is bound by several volumes: {v:?}"));
@@ -120,7 +125,7 @@ impl GuardPlugin {
         let ns = r.namespace.clone().unwrap_or_default();
         let cname = r.name.clone().unwrap_or_default();
         if let Ok(c) = self.store.get("persistentvolumeclaims", &ns, &cname) {
-            if s(&c["spec"]["volumeName"]) == name && Some(s(&c["metadata"]["uid"])) == r.uid.as_deref() {
+            if s(&c["spec"]["volumeName"]) == name && Some(key::meta_str(&c, "uid")) == r.uid.as_deref() {
                 self.violations
                     .lock()
                     .unwrap()
@@ -168,22 +173,16 @@ impl VolumePlugin for GuardPlugin {
 /// add up to them. Call it once the controller has seen every watch event. Returns violations.
 pub fn caches(store: &Store, controller: &pv_core::Controller) -> Vec<String> {
     let mut errs = Vec::new();
-    let names = |resource: &str| -> Vec<String> {
+    let keys = |resource: &str| -> Vec<ObjectKey> {
         let (items, _) = store.list(resource, &Default::default()).unwrap();
-        let mut v: Vec<String> = items
-            .iter()
-            .map(|o| match s(&o["metadata"]["namespace"]) {
-                "" => s(&o["metadata"]["name"]).to_string(),
-                ns => format!("{ns}/{}", s(&o["metadata"]["name"])),
-            })
-            .collect();
+        let mut v: Vec<ObjectKey> = items.iter().map(|o| ObjectKey::of_json(o)).collect();
         v.sort();
         v
     };
-    let (pvs, pvcs) = (names("persistentvolumes"), names("persistentvolumeclaims"));
-    let diff = |what: &str, cached: Vec<String>, api: &[String], errs: &mut Vec<String>| {
-        let extra: Vec<&String> = cached.iter().filter(|n| !api.contains(n)).collect();
-        let missing: Vec<&String> = api.iter().filter(|n| !cached.contains(n)).collect();
+    let (pvs, pvcs) = (keys("persistentvolumes"), keys("persistentvolumeclaims"));
+    let diff = |what: &str, cached: Vec<ObjectKey>, api: &[ObjectKey], errs: &mut Vec<String>| {
+        let extra: Vec<&str> = cached.iter().filter(|n| !api.contains(n)).map(|k| k.as_str()).collect();
+        let missing: Vec<&str> = api.iter().filter(|n| !cached.contains(n)).map(|k| k.as_str()).collect();
         if !extra.is_empty() {
             errs.push(format!("the controller still caches {what} the API server no longer has: {extra:?}"));
         }
@@ -191,7 +190,8 @@ pub fn caches(store: &Store, controller: &pv_core::Controller) -> Vec<String> {
             errs.push(format!("the controller does not cache {what} the API server has: {missing:?}"));
         }
     };
-    diff("volumes", controller.cached_volume_names(), &pvs, &mut errs);
+    let volumes = controller.cached_volume_names().iter().map(|n| ObjectKey::new("", n)).collect();
+    diff("volumes", volumes, &pvs, &mut errs);
     diff("claims", controller.cached_claim_keys(), &pvcs, &mut errs);
     let counts = controller.collect_counts();
     let total_pv: u64 = counts.total_pv.values().sum();

@@ -139,7 +139,7 @@ fn collector_counts_equal_counting_the_objects() {
         if i % 5 == 0 {
             beta(&mut cl.metadata);
         }
-        pvcs.insert(helpers::claim_key(&cl), cl.clone());
+        pvcs.insert(helpers::claim_key(&cl).into(), cl.clone());
         c.on_claim(ObjectEvent::Applied(cl));
     }
     assert_eq!(counted(&c), reference(&c, &pvs, &pvcs));
@@ -150,7 +150,7 @@ fn collector_counts_equal_counting_the_objects() {
     let v2 = pvs.remove("v2").unwrap();
     c.on_volume(ObjectEvent::Deleted(v2));
     let cl = pvc("a", "c2", 2, Some("gold"), None, "Bound");
-    pvcs.insert(helpers::claim_key(&cl), cl.clone());
+    pvcs.insert(helpers::claim_key(&cl).into(), cl.clone());
     c.on_claim(ObjectEvent::Applied(cl));
     let gone = pvcs.remove("b/c3").unwrap();
     c.on_claim(ObjectEvent::Deleted(gone));

@@ -12,6 +12,8 @@ use crate::churn::{Churn, CLASSES};
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::ListParams;
 use kube::{Api, Client};
+use pv_model::key::meta_str;
+use pv_model::ObjectKey;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
@@ -27,11 +29,8 @@ fn s(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }
 
-fn key(o: &Value) -> String {
-    match s(&o["metadata"]["namespace"]) {
-        "" => s(&o["metadata"]["name"]).to_string(),
-        ns => format!("{ns}/{}", s(&o["metadata"]["name"])),
-    }
+fn key(o: &Value) -> ObjectKey {
+    ObjectKey::of_json(o)
 }
 
 /// How long each kind of finding may last during the churn before it counts.
@@ -103,10 +102,10 @@ pub struct Lists {
     /// Claims (all namespaces).
     pub pvcs: Vec<Value>,
     /// Pods' names (all namespaces).
-    pub pods: HashSet<String>,
+    pub pods: HashSet<ObjectKey>,
     /// `namespace/claim` of every claim a pod that has not terminated names (upstream's
     /// `isVolumeUsed`: a Released volume of such a claim is not recycled or deleted yet).
-    pub claims_in_use: HashSet<String>,
+    pub claims_in_use: HashSet<ObjectKey>,
 }
 
 async fn list<K>(api: Api<K>) -> anyhow::Result<Vec<Value>>
@@ -164,12 +163,14 @@ impl Checker {
             .iter()
             .filter(|p| !matches!(s(&p["status"]["phase"]), "Succeeded" | "Failed"))
             .flat_map(|p| {
-                let ns = s(&p["metadata"]["namespace"]).to_string();
+                let ns = meta_str(p, "namespace");
                 p["spec"]["volumes"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .filter_map(move |v| v["persistentVolumeClaim"]["claimName"].as_str().map(|c| format!("{ns}/{c}")))
+                    .filter_map(move |v| {
+                        v["persistentVolumeClaim"]["claimName"].as_str().map(|c| ObjectKey::new(ns, c))
+                    })
                     .collect::<Vec<_>>()
             })
             .collect();
@@ -198,7 +199,7 @@ impl Checker {
         {
             let mut b = self.churn.book.lock().unwrap();
             b.pvs = l.pvs.clone();
-            b.pvcs = l.pvcs.iter().filter(|c| s(&c["metadata"]["namespace"]) == crate::churn::NS).cloned().collect();
+            b.pvcs = l.pvcs.iter().filter(|c| meta_str(c, "namespace") == crate::churn::NS).cloned().collect();
         }
         let mut findings = self.invariants(&l).await;
         findings.extend(self.lost_claims(&l));
@@ -260,18 +261,18 @@ impl Checker {
         pods: &HashMap<String, String>,
     ) -> Vec<String> {
         let b = self.churn.book.lock().unwrap();
-        let uids: HashMap<String, &str> = l.pvcs.iter().map(|c| (key(c), s(&c["metadata"]["uid"]))).collect();
+        let uids: HashMap<ObjectKey, &str> = l.pvcs.iter().map(|c| (key(c), meta_str(c, "uid"))).collect();
         let mut out = Vec::new();
         for (name, uid) in claims {
             self.counts.ack_checks += 1;
-            let k = format!("{}/{name}", crate::churn::NS);
+            let k = ObjectKey::new(crate::churn::NS, name);
             if b.acked_claims.contains_key(name) && uids.get(&k) != Some(&uid.as_str()) {
                 out.push(format!("acknowledged claim {k} (uid {uid}) vanished"));
             }
         }
         for name in pods.keys() {
             self.counts.ack_checks += 1;
-            let k = format!("{}/{name}", crate::churn::NS);
+            let k = ObjectKey::new(crate::churn::NS, name);
             if b.acked_pods.contains_key(name) && !l.pods.contains(&k) {
                 out.push(format!("acknowledged pod {k} vanished"));
             }
@@ -282,10 +283,10 @@ impl Checker {
     /// Marks each newly bound host-path volume with its claim's UID, and reports a marker gone
     /// while the claim, read afterwards, is still bound to that volume.
     async fn markers(&mut self, l: &Lists) -> Vec<String> {
-        let pv_by_name: HashMap<&str, &Value> = l.pvs.iter().map(|p| (s(&p["metadata"]["name"]), p)).collect();
-        let mut bound_now: HashMap<String, (String, String)> = HashMap::new();
+        let pv_by_name: HashMap<&str, &Value> = l.pvs.iter().map(|p| (meta_str(p, "name"), p)).collect();
+        let mut bound_now: HashMap<String, (ObjectKey, String)> = HashMap::new();
         for c in &l.pvcs {
-            let (uid, vol) = (s(&c["metadata"]["uid"]), s(&c["spec"]["volumeName"]));
+            let (uid, vol) = (meta_str(c, "uid"), s(&c["spec"]["volumeName"]));
             if s(&c["status"]["phase"]) != "Bound" {
                 continue;
             }
@@ -337,10 +338,10 @@ impl Checker {
     /// Compares each controller's caches with the lists. Returns the differences of this
     /// round; one persisting past `grace` is a violation.
     async fn caches(&mut self, l: &Lists, endpoints: &[Endpoint], grace: Duration) -> Vec<String> {
-        let api_v: HashMap<String, String> =
-            l.pvs.iter().map(|o| (key(o), s(&o["metadata"]["resourceVersion"]).to_string())).collect();
-        let api_c: HashMap<String, String> =
-            l.pvcs.iter().map(|o| (key(o), s(&o["metadata"]["resourceVersion"]).to_string())).collect();
+        let api_v: HashMap<ObjectKey, String> =
+            l.pvs.iter().map(|o| (key(o), meta_str(o, "resourceVersion").to_string())).collect();
+        let api_c: HashMap<ObjectKey, String> =
+            l.pvcs.iter().map(|o| (key(o), meta_str(o, "resourceVersion").to_string())).collect();
         let mut out = Vec::new();
         let now = Instant::now();
         let mut seen = HashSet::new();
@@ -359,7 +360,7 @@ impl Checker {
                     .as_object()
                     .map(|m| m.iter().map(|(k, v)| (k.clone(), s(v).to_string())).collect())
                     .unwrap_or_default();
-                let keys: BTreeSet<&String> = api.keys().chain(c.keys()).collect();
+                let keys: BTreeSet<&str> = api.keys().map(|k| k.as_str()).chain(c.keys().map(String::as_str)).collect();
                 for k in keys {
                     let (a, b) = (api.get(k), c.get(k));
                     if a == b {
@@ -400,7 +401,7 @@ pub fn bindable_unbound(l: &Lists) -> Vec<String> {
         .filter(|p| s(&p["status"]["phase"]) == "Available" && p["spec"]["claimRef"].is_null())
         .filter(|p| s(&p["spec"]["storageClassName"]).is_empty() && p["metadata"]["deletionTimestamp"].is_null())
         .filter_map(|p| {
-            Some((s(&p["metadata"]["name"]), pv_model::Quantity::parse(s(&p["spec"]["capacity"]["storage"])).ok()?))
+            Some((meta_str(p, "name"), pv_model::Quantity::parse(s(&p["spec"]["capacity"]["storage"])).ok()?))
         })
         .collect();
     let mut out = Vec::new();
@@ -434,7 +435,7 @@ pub fn unreclaimed(l: &Lists, root: &std::path::Path) -> Vec<String> {
         .filter(|p| PathBuf::from(s(&p["spec"]["hostPath"]["path"])).parent() == Some(root))
         .filter(|p| {
             let r = &p["spec"]["claimRef"];
-            !l.claims_in_use.contains(&format!("{}/{}", s(&r["namespace"]), s(&r["name"])))
+            !l.claims_in_use.contains(&ObjectKey::new(s(&r["namespace"]), s(&r["name"])))
         })
         .map(|p| {
             format!(

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
+use pv_model::key::meta_str;
 use rand::rngs::SmallRng;
 use rand::RngExt;
 use serde_json::{json, Value};
@@ -108,7 +109,7 @@ impl Churn {
     pub async fn step(&self, rng: &mut SmallRng) {
         let (n_claims, n_pvs) = {
             let b = self.book.lock().unwrap();
-            (b.pvcs.len(), b.pvs.iter().filter(|p| s(&p["metadata"]["name"]).starts_with("static-")).count())
+            (b.pvcs.len(), b.pvs.iter().filter(|p| meta_str(p, "name").starts_with("static-")).count())
         };
         let r = rng.random_range(0..100);
         let result = match r {
@@ -162,11 +163,11 @@ impl Churn {
 
     async fn delete_claim(&self, rng: &mut SmallRng) -> Outcome {
         let Some(c) = self.pick(rng, |b| b.pvcs.clone()) else { return Outcome::Refused };
-        let name = s(&c["metadata"]["name"]).to_string();
+        let name = meta_str(&c, "name").to_string();
         {
             let mut b = self.book.lock().unwrap();
             b.acked_claims.remove(&name);
-            b.pvcs.retain(|x| s(&x["metadata"]["name"]) != name);
+            b.pvcs.retain(|x| meta_str(x, "name") != name);
         }
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), NS);
         match api.delete(&name, &DeleteParams::default()).await {
@@ -216,8 +217,8 @@ impl Churn {
         }) else {
             return Outcome::Refused;
         };
-        let name = s(&v["metadata"]["name"]).to_string();
-        let rv = s(&v["metadata"]["resourceVersion"]).to_string();
+        let name = meta_str(&v, "name").to_string();
+        let rv = meta_str(&v, "resourceVersion").to_string();
         self.book.lock().unwrap().deleted_pvs.insert(name.clone());
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         let dp = DeleteParams {
@@ -233,7 +234,7 @@ impl Churn {
                     self.book.lock().unwrap().own_dirs.insert(base);
                     let _ = std::fs::remove_dir_all(&dir);
                 }
-                self.book.lock().unwrap().pvs.retain(|x| s(&x["metadata"]["name"]) != name);
+                self.book.lock().unwrap().pvs.retain(|x| meta_str(x, "name") != name);
                 Outcome::Ok
             }
             Err(e) => outcome(&e),
@@ -242,7 +243,7 @@ impl Churn {
 
     async fn change_policy(&self, rng: &mut SmallRng) -> Outcome {
         let Some(v) = self.pick(rng, |b| b.pvs.clone()) else { return Outcome::Refused };
-        let name = s(&v["metadata"]["name"]).to_string();
+        let name = meta_str(&v, "name").to_string();
         let patch = json!({"spec": {"persistentVolumeReclaimPolicy": POLICIES[rng.random_range(0..3)]}});
         let api: Api<PersistentVolume> = Api::all(self.client.clone());
         match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
@@ -271,7 +272,7 @@ impl Churn {
             "spec": {
                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                 "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": s(&c["metadata"]["name"])}}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": meta_str(&c, "name")}}],
             }
         }))
         .expect("a pod");

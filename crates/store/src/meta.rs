@@ -2,13 +2,7 @@
 
 use serde_json::{Map, Value};
 
-pub(crate) fn meta(obj: &Value) -> Option<&Map<String, Value>> {
-    obj.get("metadata").and_then(Value::as_object)
-}
-
-pub(crate) fn meta_str<'a>(obj: &'a Value, f: &str) -> &'a str {
-    meta(obj).and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("")
-}
+pub(crate) use pv_model::key::{meta, meta_str};
 
 pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     let o = obj.as_object_mut().expect("validated object");
