@@ -115,74 +115,172 @@ fn access_modes(v: Option<&Value>) -> String {
         .unwrap_or_default()
 }
 
-/// (name, type, priority) of each column.
-type Col = (&'static str, &'static str, u8);
+/// One object being printed, and the moment its ages are measured from.
+struct Row<'a> {
+    o: &'a Value,
+    now: Timestamp,
+}
 
-fn columns(kind: &str) -> Vec<Col> {
+impl Row<'_> {
+    /// The text at a dotted field path ("" when missing).
+    fn f(&self, path: &str) -> String {
+        field(self.o, path)
+    }
+
+    /// The object's age.
+    fn age(&self) -> String {
+        age(self.o, "metadata.creationTimestamp", self.now)
+    }
+}
+
+/// A column: its header, its priority (1: shown by `-o wide` only) and how a row's cell reads.
+/// Every column is of type string, as kube-apiserver's printers declare these.
+struct Column {
+    name: &'static str,
+    priority: u8,
+    cell: fn(&Row) -> String,
+}
+
+const fn col(name: &'static str, cell: fn(&Row) -> String) -> Column {
+    Column { name, priority: 0, cell }
+}
+
+const fn wide(name: &'static str, cell: fn(&Row) -> String) -> Column {
+    Column { name, priority: 1, cell }
+}
+
+const NAME: Column = col("Name", |r| r.f("metadata.name"));
+const AGE: Column = col("Age", |r| r.age());
+
+/// upstream's `printPersistentVolume`.
+const PERSISTENT_VOLUME: &[Column] = &[
+    NAME,
+    col("Capacity", |r| r.f("spec.capacity.storage")),
+    col("Access Modes", |r| access_modes(r.o.pointer("/spec/accessModes"))),
+    col("Reclaim Policy", |r| r.f("spec.persistentVolumeReclaimPolicy")),
+    col("Status", |r| r.f("status.phase")),
+    col("Claim", |r| {
+        if r.f("spec.claimRef.name").is_empty() {
+            String::new()
+        } else {
+            format!("{}/{}", r.f("spec.claimRef.namespace"), r.f("spec.claimRef.name"))
+        }
+    }),
+    col("StorageClass", |r| r.f("spec.storageClassName")),
+    col("VolumeAttributesClass", |r| or(r.f("spec.volumeAttributesClassName"), "<unset>")),
+    col("Reason", |r| r.f("status.reason")),
+    AGE,
+    wide("VolumeMode", |r| or(r.f("spec.volumeMode"), "<unset>")),
+];
+
+/// upstream's `printPersistentVolumeClaim`.
+const PERSISTENT_VOLUME_CLAIM: &[Column] = &[
+    NAME,
+    col("Status", |r| r.f("status.phase")),
+    col("Volume", |r| r.f("spec.volumeName")),
+    col("Capacity", |r| r.f("status.capacity.storage")),
+    col("Access Modes", |r| access_modes(r.o.pointer("/status/accessModes"))),
+    col("StorageClass", |r| r.f("spec.storageClassName")),
+    col("VolumeAttributesClass", |r| or(r.f("status.currentVolumeAttributesClassName"), "<unset>")),
+    AGE,
+    wide("VolumeMode", |r| or(r.f("spec.volumeMode"), "<unset>")),
+];
+
+/// upstream's `printStorageClass`.
+const STORAGE_CLASS: &[Column] = &[
+    col("Name", |r| {
+        let name = r.f("metadata.name");
+        if is_default_class(r.o) {
+            format!("{name} (default)")
+        } else {
+            name
+        }
+    }),
+    col("Provisioner", |r| r.f("provisioner")),
+    col("ReclaimPolicy", |r| r.f("reclaimPolicy")),
+    col("VolumeBindingMode", |r| r.f("volumeBindingMode")),
+    col("AllowVolumeExpansion", |r| or(r.f("allowVolumeExpansion"), "false")),
+    AGE,
+];
+
+/// upstream's `printEvent`.
+const EVENT: &[Column] = &[
+    col("Last Seen", |r| event_time(r.o, r.now, false)),
+    col("Type", |r| r.f("type")),
+    col("Reason", |r| r.f("reason")),
+    col("Object", |r| format!("{}/{}", r.f("involvedObject.kind").to_lowercase(), r.f("involvedObject.name"))),
+    wide("Subobject", |r| r.f("involvedObject.fieldPath")),
+    wide("Source", |r| {
+        let c = or(r.f("source.component"), &r.f("reportingComponent"));
+        let h = r.f("source.host");
+        if h.is_empty() {
+            c
+        } else {
+            format!("{c}, {h}")
+        }
+    }),
+    col("Message", |r| r.f("message").trim().to_string()),
+    wide("First Seen", |r| event_time(r.o, r.now, true)),
+    wide("Count", |r| or(r.f("count"), &or(r.f("series.count"), "1"))),
+    wide("Name", |r| r.f("metadata.name")),
+];
+
+fn container_statuses(o: &Value) -> &[Value] {
+    o.pointer("/status/containerStatuses").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+/// upstream's `printPod`, without its readiness gates and container reasons.
+const POD: &[Column] = &[
+    NAME,
+    col("Ready", |r| {
+        let total = r.o.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+        let ready = container_statuses(r.o).iter().filter(|c| c["ready"] == Value::Bool(true)).count();
+        format!("{ready}/{total}")
+    }),
+    col("Status", |r| or(r.f("status.phase"), "Pending")),
+    col("Restarts", |r| {
+        container_statuses(r.o).iter().filter_map(|c| c["restartCount"].as_i64()).sum::<i64>().to_string()
+    }),
+    AGE,
+    wide("IP", |r| or(r.f("status.podIP"), "<none>")),
+    wide("Node", |r| or(r.f("spec.nodeName"), "<none>")),
+];
+
+/// upstream's `printNode`.
+const NODE: &[Column] = &[
+    NAME,
+    col("Status", |r| {
+        r.o.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .map(|c| if c["status"] == "True" { "Ready" } else { "NotReady" })
+            .unwrap_or("Unknown")
+            .into()
+    }),
+    col("Roles", |_| "<none>".into()),
+    AGE,
+    col("Version", |r| r.f("status.nodeInfo.kubeletVersion")),
+];
+
+const NAMESPACE: &[Column] = &[NAME, col("Status", |r| or(r.f("status.phase"), "Active")), AGE];
+
+const LEASE: &[Column] = &[NAME, col("Holder", |r| r.f("spec.holderIdentity")), AGE];
+
+/// kube-apiserver's default printer, for kinds without their own.
+const DEFAULT: &[Column] = &[NAME, AGE];
+
+/// The printer of a kind: its columns, each with how its cell reads.
+fn printer(kind: &str) -> &'static [Column] {
     match kind {
-        "PersistentVolume" => vec![
-            ("Name", "string", 0),
-            ("Capacity", "string", 0),
-            ("Access Modes", "string", 0),
-            ("Reclaim Policy", "string", 0),
-            ("Status", "string", 0),
-            ("Claim", "string", 0),
-            ("StorageClass", "string", 0),
-            ("VolumeAttributesClass", "string", 0),
-            ("Reason", "string", 0),
-            ("Age", "string", 0),
-            ("VolumeMode", "string", 1),
-        ],
-        "PersistentVolumeClaim" => vec![
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Volume", "string", 0),
-            ("Capacity", "string", 0),
-            ("Access Modes", "string", 0),
-            ("StorageClass", "string", 0),
-            ("VolumeAttributesClass", "string", 0),
-            ("Age", "string", 0),
-            ("VolumeMode", "string", 1),
-        ],
-        "StorageClass" => vec![
-            ("Name", "string", 0),
-            ("Provisioner", "string", 0),
-            ("ReclaimPolicy", "string", 0),
-            ("VolumeBindingMode", "string", 0),
-            ("AllowVolumeExpansion", "string", 0),
-            ("Age", "string", 0),
-        ],
-        "Event" => vec![
-            ("Last Seen", "string", 0),
-            ("Type", "string", 0),
-            ("Reason", "string", 0),
-            ("Object", "string", 0),
-            ("Subobject", "string", 1),
-            ("Source", "string", 1),
-            ("Message", "string", 0),
-            ("First Seen", "string", 1),
-            ("Count", "string", 1),
-            ("Name", "string", 1),
-        ],
-        "Pod" => vec![
-            ("Name", "string", 0),
-            ("Ready", "string", 0),
-            ("Status", "string", 0),
-            ("Restarts", "string", 0),
-            ("Age", "string", 0),
-            ("IP", "string", 1),
-            ("Node", "string", 1),
-        ],
-        "Node" => vec![
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Roles", "string", 0),
-            ("Age", "string", 0),
-            ("Version", "string", 0),
-        ],
-        "Namespace" => vec![("Name", "string", 0), ("Status", "string", 0), ("Age", "string", 0)],
-        "Lease" => vec![("Name", "string", 0), ("Holder", "string", 0), ("Age", "string", 0)],
-        _ => vec![("Name", "string", 0), ("Age", "string", 0)],
+        "PersistentVolume" => PERSISTENT_VOLUME,
+        "PersistentVolumeClaim" => PERSISTENT_VOLUME_CLAIM,
+        "StorageClass" => STORAGE_CLASS,
+        "Event" => EVENT,
+        "Pod" => POD,
+        "Node" => NODE,
+        "Namespace" => NAMESPACE,
+        "Lease" => LEASE,
+        _ => DEFAULT,
     }
 }
 
@@ -193,108 +291,6 @@ fn event_time(o: &Value, now: Timestamp, first: bool) -> String {
         &["series.lastObservedTime", "lastTimestamp", "eventTime", "metadata.creationTimestamp"]
     };
     candidates.iter().find(|p| !field(o, p).is_empty()).map(|p| age(o, p, now)).unwrap_or_else(|| "<unknown>".into())
-}
-
-fn cells(kind: &str, o: &Value, now: Timestamp) -> Vec<Value> {
-    let f = |p: &str| field(o, p);
-    let name = f("metadata.name");
-    let age_s = age(o, "metadata.creationTimestamp", now);
-    let cells: Vec<String> = match kind {
-        "PersistentVolume" => {
-            let claim = if f("spec.claimRef.name").is_empty() {
-                String::new()
-            } else {
-                format!("{}/{}", f("spec.claimRef.namespace"), f("spec.claimRef.name"))
-            };
-            vec![
-                name,
-                f("spec.capacity.storage"),
-                access_modes(o.pointer("/spec/accessModes")),
-                f("spec.persistentVolumeReclaimPolicy"),
-                f("status.phase"),
-                claim,
-                f("spec.storageClassName"),
-                or(f("spec.volumeAttributesClassName"), "<unset>"),
-                f("status.reason"),
-                age_s,
-                or(f("spec.volumeMode"), "<unset>"),
-            ]
-        }
-        "PersistentVolumeClaim" => vec![
-            name,
-            f("status.phase"),
-            f("spec.volumeName"),
-            f("status.capacity.storage"),
-            access_modes(o.pointer("/status/accessModes")),
-            f("spec.storageClassName"),
-            or(f("status.currentVolumeAttributesClassName"), "<unset>"),
-            age_s,
-            or(f("spec.volumeMode"), "<unset>"),
-        ],
-        "StorageClass" => {
-            let shown = if is_default_class(o) { format!("{name} (default)") } else { name };
-            vec![
-                shown,
-                f("provisioner"),
-                f("reclaimPolicy"),
-                f("volumeBindingMode"),
-                or(f("allowVolumeExpansion"), "false"),
-                age_s,
-            ]
-        }
-        "Event" => {
-            let obj = format!("{}/{}", f("involvedObject.kind").to_lowercase(), f("involvedObject.name"));
-            let source = {
-                let c = or(f("source.component"), &f("reportingComponent"));
-                let h = f("source.host");
-                if h.is_empty() {
-                    c
-                } else {
-                    format!("{c}, {h}")
-                }
-            };
-            vec![
-                event_time(o, now, false),
-                f("type"),
-                f("reason"),
-                obj,
-                f("involvedObject.fieldPath"),
-                source,
-                f("message").trim().to_string(),
-                event_time(o, now, true),
-                or(f("count"), &or(f("series.count"), "1")),
-                name,
-            ]
-        }
-        "Pod" => {
-            let statuses = o.pointer("/status/containerStatuses").and_then(Value::as_array);
-            let total = o.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
-            let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == Value::Bool(true)).count());
-            let restarts: i64 = statuses.map_or(0, |s| s.iter().filter_map(|c| c["restartCount"].as_i64()).sum());
-            vec![
-                name,
-                format!("{ready}/{total}"),
-                or(f("status.phase"), "Pending"),
-                restarts.to_string(),
-                age_s,
-                or(f("status.podIP"), "<none>"),
-                or(f("spec.nodeName"), "<none>"),
-            ]
-        }
-        "Node" => {
-            let ready = o
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
-                .map(|c| if c["status"] == "True" { "Ready" } else { "NotReady" })
-                .unwrap_or("Unknown");
-            vec![name, ready.into(), "<none>".into(), age_s, f("status.nodeInfo.kubeletVersion")]
-        }
-        "Namespace" => vec![name, or(f("status.phase"), "Active"), age_s],
-        "Lease" => vec![name, f("spec.holderIdentity"), age_s],
-        _ => vec![name, age_s],
-    };
-    cells.into_iter().map(Value::String).collect()
 }
 
 fn is_default_class(o: &Value) -> bool {
@@ -324,20 +320,20 @@ pub fn table(
     continue_token: Option<&str>,
 ) -> Value {
     let now = Timestamp::now();
-    let defs: Vec<Value> = columns(kind)
-        .into_iter()
-        .map(|(name, ty, prio)| {
-            let mut d = json!({"name": name, "type": ty, "format": "", "description": "", "priority": prio});
-            if name == "Name" {
-                d["format"] = json!("name");
-            }
-            d
+    let columns = printer(kind);
+    let defs: Vec<Value> = columns
+        .iter()
+        .map(|c| {
+            let format = if c.name == "Name" { "name" } else { "" };
+            json!({"name": c.name, "type": "string", "format": format, "description": "", "priority": c.priority})
         })
         .collect();
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let mut r = json!({"cells": cells(kind, o, now)});
+            let row = Row { o, now };
+            let cells: Vec<Value> = columns.iter().map(|c| Value::String((c.cell)(&row))).collect();
+            let mut r = json!({"cells": cells});
             if let Some(obj) = row_object(o, inc) {
                 r["object"] = obj;
             }

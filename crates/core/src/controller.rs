@@ -1,8 +1,9 @@
 //! The controller: its state, the watch-event handlers, and the per-key sync entry points.
 //!
-//! State is split so that readers (matching, explain) never wait on writers for long: each cache
-//! has its own lock, held only to read or replace an `Arc`. The sync logic itself lives in
-//! `sync_volume`, `sync_claim`, `binder`, `reclaim` and `provision`.
+//! State is split so that readers (the plans, metrics) never wait on writers for long: each cache
+//! has its own lock, held only to read or replace an `Arc`. As upstream splits
+//! `pv_controller_base.go` (wiring) from `pv_controller.go` (sync logic), the decisions live in
+//! [`crate::plan`] and their execution in `exec/` (volume, claim, bind, provision, reclaim).
 
 use crate::api::ClusterApi;
 use crate::cache::{ClaimCache, Stored, VolumeCache};

@@ -33,20 +33,16 @@ pub mod queue;
 pub mod runtime;
 pub mod view;
 
-mod binder;
-mod provision;
-mod reclaim;
-mod sync_claim;
-mod sync_volume;
+mod exec;
 mod writer;
 
 pub use api::{ApiError, ClusterApi};
 pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent, WATCHED_KINDS};
 pub use error::{Error, Result};
+pub use exec::claim::{FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER};
+pub use exec::volume::{is_volume_unclaimed, phase_after_first_sync};
 pub use plan::{Provisioning, UnboundClaimPlan};
 pub use plugin::{NoRecyclerEvents, PluginError, PluginRegistry, ProvisionOptions, RecyclerEvents, VolumePlugin};
 pub use protection::Protection;
-pub use sync_claim::{FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER};
-pub use sync_volume::{is_volume_unclaimed, phase_after_first_sync};
 pub use view::View;

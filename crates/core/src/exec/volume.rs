@@ -1,4 +1,4 @@
-//! `sync_volume`: what to do with a volume, branch by branch, labelled with what it observes.
+//! The volume sync: look the claim up, then carry out [`crate::plan::plan_volume`]'s decision.
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};

@@ -1,4 +1,5 @@
-//! `sync_claim`: unbound claims find (or get provisioned) a volume; bound claims are kept true.
+//! The claim syncs: unbound claims find (or get provisioned) a volume; bound claims are kept
+//! true. Each carries out its plan (`plan_unbound_claim`, `plan_bound_claim`).
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};

@@ -1,0 +1,16 @@
+//! Carrying out the plans: each file is the part of `impl Controller` that executes what
+//! [`crate::plan`] decided for one kind of work, writing each object through its writer
+//! ([`crate::writer`]) and handing long operations to [`crate::operations`].
+//!
+//! - [`volume`]: the volume sync (upstream's `syncVolume`), after [`crate::plan::plan_volume`].
+//! - [`claim`]: the claim syncs (`syncUnboundClaim`, `syncBoundClaim`), after
+//!   [`crate::plan::plan_unbound_claim`] and [`crate::plan::plan_bound_claim`].
+//! - [`bind`]: the two-way pointer written in upstream's order (`bind`, `unbindVolume`).
+//! - [`provision`]: provisioning operations, in-process and external.
+//! - [`reclaim`]: Retain, Recycle and Delete of released volumes.
+
+pub(crate) mod bind;
+pub(crate) mod claim;
+pub(crate) mod provision;
+pub(crate) mod reclaim;
+pub(crate) mod volume;

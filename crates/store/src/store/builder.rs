@@ -1,0 +1,107 @@
+//! Building a [`Store`]: backend and the snapshot it holds, clock, UIDs, limits, admission.
+
+use super::{Backend, Durability, Inner, Key, Snapshot, Store, UidMode};
+use crate::admission::Admission;
+use crate::kinds::ResourceType;
+use crate::meta::meta_str;
+use crate::watch::{History, StoreLimits};
+use jiff::Timestamp;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Builds a [`Store`].
+pub struct StoreBuilder {
+    backend: Option<Box<dyn Backend>>,
+    snapshot: Snapshot,
+    now: Box<dyn Fn() -> Timestamp + Send + Sync>,
+    uid_mode: UidMode,
+    limits: StoreLimits,
+    admission: Admission,
+}
+
+impl Default for StoreBuilder {
+    fn default() -> Self {
+        StoreBuilder {
+            backend: None,
+            snapshot: Snapshot::default(),
+            now: Box::new(Timestamp::now),
+            uid_mode: UidMode::Random,
+            limits: StoreLimits::default(),
+            admission: Admission::none(),
+        }
+    }
+}
+
+impl StoreBuilder {
+    /// Persists through `backend`, starting from `snapshot` (what it holds already).
+    pub fn backend(mut self, backend: Box<dyn Backend>, snapshot: Snapshot) -> Self {
+        self.backend = Some(backend);
+        self.snapshot = snapshot;
+        self
+    }
+
+    /// Uses this clock for timestamps.
+    pub fn clock(mut self, now: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
+        self.now = Box::new(now);
+        self
+    }
+
+    /// How UIDs are made.
+    pub fn uids(mut self, mode: UidMode) -> Self {
+        self.uid_mode = mode;
+        self
+    }
+
+    /// How many changes watch history keeps (older resourceVersions answer 410 Gone).
+    pub fn history_limit(mut self, n: usize) -> Self {
+        self.limits.history_events = n.max(1);
+        self
+    }
+
+    /// Bounds object sizes, the watch history and each watcher's buffer (see [`StoreLimits`]).
+    pub fn limits(mut self, limits: StoreLimits) -> Self {
+        self.limits = StoreLimits { history_events: limits.history_events.max(1), ..limits };
+        self
+    }
+
+    /// Runs these admission plugins on writes (see [`Admission`]; none by default).
+    pub fn admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
+        self
+    }
+
+    /// Builds the store.
+    pub fn build(self) -> Store {
+        let mut objects: HashMap<&'static str, HashMap<Key, Arc<Value>>> = HashMap::new();
+        for (resource, obj) in self.snapshot.objects {
+            if let Some(rt) = ResourceType::by_plural(&resource) {
+                let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
+                let name = meta_str(&obj, "name").to_string();
+                objects.entry(rt.plural).or_default().insert((ns, name), Arc::new(obj));
+            }
+        }
+        Store {
+            inner: Mutex::new(Inner {
+                rv: self.snapshot.rv,
+                objects,
+                overlay: HashMap::new(),
+                history: History::starting_at(self.snapshot.rv),
+                watchers: Vec::new(),
+                creates: HashMap::new(),
+                writes: 0,
+                pending: Vec::new(),
+                delivered: self.snapshot.rv,
+            }),
+            durability: Mutex::new(Durability::durable_at(self.snapshot.rv)),
+            durable_cv: std::sync::Condvar::new(),
+            backend: self.backend,
+            faults: Mutex::new(None),
+            past_faults: Mutex::new([0; 4]),
+            now: self.now,
+            uid_mode: self.uid_mode,
+            limits: self.limits,
+            admission: self.admission,
+        }
+    }
+}

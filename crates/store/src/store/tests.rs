@@ -1,0 +1,257 @@
+//! The store's unit tests.
+
+use super::*;
+use serde_json::json;
+
+fn pv(name: &str) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/x"}}, "status": {"phase": "Bound"}})
+}
+
+/// A backend whose commits wait until the test lets them through.
+struct Gate(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+impl Backend for Gate {
+    fn commit(&self, _rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
+        self.0.lock().unwrap().recv().map_err(|e| e.to_string())
+    }
+}
+
+#[test]
+fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
+    let (open, gate) = std::sync::mpsc::channel();
+    let s =
+        Arc::new(Store::builder().backend(Box::new(Gate(std::sync::Mutex::new(gate))), Snapshot::default()).build());
+    let mut w = s.watch("persistentvolumes", None, Some(0)).unwrap();
+    let writer = {
+        let s = s.clone();
+        std::thread::spawn(move || s.create("persistentvolumes", pv("a")).map(|_| ()))
+    };
+    while s.resource_version() < 1 {
+        std::thread::yield_now();
+    }
+    // Versioned, but neither durable nor visible: no read, list, watch or bookmark shows it.
+    assert_eq!((s.resource_version(), s.delivered_version()), (1, 0));
+    assert!(w.try_recv().is_err());
+    assert_eq!(s.get("persistentvolumes", "", "a").unwrap_err().code(), 404);
+    let (items, rv) = s.list("persistentvolumes", &ListOptions::default()).unwrap();
+    assert_eq!((items.len(), rv), (0, 0));
+    // Writers do see it: a second create of the same name conflicts.
+    assert_eq!(s.create("persistentvolumes", pv("a")).unwrap_err().code(), 409);
+    open.send(()).unwrap();
+    writer.join().unwrap().unwrap();
+    assert_eq!(s.delivered_version(), 1);
+    assert_eq!(w.try_recv().unwrap().rv, 1);
+    assert_eq!(s.get("persistentvolumes", "", "a").unwrap()["metadata"]["resourceVersion"], "1");
+}
+
+/// A backend whose disk can fill up.
+#[derive(Clone, Default)]
+struct Disk {
+    full: Arc<std::sync::atomic::AtomicBool>,
+    counter: Arc<Mutex<u64>>,
+}
+impl Disk {
+    fn check(&self) -> std::result::Result<(), String> {
+        match self.full.load(std::sync::atomic::Ordering::SeqCst) {
+            true => Err("No space left on device (os error 28)".into()),
+            false => Ok(()),
+        }
+    }
+    fn fill(&self, full: bool) {
+        self.full.store(full, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+impl Backend for Disk {
+    fn commit(&self, rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
+        self.check()?;
+        *self.counter.lock().unwrap() = rv;
+        Ok(())
+    }
+    fn persist_counter(&self, rv: u64) -> std::result::Result<(), String> {
+        self.check()?;
+        let mut c = self.counter.lock().unwrap();
+        *c = (*c).max(rv);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_write_whose_commit_fails_is_never_visible_and_the_store_recovers_with_storage() {
+    let disk = Disk::default();
+    let s = Store::builder().backend(Box::new(disk.clone()), Snapshot::default()).build();
+    let mut w = s.watch("persistentvolumes", None, Some(0)).unwrap();
+    let a = s.create("persistentvolumes", pv("a")).unwrap();
+    assert_eq!(s.check_storage(), None);
+    disk.fill(true);
+    let err = s.create("persistentvolumes", pv("b")).unwrap_err();
+    assert_eq!(err.code(), 500);
+    assert!(err.to_string().contains("No space left on device"), "{err}");
+    let mut a2 = (*a).clone();
+    a2["metadata"]["labels"] = json!({"x": "1"});
+    assert_eq!(s.update("persistentvolumes", a2.clone(), false).unwrap_err().code(), 500);
+    assert_eq!(s.delete("persistentvolumes", "", "a", None, None).unwrap_err().code(), 500);
+    // Nothing of the failed writes shows: not b, not a's new label, not a's deletion.
+    assert_eq!(s.get("persistentvolumes", "", "b").unwrap_err().code(), 404);
+    assert_eq!(*s.get("persistentvolumes", "", "a").unwrap(), *a);
+    let (items, rv) = s.list("persistentvolumes", &ListOptions::default()).unwrap();
+    assert_eq!((items.len(), rv), (1, 1));
+    assert_eq!(w.try_recv().unwrap().rv, 1);
+    assert!(w.try_recv().is_err());
+    assert!(s.check_storage().unwrap().contains("No space left"), "not ready while storage fails");
+    // Space returns: the probe persists the counter past the failed versions.
+    disk.fill(false);
+    assert_eq!(s.check_storage(), None);
+    assert_eq!(*disk.counter.lock().unwrap(), 4);
+    // The failed writes can be made again, with versions never handed out before.
+    let b = s.create("persistentvolumes", pv("b")).unwrap();
+    assert_eq!(b["metadata"]["resourceVersion"], "5");
+    let a3 = s.update("persistentvolumes", a2, false).unwrap();
+    assert_eq!(a3["metadata"]["resourceVersion"], "6");
+    assert_eq!((w.try_recv().unwrap().rv, w.try_recv().unwrap().rv), (5, 6));
+}
+
+/// A backend that fails the first batch once the test lets it, and passes the rest.
+struct FailFirst(std::sync::Mutex<std::sync::mpsc::Receiver<()>>, std::sync::atomic::AtomicBool);
+impl Backend for FailFirst {
+    fn commit(&self, _rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
+        Ok(())
+    }
+    fn commit_batch(&self, _batch: &[PendingWrite]) -> std::result::Result<(), String> {
+        if self.1.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.0.lock().unwrap().recv().map_err(|e| e.to_string())?;
+            return Err("No space left on device (os error 28)".into());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn writes_queued_behind_a_failed_commit_are_undone_too() {
+    let (release, gate) = std::sync::mpsc::channel();
+    let backend = FailFirst(std::sync::Mutex::new(gate), true.into());
+    let s = Arc::new(Store::builder().backend(Box::new(backend), Snapshot::default()).build());
+    let spawn = |name: &'static str| {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            s.create("persistentvolumes", pv(name)).map(|o| o["metadata"]["resourceVersion"].clone())
+        })
+    };
+    let first = spawn("a");
+    while s.resource_version() < 1 {
+        std::thread::yield_now();
+    }
+    // "b" is computed while "a" is being committed; "a" then fails.
+    let second = spawn("b");
+    while s.resource_version() < 2 {
+        std::thread::yield_now();
+    }
+    release.send(()).unwrap();
+    assert_eq!(first.join().unwrap().unwrap_err().code(), 500);
+    assert_eq!(second.join().unwrap().unwrap_err().code(), 500);
+    assert_eq!(s.list("persistentvolumes", &ListOptions::default()).unwrap().0.len(), 0);
+    // Undone for writers too: the names are free, and the versions move on.
+    let a = s.create("persistentvolumes", pv("a")).unwrap();
+    assert_eq!(a["metadata"]["resourceVersion"], "3");
+}
+
+#[test]
+fn create_sets_server_fields_and_resets_status() {
+    let s = Store::new();
+    let o = s.create("persistentvolumes", pv("a")).unwrap();
+    assert_eq!(o["status"]["phase"], "Pending");
+    assert!(o["status"]["lastPhaseTransitionTime"].is_string());
+    assert_eq!(o["metadata"]["resourceVersion"], "1");
+    assert!(o["metadata"]["uid"].is_string());
+    assert_eq!(o["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    assert_eq!(o["kind"], "PersistentVolume");
+    assert!(matches!(s.create("persistentvolumes", pv("a")), Err(StoreError::AlreadyExists { .. })));
+}
+
+#[test]
+fn stale_update_conflicts_and_versions_increase() {
+    let s = Store::new();
+    let o = s.create("persistentvolumes", pv("a")).unwrap();
+    let mut a = (*o).clone();
+    a["metadata"]["labels"] = json!({"x": "1"});
+    let o2 = s.update("persistentvolumes", a.clone(), false).unwrap();
+    assert_eq!(o2["metadata"]["resourceVersion"], "2");
+    a["metadata"]["labels"] = json!({"x": "2"});
+    assert_eq!(s.update("persistentvolumes", a, false).unwrap_err().code(), 409);
+}
+
+#[test]
+fn main_update_ignores_status_and_status_update_ignores_spec() {
+    let s = Store::new();
+    let o = s.create("persistentvolumes", pv("a")).unwrap();
+    let mut a = (*o).clone();
+    a["status"]["phase"] = json!("Available");
+    let same = s.update("persistentvolumes", a.clone(), false).unwrap();
+    assert_eq!(same["status"]["phase"], "Pending");
+    assert_eq!(same["metadata"]["resourceVersion"], "1", "no-op write keeps the version");
+    a["spec"]["capacity"]["storage"] = json!("5Gi");
+    a["metadata"]["labels"] = json!({"via": "status"});
+    a["metadata"]["uid"] = json!("not-the-uid");
+    let st = s.update("persistentvolumes", a, true).unwrap();
+    assert_eq!(st["status"]["phase"], "Available");
+    assert_eq!(st["spec"]["capacity"]["storage"], "1Gi");
+    assert_eq!(st["metadata"]["labels"], json!({"via": "status"}), "metadata changes go through, as upstream");
+    assert_eq!(st["metadata"]["uid"], o["metadata"]["uid"], "server-owned metadata does not");
+}
+
+#[test]
+fn finalizers_hold_deletion_until_removed() {
+    let s = Store::new();
+    let mut p = pv("a");
+    p["metadata"]["finalizers"] = json!(["example.com/f"]);
+    s.create("persistentvolumes", p).unwrap();
+    let marked = s.delete("persistentvolumes", "", "a", None, None).unwrap();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    assert!(s.get("persistentvolumes", "", "a").is_ok());
+    let mut m = (*marked).clone();
+    m["metadata"]["finalizers"] = json!(["example.com/f", "example.com/g"]);
+    assert_eq!(s.update("persistentvolumes", m.clone(), false).unwrap_err().code(), 422);
+    m["metadata"]["finalizers"] = json!([]);
+    s.update("persistentvolumes", m, false).unwrap();
+    assert_eq!(s.get("persistentvolumes", "", "a").unwrap_err().code(), 404);
+}
+
+#[test]
+fn watch_replays_history_and_answers_gone_when_too_old() {
+    let s = Store::builder().history_limit(2).build();
+    for n in ["a", "b", "c"] {
+        s.create("persistentvolumes", pv(n)).unwrap();
+    }
+    let mut w = s.watch("persistentvolumes", None, Some(1)).unwrap();
+    assert_eq!(w.try_recv().unwrap().rv, 2);
+    assert_eq!(w.try_recv().unwrap().rv, 3);
+    assert!(w.try_recv().is_err());
+    assert_eq!(s.watch("persistentvolumes", None, Some(0)).unwrap_err().code(), 410);
+    s.delete("persistentvolumes", "", "a", None, None).unwrap();
+    let ev = w.try_recv().unwrap();
+    assert_eq!(ev.kind, WatchEventType::Deleted);
+}
+
+#[test]
+fn lost_response_applies_the_write_but_reports_failure() {
+    let s = Store::new();
+    s.set_faults(Some((FaultSpec::parse("lost-response=1").unwrap(), 1)));
+    assert_eq!(s.create("persistentvolumes", pv("a")).unwrap_err().code(), 504);
+    s.set_faults(None);
+    assert!(s.get("persistentvolumes", "", "a").is_ok());
+}
+
+#[test]
+fn invalid_objects_are_rejected_without_a_write() {
+    let s = Store::new();
+    let err = s.create("persistentvolumes", json!({"metadata": {"name": "a"}, "spec": {}})).unwrap_err();
+    assert_eq!(err.code(), 422);
+    assert!(err.to_string().contains("spec.capacity: Required value"), "{err}");
+    assert_eq!(s.resource_version(), 0);
+}
+
+#[test]
+fn delete_preconditions_are_checked() {
+    let s = Store::new();
+    s.create("persistentvolumes", pv("a")).unwrap();
+    assert_eq!(s.delete("persistentvolumes", "", "a", Some("other"), None).unwrap_err().code(), 409);
+    assert!(s.delete("persistentvolumes", "", "a", None, Some("1")).is_ok());
+}
