@@ -24,6 +24,7 @@ pub mod clock;
 pub mod controller;
 pub mod error;
 pub mod events;
+pub mod informer;
 pub mod metrics;
 pub mod operations;
 pub mod plan;

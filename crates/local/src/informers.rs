@@ -1,7 +1,11 @@
 //! In-process informers: every watched kind listed from the store into the controller's caches,
-//! then followed through the store's watches.
+//! then followed through the store's watches, through the same informer core as `run`'s.
+//! [`deliver`] hands single JSON events over by resource name (the simulator's own informers).
 
+use k8s_openapi::Resource;
+use pv_core::informer::{Handles, Informer, Step, Tombstone};
 use pv_core::{Controller, ObjectEvent, Protection};
+use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_store::{Store, WatchEventType};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
@@ -20,55 +24,58 @@ impl Drop for LocalInformers {
     }
 }
 
-/// Lists each of `kinds` from `store` into `to` through `deliver`, then follows each kind's
-/// changes from the version of its list. On return the lists are delivered. A store watch is an
-/// unbounded channel registered at the list's version, so no change is skipped and none needs a
-/// relist.
-fn follow<T: Send + Sync + 'static>(
-    store: &Store,
-    kinds: &[&'static str],
-    to: &Arc<T>,
-    deliver: fn(&T, &str, WatchEventType, &serde_json::Value),
-) -> LocalInformers {
-    let mut tasks = Vec::new();
-    for &resource in kinds {
-        let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
-        for obj in &items {
-            deliver(to, resource, WatchEventType::Added, obj);
+/// Lists one kind from `store` into `to` through the informer core, then follows its changes
+/// from the version of its list. On return the list is delivered. A store watch is an unbounded
+/// channel registered at the list's version, so no change is skipped and none needs a relist;
+/// the core is the same one `run`'s kube-rs watches feed.
+fn follow<K, H>(store: &Store, to: &Arc<H>) -> JoinHandle<()>
+where
+    K: Resource + Tombstone + DeserializeOwned + Send + 'static,
+    H: Handles<K>,
+{
+    let resource = K::URL_PATH_SEGMENT;
+    let mut informer = Informer::<K>::new();
+    let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
+    informer.step(Step::Listing, |_| {});
+    for obj in &items {
+        if let Some(o) = decoded::<K>(resource, obj) {
+            informer.step(Step::Applied(o), |e| to.handle(e));
         }
-        let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
-        let to = to.clone();
-        tasks.push(tokio::spawn(async move {
-            while let Some(ev) = watch.recv().await {
-                deliver(&to, resource, ev.kind, &ev.object);
-            }
-        }));
     }
-    LocalInformers { tasks }
+    informer.step(Step::Listed, |e| to.handle(e));
+    let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
+    let to = to.clone();
+    tokio::spawn(async move {
+        while let Some(ev) = watch.recv().await {
+            let Some(o) = decoded::<K>(resource, &ev.object) else { continue };
+            let step = if ev.kind == WatchEventType::Deleted { Step::Deleted(o) } else { Step::Applied(o) };
+            informer.step(step, |e| to.handle(e));
+        }
+    })
 }
 
 /// Lists every watched kind into `controller`'s caches and follows their changes: on return the
-/// caches are synced.
+/// caches are synced. Kinds in [`pv_core::WATCHED_KINDS`]'s order.
 pub fn start(store: &Store, controller: &Arc<Controller>) -> LocalInformers {
-    follow(store, &pv_core::WATCHED_KINDS, controller, deliver)
+    let tasks = vec![
+        follow::<StorageClass, _>(store, controller),
+        follow::<Node, _>(store, controller),
+        follow::<Pod, _>(store, controller),
+        follow::<PersistentVolume, _>(store, controller),
+        follow::<PersistentVolumeClaim, _>(store, controller),
+    ];
+    LocalInformers { tasks }
 }
 
-/// Kinds the protection controllers watch, pods first so that a claim is never judged unused
-/// for want of its pods.
-const PROTECTION_WATCHED: [&str; 3] = ["pods", "persistentvolumes", "persistentvolumeclaims"];
-
-fn deliver_protection(p: &Protection, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
-    match resource {
-        "pods" => typed(resource, kind, obj).map(|e| p.on_pod(e)),
-        "persistentvolumes" => typed(resource, kind, obj).map(|e| p.on_volume(e)),
-        "persistentvolumeclaims" => typed(resource, kind, obj).map(|e| p.on_claim(e)),
-        _ => None,
-    };
-}
-
-/// Feeds the pv- and pvc-protection controllers from the store as [`start`] feeds the binder.
+/// Feeds the pv- and pvc-protection controllers from the store as [`start`] feeds the binder:
+/// pods first, so that a claim is never judged unused for want of its pods.
 pub fn start_protection(store: &Store, protection: &Arc<Protection>) -> LocalInformers {
-    follow(store, &PROTECTION_WATCHED, protection, deliver_protection)
+    let tasks = vec![
+        follow::<Pod, _>(store, protection),
+        follow::<PersistentVolume, _>(store, protection),
+        follow::<PersistentVolumeClaim, _>(store, protection),
+    ];
+    LocalInformers { tasks }
 }
 
 /// Hands one watch event to the controller's handler for its kind, as an informer does.
@@ -83,18 +90,23 @@ pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde
     };
 }
 
-/// A watch event as its typed object. The store decodes every write as its k8s-openapi type, so
-/// a stored object that does not decode is a defect: it is logged, never dropped in silence.
+/// A watch event as its typed object (see [`decoded`]).
 pub fn typed<T: DeserializeOwned>(
     resource: &str,
     kind: WatchEventType,
     v: &serde_json::Value,
 ) -> Option<ObjectEvent<T>> {
+    decoded(resource, v).map(|t| match kind {
+        WatchEventType::Deleted => ObjectEvent::Deleted(t),
+        _ => ObjectEvent::Applied(t),
+    })
+}
+
+/// A stored object as its type. The store decodes every write as its k8s-openapi type, so a
+/// stored object that does not decode is a defect: it is logged, never dropped in silence.
+fn decoded<T: DeserializeOwned>(resource: &str, v: &serde_json::Value) -> Option<T> {
     match T::deserialize(v) {
-        Ok(t) => Some(match kind {
-            WatchEventType::Deleted => ObjectEvent::Deleted(t),
-            _ => ObjectEvent::Applied(t),
-        }),
+        Ok(t) => Some(t),
         Err(e) => {
             let name = pv_model::key::meta_str(v, "name");
             tracing::error!(%resource, %name, error = %e, "a stored object does not decode as its kind; not delivered");
