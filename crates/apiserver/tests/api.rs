@@ -1,27 +1,16 @@
 //! The API server over HTTP, started in-process on a free port (plain HTTP: reqwest here sends
 //! the token either way; kubectl over HTTPS is covered by `scripts/e2e-apiserver.sh`).
 
-use pv_apiserver::{Server, ServerConfig, ServerHandle};
-use reqwest::{Client, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::time::Duration;
 
-struct Api {
-    h: ServerHandle,
-    c: Client,
-}
-
-async fn start(dir: &Path) -> Api {
-    let mut cfg = ServerConfig::new(dir, "127.0.0.1:0".parse().unwrap());
-    cfg.tls = false;
-    let h = Server::start(cfg).await.unwrap();
-    Api { h, c: Client::new() }
-}
+mod common;
+use common::{start, Api};
 
 impl Api {
     async fn req(&self, m: Method, path: &str, ct: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut r = self.c.request(m, format!("{}{path}", self.h.url())).bearer_auth(self.h.token());
+        let mut r = self.request(m, path);
         if let Some(b) = body {
             let raw = match b {
                 Value::String(s) => s,

@@ -7,36 +7,22 @@ use axum::http::Request;
 use futures_util::StreamExt;
 use proptest::prelude::*;
 use pv_apiserver::limits::Limits;
-use pv_apiserver::{dispatch, AppState, Server, ServerConfig, ServerHandle};
+use pv_apiserver::{dispatch, AppState};
 use pv_store::{Backend, Mutation, Snapshot, Store};
-use reqwest::{Client, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const PVS: &str = "/api/v1/persistentvolumes";
 
-struct Api {
-    h: ServerHandle,
-    c: Client,
-}
-
-async fn start_with(dir: &Path, limits: Limits) -> Api {
-    let mut cfg = ServerConfig::new(dir, "127.0.0.1:0".parse().unwrap());
-    cfg.tls = false;
-    cfg.limits = limits;
-    Api { h: Server::start(cfg).await.unwrap(), c: Client::new() }
-}
-
-async fn start(dir: &Path) -> Api {
-    start_with(dir, Limits::default()).await
-}
+mod common;
+use common::{start, start_with, Api};
 
 impl Api {
     async fn send(&self, m: Method, path: &str, ct: &str, body: Option<Vec<u8>>) -> (StatusCode, Value) {
-        let mut r = self.c.request(m, format!("{}{path}", self.h.url())).bearer_auth(self.h.token());
+        let mut r = self.request(m, path);
         if let Some(b) = body {
             r = r.header("content-type", ct).body(b);
         }

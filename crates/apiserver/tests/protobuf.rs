@@ -2,8 +2,7 @@
 //! (`tests/protobuf/*.pb`) are created, read back, listed and watched in protobuf.
 
 use pv_apiserver::protobuf;
-use pv_apiserver::{Server, ServerConfig, ServerHandle};
-use reqwest::{Client, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -12,26 +11,14 @@ const PROTO: &str = "application/vnd.kubernetes.protobuf";
 const CLIENT_GO_ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
 const PVS: &str = "/api/v1/persistentvolumes";
 
-struct Api {
-    h: ServerHandle,
-    c: Client,
-}
-
-async fn start(dir: &Path) -> Api {
-    let mut cfg = ServerConfig::new(dir, "127.0.0.1:0".parse().unwrap());
-    cfg.tls = false;
-    Api { h: Server::start(cfg).await.unwrap(), c: Client::new() }
-}
+mod common;
+use common::{start, Api};
 
 fn golden(name: &str) -> Vec<u8> {
     std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/protobuf").join(name)).unwrap()
 }
 
 impl Api {
-    fn request(&self, m: Method, path: &str) -> reqwest::RequestBuilder {
-        self.c.request(m, format!("{}{path}", self.h.url())).bearer_auth(self.h.token())
-    }
-
     /// A request as client-go sends it: protobuf body, protobuf preferred in the answer.
     async fn proto(&self, m: Method, path: &str, body: Option<Vec<u8>>) -> (StatusCode, String, Value) {
         let mut r = self.request(m, path).header("accept", CLIENT_GO_ACCEPT);

@@ -3,16 +3,12 @@
 //! types), strategic merge patches that follow the API definitions, the namespace lifecycle,
 //! field selectors per kind.
 
-use pv_apiserver::{Server, ServerConfig, ServerHandle};
 use reqwest::header::HeaderMap;
-use reqwest::{Client, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use std::path::Path;
 
-struct Api {
-    h: ServerHandle,
-    c: Client,
-}
+mod common;
+use common::{start, Api};
 
 struct Answer {
     code: StatusCode,
@@ -20,16 +16,9 @@ struct Answer {
     headers: HeaderMap,
 }
 
-async fn start(dir: &Path) -> Api {
-    let mut cfg = ServerConfig::new(dir, "127.0.0.1:0".parse().unwrap());
-    cfg.tls = false;
-    let h = Server::start(cfg).await.unwrap();
-    Api { h, c: Client::new() }
-}
-
 impl Api {
     async fn send(&self, m: Method, path: &str, ct: Option<&str>, body: Option<String>) -> Answer {
-        let mut r = self.c.request(m, format!("{}{path}", self.h.url())).bearer_auth(self.h.token());
+        let mut r = self.request(m, path);
         if let Some(ct) = ct {
             r = r.header("content-type", ct);
         }
