@@ -314,7 +314,7 @@ impl ClaimCache {
     /// Adds the claims to the metrics' counts: by phase, namespace, class and attributes class.
     pub fn count_into(&self, c: &mut Counts) {
         for (key, e) in &self.claims {
-            let ns = key.split_once('/').map_or("", |(ns, _)| ns).to_string();
+            let ns = key.namespace().to_string();
             let (class, vac) = self.labels.get(e.labels).clone();
             let by = if e.bound { &mut c.bound_pvc } else { &mut c.unbound_pvc };
             *by.entry((ns, class, vac)).or_default() += 1;
