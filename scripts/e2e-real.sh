@@ -161,22 +161,7 @@ expect "^Normal Lease pv-controller pv-controller: $HOLDER became leader\$"
 pass "LeaderElection event: $HOLDER became leader"
 
 # --- examples/up/ -------------------------------------------------------------------------------
-T_APPLY=$(now_ms)
-k "apply examples/up/" apply -f "$ROOT/examples/up/"
-all_bound() {
-  [[ "$(q get pvc -n demo small logs reserved -o jsonpath='{range .items[*]}{.status.phase} {end}')" == "Bound Bound Bound " ]]
-}
-wait_until "demo/small, demo/logs, demo/reserved Bound" 30 all_bound
-echo "   all three claims Bound $(( $(now_ms) - T_APPLY )) ms after the apply started"
-pass "all three claims Bound"
-k "small bound to pv-5g" get pvc -n demo small -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
-expect '^pv-5g 5Gi$'
-k "pv-5g points back to small" get pv pv-5g -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/bound-by-controller}'
-expect '^demo/small Bound yes$'
-k "reserved bound to pv-20g" get pvc -n demo reserved -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
-expect '^pv-20g 20Gi$'
-k "uid of logs" get pvc -n demo logs -o jsonpath='{.metadata.uid}'
-LOGS_PV="pvc-$(cat "$WORK/out")"
+apply_examples_up 30 "pv-controller run"
 k "logs bound to the provisioned volume" get pvc -n demo logs -o jsonpath='{.spec.volumeName} {.metadata.annotations.pv\.kubernetes\.io/bind-completed} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner}'
 expect "^$LOGS_PV yes kubernetes.io/host-path\$"
 k "provisioned volume" get pv "$LOGS_PV" -o jsonpath='{.spec.storageClassName} {.spec.persistentVolumeReclaimPolicy} {.spec.capacity.storage} {.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} {.spec.hostPath.path}'

@@ -89,10 +89,7 @@ expect '^persistentvolumeclaim/reserved created$'
 wait_until "demo/logs Bound (provisioned)" 20 claim_phase_is logs Bound
 PROVISION_MS=$(( $(now_ms) - T_APPLY ))
 echo "   demo/logs provisioned and Bound ${PROVISION_MS} ms after the apply started"
-all_bound() {
-  [[ "$(q get pvc -n demo small logs reserved -o jsonpath='{range .items[*]}{.status.phase} {end}')" == "Bound Bound Bound " ]]
-}
-wait_until "demo/small, demo/logs, demo/reserved Bound" 20 all_bound
+wait_until "demo/small, demo/logs, demo/reserved Bound" 20 examples_up_bound
 echo "   all three claims Bound ${WAITED_MS} ms after the apply returned ($(( $(now_ms) - T_APPLY )) ms after it started)"
 pass "all three claims Bound"
 k "apply again is unchanged" apply -f "$ROOT/examples/up/"

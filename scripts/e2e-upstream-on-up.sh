@@ -92,22 +92,7 @@ wait_until "kube-controller-manager holds its Lease kube-system/kube-controller-
 pass "kube-controller-manager $("$KBIN/kube-controller-manager" --version | cut -d' ' -f2) elected itself on our server"
 
 # --- examples/up/ -------------------------------------------------------------------------------
-T_APPLY=$(now_ms)
-k "apply examples/up/" apply -f "$ROOT/examples/up/"
-all_bound() {
-  [[ "$(q get pvc -n demo small logs reserved -o jsonpath='{range .items[*]}{.status.phase} {end}')" == "Bound Bound Bound " ]]
-}
-wait_until "demo/small, demo/logs, demo/reserved Bound" 60 all_bound
-echo "   all three claims Bound $(( $(now_ms) - T_APPLY )) ms after the apply started"
-pass "all three claims Bound by upstream's controller"
-k "small bound to pv-5g" get pvc -n demo small -o jsonpath='{.spec.volumeName} {.status.capacity.storage} {.metadata.annotations.pv\.kubernetes\.io/bind-completed}'
-expect '^pv-5g 5Gi yes$'
-k "pv-5g points back to small" get pv pv-5g -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/bound-by-controller}'
-expect '^demo/small Bound yes$'
-k "reserved bound to pv-20g" get pvc -n demo reserved -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
-expect '^pv-20g 20Gi$'
-k "uid of logs" get pvc -n demo logs -o jsonpath='{.metadata.uid}'
-LOGS_PV="pvc-$(cat "$WORK/out")"
+apply_examples_up 60 "upstream's controller"
 k "logs bound to the provisioned volume" get pvc -n demo logs -o jsonpath='{.spec.volumeName} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner}'
 expect "^$LOGS_PV kubernetes.io/host-path\$"
 k "provisioned volume" get pv "$LOGS_PV" -o jsonpath='{.spec.storageClassName} {.spec.persistentVolumeReclaimPolicy} {.spec.capacity.storage} {.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} {.metadata.finalizers}'

@@ -55,3 +55,26 @@ wait_until() {
 claim_phase_is() { [[ "$(q get pvc -n "${3:-demo}" "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
 pv_phase_is() { [[ "$(q get pv "$1" -o jsonpath='{.status.phase}')" == "$2" ]]; }
 pv_gone() { [[ -z "$(q get pv "$1" --ignore-not-found -o name)" ]]; }
+# examples_up_bound: the three claims of examples/up/ are Bound.
+examples_up_bound() {
+  [[ "$(q get pvc -n demo small logs reserved -o jsonpath='{range .items[*]}{.status.phase} {end}')" == "Bound Bound Bound " ]]
+}
+# apply_examples_up TIMEOUT_S WHO: applies the README's examples/up/ (ROOT is the repository),
+# waits for its three claims to be Bound, and checks the static bindings any PV controller makes
+# there (WHO says which, for the report): demo/small on pv-5g, both pointers; demo/reserved on
+# pv-20g. Sets LOGS_PV to the name the provisioned volume of demo/logs has.
+apply_examples_up() {
+  local timeout="$1" who="$2" t0; t0=$(now_ms)
+  k "apply examples/up/" apply -f "$ROOT/examples/up/"
+  wait_until "demo/small, demo/logs, demo/reserved Bound" "$timeout" examples_up_bound
+  echo "   all three claims Bound $(( $(now_ms) - t0 )) ms after the apply started"
+  pass "all three claims Bound by $who"
+  k "small bound to pv-5g" get pvc -n demo small -o jsonpath='{.spec.volumeName} {.status.capacity.storage} {.metadata.annotations.pv\.kubernetes\.io/bind-completed}'
+  expect '^pv-5g 5Gi yes$'
+  k "pv-5g points back to small" get pv pv-5g -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/bound-by-controller}'
+  expect '^demo/small Bound yes$'
+  k "reserved bound to pv-20g" get pvc -n demo reserved -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
+  expect '^pv-20g 20Gi$'
+  k "uid of logs" get pvc -n demo logs -o jsonpath='{.metadata.uid}'
+  LOGS_PV="pvc-$(cat "$WORK/out")"
+}
