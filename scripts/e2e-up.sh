@@ -95,16 +95,7 @@ pass "all three claims Bound"
 k "apply again is unchanged" apply -f "$ROOT/examples/up/"
 expect '^persistentvolumeclaim/logs unchanged$'
 
-k "small bound to pv-5g" get pvc -n demo small -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
-expect '^pv-5g 5Gi$'
-k "pv-5g points back to small" get pv pv-5g -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase}'
-expect '^demo/small Bound$'
-k "reserved bound to pv-20g" get pvc -n demo reserved -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
-expect '^pv-20g 20Gi$'
-k "uid of logs" get pvc -n demo logs -o jsonpath='{.metadata.uid}'
-LOGS_UID="$(cat "$WORK/out")"
-[[ -n "$LOGS_UID" ]] || fail "demo/logs has no uid"
-LOGS_PV="pvc-$LOGS_UID"
+check_examples_up_bindings
 k "logs bound to the provisioned volume" get pvc -n demo logs -o jsonpath='{.spec.volumeName}'
 expect "^$LOGS_PV\$"
 k "provisioned volume" get pv "$LOGS_PV" -o jsonpath='{.spec.storageClassName} {.spec.persistentVolumeReclaimPolicy} {.spec.capacity.storage} {.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} {.spec.hostPath.path}'

@@ -60,15 +60,20 @@ examples_up_bound() {
   [[ "$(q get pvc -n demo small logs reserved -o jsonpath='{range .items[*]}{.status.phase} {end}')" == "Bound Bound Bound " ]]
 }
 # apply_examples_up TIMEOUT_S WHO: applies the README's examples/up/ (ROOT is the repository),
-# waits for its three claims to be Bound, and checks the static bindings any PV controller makes
-# there (WHO says which, for the report): demo/small on pv-5g, both pointers; demo/reserved on
-# pv-20g. Sets LOGS_PV to the name the provisioned volume of demo/logs has.
+# waits for its three claims to be Bound (WHO binds them, for the report), then
+# check_examples_up_bindings.
 apply_examples_up() {
   local timeout="$1" who="$2" t0; t0=$(now_ms)
   k "apply examples/up/" apply -f "$ROOT/examples/up/"
   wait_until "demo/small, demo/logs, demo/reserved Bound" "$timeout" examples_up_bound
   echo "   all three claims Bound $(( $(now_ms) - t0 )) ms after the apply started"
   pass "all three claims Bound by $who"
+  check_examples_up_bindings
+}
+# check_examples_up_bindings: the static bindings any PV controller makes in examples/up/:
+# demo/small on pv-5g, both pointers; demo/reserved on pv-20g. Sets LOGS_PV to the name the
+# provisioned volume of demo/logs has.
+check_examples_up_bindings() {
   k "small bound to pv-5g" get pvc -n demo small -o jsonpath='{.spec.volumeName} {.status.capacity.storage} {.metadata.annotations.pv\.kubernetes\.io/bind-completed}'
   expect '^pv-5g 5Gi yes$'
   k "pv-5g points back to small" get pv pv-5g -o jsonpath='{.spec.claimRef.namespace}/{.spec.claimRef.name} {.status.phase} {.metadata.annotations.pv\.kubernetes\.io/bound-by-controller}'
@@ -76,5 +81,6 @@ apply_examples_up() {
   k "reserved bound to pv-20g" get pvc -n demo reserved -o jsonpath='{.spec.volumeName} {.status.capacity.storage}'
   expect '^pv-20g 20Gi$'
   k "uid of logs" get pvc -n demo logs -o jsonpath='{.metadata.uid}'
+  [[ -s "$WORK/out" ]] || fail "demo/logs has no uid"
   LOGS_PV="pvc-$(cat "$WORK/out")"
 }
