@@ -8,6 +8,12 @@
 //! [`Informer`] keeps a *tombstone* per known object — its key plus the few fields the `Deleted`
 //! handler reads — and at the end of a relist reports every known object it did not contain.
 //! [`Handles`] says which handler takes each kind, so both adapters dispatch alike.
+//!
+//! A relist hands on only what changed: an object listed again at the resourceVersion the
+//! informer already knows is not delivered, as client-go's shared informer treats such a
+//! `Replaced` delta as a sync (the controller's own resync period covers those). A feed that
+//! cannot lose events and never relists (the store's watch in the same process) keeps no
+//! tombstones at all: [`Informer::never_relisting`].
 
 use crate::controller::{Controller, ObjectEvent};
 use crate::protection::Protection;
@@ -178,12 +184,20 @@ pub struct Informer<K> {
     objects: HashMap<Box<str>, Remains>,
     relist: Option<HashSet<ObjectKey>>,
     listed_once: bool,
+    /// False for a feed that never relists: then no remains are kept.
+    tombstones: bool,
     kind: std::marker::PhantomData<K>,
 }
 
 impl<K: Tombstone> Default for Informer<K> {
     fn default() -> Self {
-        Informer { objects: HashMap::new(), relist: None, listed_once: false, kind: std::marker::PhantomData }
+        Informer {
+            objects: HashMap::new(),
+            relist: None,
+            listed_once: false,
+            tombstones: true,
+            kind: std::marker::PhantomData,
+        }
     }
 }
 
@@ -191,6 +205,12 @@ impl<K: Tombstone> Informer<K> {
     /// An informer that knows no object yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An informer for a feed that lists once and then never misses an event (the store's own
+    /// watch, in the same process): it keeps no remains, as it will never need them.
+    pub fn never_relisting() -> Self {
+        Informer { tombstones: false, ..Self::default() }
     }
 
     /// How many objects it knows.
@@ -207,17 +227,28 @@ impl<K: Tombstone> Informer<K> {
     /// Returns true at the end of the first complete list (the kind is synced).
     pub fn step(&mut self, step: Step<K>, mut deliver: impl FnMut(ObjectEvent<K>)) -> bool {
         match step {
-            Step::Listing => self.relist = Some(HashSet::new()),
+            Step::Listing => {
+                debug_assert!(self.tombstones || !self.listed_once, "a feed said never to relist relisted");
+                self.relist = Some(HashSet::new())
+            }
             Step::Applied(o) => {
-                let key = ObjectKey::of(o.metadata());
-                if let Some(seen) = self.relist.as_mut() {
-                    seen.insert(key.clone());
+                if self.tombstones {
+                    let key = ObjectKey::of(o.metadata());
+                    let rv = o.metadata().resource_version.as_deref().filter(|v| !v.is_empty());
+                    let known = self.objects.insert(key.as_str().into(), o.remains());
+                    if let Some(seen) = self.relist.as_mut() {
+                        seen.insert(key);
+                        if rv.is_some() && known.is_some_and(|r| r.field(RESOURCE_VERSION).as_deref() == rv) {
+                            return false;
+                        }
+                    }
                 }
-                self.objects.insert(key.as_str().into(), o.remains());
                 deliver(ObjectEvent::Applied(o));
             }
             Step::Deleted(o) => {
-                self.objects.remove(ObjectKey::of(o.metadata()).as_str());
+                if self.tombstones {
+                    self.objects.remove(ObjectKey::of(o.metadata()).as_str());
+                }
                 deliver(ObjectEvent::Deleted(o));
             }
             Step::Listed => {
@@ -313,6 +344,47 @@ mod tests {
         assert_eq!(back.spec.unwrap().volume_name.as_deref(), Some("v"));
         assert_eq!((back.metadata.namespace.as_deref(), back.metadata.uid.as_deref()), (Some("ns"), Some("u")));
         assert!(back.metadata.labels.is_none());
+    }
+
+    fn at(mut v: PersistentVolume, rv: &str) -> PersistentVolume {
+        v.metadata.resource_version = Some(rv.into());
+        v
+    }
+
+    #[test]
+    fn a_relist_delivers_only_what_changed() {
+        let mut k = Informer::<PersistentVolume>::new();
+        let mut applied = Vec::new();
+        let steps =
+            [Step::Listing, Step::Applied(at(pv("a", None), "1")), Step::Applied(at(pv("b", None), "2")), Step::Listed];
+        for s in steps {
+            k.step(s, |e| applied.extend(matches!(e, ObjectEvent::Applied(_)).then_some(())));
+        }
+        assert_eq!(applied.len(), 2, "the first list delivers everything");
+        let mut names = Vec::new();
+        for s in
+            [Step::Listing, Step::Applied(at(pv("a", None), "1")), Step::Applied(at(pv("b", None), "3")), Step::Listed]
+        {
+            k.step(s, |e| {
+                if let ObjectEvent::Applied(v) = e {
+                    names.push(v.metadata.name.unwrap())
+                }
+            });
+        }
+        assert_eq!(names, ["b"], "a at the version already known is not delivered again");
+        let (gone, _) = run(&mut k, vec![Step::Listing, Step::Applied(at(pv("b", None), "3")), Step::Listed]);
+        assert_eq!(gone.len(), 1, "an object skipped as unchanged is still known, and its deletion seen");
+    }
+
+    #[test]
+    fn a_feed_that_never_relists_keeps_nothing() {
+        let mut k = Informer::<PersistentVolume>::never_relisting();
+        let (_, synced) = run(&mut k, vec![Step::Listing, Step::Applied(pv("a", None)), Step::Listed]);
+        assert!(synced);
+        let (gone, _) = run(&mut k, vec![Step::Deleted(pv("a", None))]);
+        assert_eq!(gone.len(), 1, "the watch's deletion is still delivered");
+        let (_, _) = run(&mut k, vec![Step::Applied(pv("b", None))]);
+        assert!(k.is_empty(), "no remains are kept");
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! In-process informers: every watched kind listed from the store into the controller's caches,
 //! then followed through the store's watches, through the same informer core as `run`'s.
-//! [`deliver`] hands single JSON events over by resource name (the simulator's own informers).
+//! [`list_into`] and [`step_of`] are the pieces the simulator's fault-injecting informers reuse;
+//! [`deliver`] hands a single JSON event over by resource name (the simulator's early delivery).
 
 use k8s_openapi::Resource;
 use pv_core::informer::{Handles, Informer, Step, Tombstone};
 use pv_core::{Controller, ObjectEvent, Protection};
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
-use pv_store::{Store, WatchEventType};
+use pv_store::{Store, WatchEvent, WatchEventType};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -26,32 +27,48 @@ impl Drop for LocalInformers {
 
 /// Lists one kind from `store` into `to` through the informer core, then follows its changes
 /// from the version of its list. On return the list is delivered. A store watch is an unbounded
-/// channel registered at the list's version, so no change is skipped and none needs a relist;
-/// the core is the same one `run`'s kube-rs watches feed.
+/// channel registered at the list's version, so no change is skipped and none needs a relist
+/// (so the informer keeps no tombstones); the core is the same one `run`'s kube-rs watches feed.
 fn follow<K, H>(store: &Store, to: &Arc<H>) -> JoinHandle<()>
 where
     K: Resource + Tombstone + DeserializeOwned + Send + 'static,
     H: Handles<K>,
 {
-    let resource = K::URL_PATH_SEGMENT;
-    let mut informer = Informer::<K>::new();
-    let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
-    informer.step(Step::Listing, |_| {});
-    for obj in &items {
-        if let Some(o) = decoded::<K>(resource, obj) {
-            informer.step(Step::Applied(o), |e| to.handle(e));
-        }
-    }
-    informer.step(Step::Listed, |e| to.handle(e));
-    let mut watch = store.watch(resource, None, Some(rv)).expect("a version the store just reported");
+    let mut informer = Informer::<K>::never_relisting();
+    let rv = list_into(store, &mut informer, |e| to.handle(e));
+    let mut watch = store.watch(K::URL_PATH_SEGMENT, None, Some(rv)).expect("a version the store just reported");
     let to = to.clone();
     tokio::spawn(async move {
         while let Some(ev) = watch.recv().await {
-            let Some(o) = decoded::<K>(resource, &ev.object) else { continue };
-            let step = if ev.kind == WatchEventType::Deleted { Step::Deleted(o) } else { Step::Applied(o) };
-            informer.step(step, |e| to.handle(e));
+            if let Some(step) = step_of::<K>(&ev) {
+                informer.step(step, |e| to.handle(e));
+            }
         }
     })
+}
+
+/// Lists kind `K` from `store` through `informer` (a first list or a relist), handing `deliver`
+/// what the handlers should see. Returns the list's resourceVersion, to watch from.
+pub fn list_into<K>(store: &Store, informer: &mut Informer<K>, mut deliver: impl FnMut(ObjectEvent<K>)) -> u64
+where
+    K: Resource + Tombstone + DeserializeOwned,
+{
+    let resource = K::URL_PATH_SEGMENT;
+    let (items, rv) = store.list(resource, &Default::default()).expect("a watched kind the store serves");
+    informer.step(Step::Listing, &mut deliver);
+    for obj in &items {
+        if let Some(o) = decoded::<K>(resource, obj) {
+            informer.step(Step::Applied(o), &mut deliver);
+        }
+    }
+    informer.step(Step::Listed, &mut deliver);
+    rv
+}
+
+/// A store watch event as the informer core's step (`None`, logged, if it does not decode).
+pub fn step_of<K: Resource + DeserializeOwned>(ev: &WatchEvent) -> Option<Step<K>> {
+    let o = decoded::<K>(K::URL_PATH_SEGMENT, &ev.object)?;
+    Some(if ev.kind == WatchEventType::Deleted { Step::Deleted(o) } else { Step::Applied(o) })
 }
 
 /// Lists every watched kind into `controller`'s caches and follows their changes: on return the
@@ -91,11 +108,7 @@ pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde
 }
 
 /// A watch event as its typed object (see [`decoded`]).
-pub fn typed<T: DeserializeOwned>(
-    resource: &str,
-    kind: WatchEventType,
-    v: &serde_json::Value,
-) -> Option<ObjectEvent<T>> {
+fn typed<T: DeserializeOwned>(resource: &str, kind: WatchEventType, v: &serde_json::Value) -> Option<ObjectEvent<T>> {
     decoded(resource, v).map(|t| match kind {
         WatchEventType::Deleted => ObjectEvent::Deleted(t),
         _ => ObjectEvent::Applied(t),

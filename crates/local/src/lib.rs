@@ -11,5 +11,5 @@
 pub mod informers;
 pub mod memapi;
 
-pub use informers::{deliver, start, start_protection, typed, LocalInformers};
+pub use informers::{deliver, list_into, start, start_protection, step_of, LocalInformers};
 pub use memapi::MemApi;

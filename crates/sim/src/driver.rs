@@ -9,12 +9,15 @@
 
 use crate::input::InputObject;
 use jiff::Timestamp;
+use k8s_openapi::Resource;
+use pv_core::informer::{Handles, Informer, Tombstone};
 use pv_core::operations::Mode;
 use pv_core::{Clock, Config, Controller, PluginRegistry, SimClock};
-use pv_local::{deliver, MemApi};
+use pv_local::{deliver, list_into, step_of, MemApi};
+use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_model::key::meta_str;
-use pv_model::ObjectKey;
-use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, WatchEventType, Watcher};
+use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, Watcher};
+use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -71,13 +74,76 @@ pub enum SimulationError {
     NotQuiescent(usize),
 }
 
-/// One kind's informer: its watch stream and what it has seen (for relists).
-struct Informer {
-    resource: &'static str,
+/// Where one kind's watch stands, as the simulation drives it: its stream (none after a drop),
+/// the last version received, and a batch held back to arrive a step late.
+#[derive(Default)]
+struct Stream {
     watcher: Option<Watcher>,
     last_rv: u64,
-    known: HashMap<ObjectKey, Arc<serde_json::Value>>,
     held: Vec<WatchEvent>,
+}
+
+/// One kind's informer: the informer core `run` and `up` use, fed from the store's watch with
+/// the faults the options ask for.
+trait Feed: Send {
+    fn resource(&self) -> &'static str;
+    fn stream(&mut self) -> &mut Stream;
+    /// Lists the kind through the core (delivering what changed and what vanished) and watches
+    /// from the list's version.
+    fn relist(&mut self, store: &Store, to: &Controller);
+    /// Takes one watch event; `to` is `None` when the controller already had it (it arrived
+    /// before the write's response): the core records it without delivering it again.
+    fn take(&mut self, ev: &WatchEvent, to: Option<&Controller>);
+}
+
+struct Kind<K> {
+    stream: Stream,
+    informer: Informer<K>,
+}
+
+impl<K> Feed for Kind<K>
+where
+    K: Resource + Tombstone + DeserializeOwned + Send,
+    Controller: Handles<K>,
+{
+    fn resource(&self) -> &'static str {
+        K::URL_PATH_SEGMENT
+    }
+    fn stream(&mut self) -> &mut Stream {
+        &mut self.stream
+    }
+    fn relist(&mut self, store: &Store, to: &Controller) {
+        let rv = list_into(store, &mut self.informer, |e| to.handle(e));
+        self.stream.last_rv = rv;
+        self.stream.watcher = Some(store.watch(K::URL_PATH_SEGMENT, None, Some(rv)).expect("fresh history"));
+    }
+    fn take(&mut self, ev: &WatchEvent, to: Option<&Controller>) {
+        if let Some(step) = step_of::<K>(ev) {
+            self.informer.step(step, |e| {
+                if let Some(c) = to {
+                    c.handle(e)
+                }
+            });
+        }
+    }
+}
+
+/// A feed for each watched kind, in [`pv_core::WATCHED_KINDS`]'s order.
+fn feeds() -> Vec<Box<dyn Feed>> {
+    fn kind<K>() -> Box<dyn Feed>
+    where
+        K: Resource + Tombstone + DeserializeOwned + Send + 'static,
+        Controller: Handles<K>,
+    {
+        Box::new(Kind::<K> { stream: Stream::default(), informer: Informer::new() })
+    }
+    vec![
+        kind::<StorageClass>(),
+        kind::<Node>(),
+        kind::<Pod>(),
+        kind::<PersistentVolume>(),
+        kind::<PersistentVolumeClaim>(),
+    ]
 }
 
 /// A loaded simulation.
@@ -86,7 +152,7 @@ pub struct Simulation {
     api: Arc<MemApi>,
     clock: Arc<SimClock>,
     controller: Arc<Controller>,
-    informers: Vec<Informer>,
+    informers: Vec<Box<dyn Feed>>,
     watch_rng: Option<(rand::rngs::SmallRng, FaultSpec)>,
     options: SimulationOptions,
     /// With `watch_before_response`: per resource, the last version handed over early. The
@@ -207,10 +273,10 @@ impl Simulation {
 
     /// Lists every watched kind into the controller and starts watching (as informers do).
     pub fn start(&mut self) {
-        for resource in pv_core::WATCHED_KINDS {
-            let mut inf = Informer { resource, watcher: None, last_rv: 0, known: HashMap::new(), held: Vec::new() };
-            self.relist(&mut inf);
-            self.informers.push(inf);
+        self.informers = feeds();
+        debug_assert!(self.informers.iter().map(|f| f.resource()).eq(pv_core::WATCHED_KINDS));
+        for f in self.informers.iter_mut() {
+            f.relist(&self.store, &self.controller);
         }
         if self.options.watch_before_response {
             self.deliver_before_responses();
@@ -243,36 +309,6 @@ impl Simulation {
             }
         }));
     }
-
-    /// Lists a kind, delivers what changed (Deleted for what vanished), and watches from there.
-    fn relist(&self, inf: &mut Informer) {
-        let (items, rv) = self.store.list(inf.resource, &Default::default()).expect("known resource");
-        let mut now: HashMap<ObjectKey, Arc<serde_json::Value>> = HashMap::new();
-        for obj in items {
-            let key = ObjectKey::of_json(&obj);
-            if inf
-                .known
-                .get(&key)
-                .map(|o| meta_str(o, "resourceVersion") != meta_str(&obj, "resourceVersion"))
-                .unwrap_or(true)
-            {
-                self.deliver(inf.resource, WatchEventType::Added, &obj);
-            }
-            now.insert(key, obj);
-        }
-        for (key, old) in &inf.known {
-            if !now.contains_key(key) {
-                self.deliver(inf.resource, WatchEventType::Deleted, old);
-            }
-        }
-        inf.known = now;
-        inf.last_rv = rv;
-        inf.watcher = Some(self.store.watch(inf.resource, None, Some(rv)).expect("fresh history"));
-    }
-
-    fn deliver(&self, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
-        deliver(&self.controller, resource, kind, obj);
-    }
 }
 
 impl Simulation {
@@ -290,51 +326,45 @@ impl Simulation {
     /// relisting on 410. With watch faults, streams drop and batches arrive a step late.
     fn pump(&mut self) -> bool {
         let mut informers = std::mem::take(&mut self.informers);
-        let mut events: Vec<(&'static str, WatchEvent)> = Vec::new();
+        let mut events: Vec<(usize, WatchEvent)> = Vec::new();
         let mut any = false;
-        for inf in informers.iter_mut() {
+        for (i, inf) in informers.iter_mut().enumerate() {
             // Events held back last time arrive now.
-            events.extend(inf.held.drain(..).map(|e| (inf.resource, e)));
-            if inf.watcher.is_none() {
+            events.extend(inf.stream().held.drain(..).map(|e| (i, e)));
+            if inf.stream().watcher.is_none() {
                 any = true;
                 let gone = self.roll(|f| f.watch_gone);
-                match self.store.watch(inf.resource, None, Some(inf.last_rv)) {
-                    Ok(w) if !gone => inf.watcher = Some(w),
-                    _ => self.relist(inf),
+                match self.store.watch(inf.resource(), None, Some(inf.stream().last_rv)) {
+                    Ok(w) if !gone => inf.stream().watcher = Some(w),
+                    _ => inf.relist(&self.store, &self.controller),
                 }
             }
             let mut batch = Vec::new();
-            while let Some(w) = inf.watcher.as_mut() {
+            while let Some(w) = inf.stream().watcher.as_mut() {
                 let Ok(ev) = w.try_recv() else { break };
                 batch.push(ev);
                 if self.roll(|f| f.watch_drop) {
-                    inf.watcher = None;
+                    inf.stream().watcher = None;
                 }
             }
-            for ev in &batch {
-                inf.last_rv = inf.last_rv.max(ev.rv);
-                let key = ObjectKey::of_json(&ev.object);
-                match ev.kind {
-                    WatchEventType::Deleted => inf.known.remove(&key),
-                    _ => inf.known.insert(key, ev.object.clone()),
-                };
+            if let Some(rv) = batch.iter().map(|e| e.rv).max() {
+                inf.stream().last_rv = inf.stream().last_rv.max(rv);
             }
             if !batch.is_empty() && self.roll(|f| f.stale) {
                 any = true;
-                inf.held = batch;
+                inf.stream().held = batch;
             } else {
-                events.extend(batch.into_iter().map(|e| (inf.resource, e)));
+                events.extend(batch.into_iter().map(|e| (i, e)));
             }
         }
-        self.informers = informers;
         events.sort_by_key(|(_, e)| e.rv);
         any |= !events.is_empty();
-        for (r, ev) in events {
-            if self.delivered_early.lock().unwrap().get(r).is_some_and(|rv| ev.rv <= *rv) {
-                continue;
-            }
-            self.deliver(r, ev.kind, &ev.object);
+        for (i, ev) in events {
+            let inf = &mut informers[i];
+            let early = self.delivered_early.lock().unwrap().get(inf.resource()).is_some_and(|rv| ev.rv <= *rv);
+            inf.take(&ev, (!early).then_some(&*self.controller));
         }
+        self.informers = informers;
         any
     }
 
