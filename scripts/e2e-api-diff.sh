@@ -21,8 +21,7 @@ WORK="$(mktemp -d)"
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
 UP_PID=""
 cleanup() {
-  if [[ -n "$UP_PID" ]]; then kill -9 "$UP_PID" 2>/dev/null || true; wait "$UP_PID" 2>/dev/null || true; fi
-  "$ROOT/scripts/real-cluster.sh" down "$WORK/real" >/dev/null 2>&1 || true
+  real_and_ours_down
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -35,15 +34,7 @@ python3 -c 'import yaml' 2>/dev/null || python3 -m pip install --quiet pyyaml ||
 if [[ $# -gt 0 ]]; then CASES=("$@"); else CASES=("$ROOT"/conformance/api/*.yaml); export API_DIFF_WHOLE_CORPUS=1; fi
 (cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 SECONDS=0
-"$ROOT/scripts/real-cluster.sh" up "$WORK/real" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
-"$BIN" up --no-controller --data-dir "$WORK/ours" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
-UP_PID=$!
-t0=$(now_ms)
-until grep -q '^server: ' "$WORK/up.out"; do
-  kill -0 "$UP_PID" 2>/dev/null || { cat "$WORK/up.err" >&2; fail "up exited"; }
-  (( $(now_ms) - t0 < 30000 )) || fail "up did not print server: within 30s"
-  sleep 0.05
-done
+real_and_ours_up
 status=0
 python3 "$ROOT/scripts/api_differential.py" "$WORK/real/kubeconfig" "$WORK/ours/kubeconfig" \
   "$ROOT/conformance/DIFFERENCES.md" "${CASES[@]}" || status=$?

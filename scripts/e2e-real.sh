@@ -236,34 +236,9 @@ wait_until "pv-5g gone (pv-protection lifted: not bound)" 30 pv_gone pv-5g
 pass "KCM's pv-protection lifts the finalizer of a Released volume"
 
 # --- a volume created after its claim -----------------------------------------------------------
-k "create late claim" create -f - <<'EOF'
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: late, namespace: demo}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  resources: {requests: {storage: 3Gi}}
-EOF
-late_failed_binding() {
-  q get events -n demo --field-selector involvedObject.name=late -o jsonpath='{range .items[*]}{.reason} {.type}{"\n"}{end}' | grep -q '^FailedBinding Normal$'
-}
-wait_until "FailedBinding event for demo/late" 20 late_failed_binding
-pass "FailedBinding event for the unmatched claim"
+late_claim_waits 20
 sleep 1
-T0=$(now_ms)
-k "create matching volume pv-late" create -f - <<'EOF'
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: pv-late}
-spec:
-  capacity: {storage: 3Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  nfs: {server: nfs.example.com, path: /exports/late}
-EOF
-k "wait for late Bound" wait -n demo pvc/late --for=jsonpath='{.status.phase}'=Bound --timeout=30s
-LATE_MS=$(( $(now_ms) - T0 ))
+late_volume_binds_it 30s
 echo "   claim→Bound after PV creation: ${LATE_MS} ms (resync period 60 s)"
 (( LATE_MS < 30000 )) || fail "demo/late bound only after ${LATE_MS} ms"
 pass "late claim bound without waiting for the resync"

@@ -117,35 +117,9 @@ wait_until "pv-5g Released" 60 pv_phase_is pv-5g Released
 pass "Retain policy: pv-5g Released"
 
 # --- a volume created after its claim -----------------------------------------------------------
-k "create late claim" create -f - <<'EOF'
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: late, namespace: demo}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  resources: {requests: {storage: 3Gi}}
-EOF
-late_failed_binding() {
-  q get events -n demo -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason} {.type}{"\n"}{end}' | grep -q '^late FailedBinding Normal$'
-}
-wait_until "FailedBinding event for demo/late" 30 late_failed_binding
-k "describe late" describe pvc -n demo late
-expect 'FailedBinding +.*no persistent volumes available for this claim and no storage class is set'
-k "create matching volume pv-late" create -f - <<'EOF'
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: pv-late}
-spec:
-  capacity: {storage: 3Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  nfs: {server: nfs.example.com, path: /exports/late}
-EOF
+late_claim_waits 30
 # Upstream binds a waiting claim at its next resync (--pvclaimbinder-sync-period=15s).
-k "wait for late Bound" wait -n demo pvc/late --for=jsonpath='{.status.phase}'=Bound --timeout=60s
-k "late bound to pv-late" get pvc -n demo late -o jsonpath='{.spec.volumeName}'
-expect '^pv-late$'
+late_volume_binds_it 60s
 
 # --- KCM still leads, and what it could not do --------------------------------------------------
 kill -0 "$KCM_PID" 2>/dev/null || fail "kube-controller-manager exited"

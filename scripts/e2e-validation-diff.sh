@@ -18,27 +18,18 @@ CASES="$ROOT/conformance/cases"
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
 UP_PID=""
 cleanup() {
-  if [[ -n "$UP_PID" ]]; then kill -9 "$UP_PID" 2>/dev/null || true; wait "$UP_PID" 2>/dev/null || true; fi
-  "$ROOT/scripts/real-cluster.sh" down "$WORK/real" >/dev/null 2>&1 || true
+  real_and_ours_down
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-fail() { echo "FAIL: $*" >&2; exit 1; }
-now_ms() { date +%s%3N; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 command -v kubectl >/dev/null || fail "kubectl not on PATH"
 (cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
 SECONDS=0
-"$ROOT/scripts/real-cluster.sh" up "$WORK/real" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
-"$BIN" up --no-controller --data-dir "$WORK/ours" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
-UP_PID=$!
-t0=$(now_ms)
-until grep -q '^server: ' "$WORK/up.out"; do
-  kill -0 "$UP_PID" 2>/dev/null || { cat "$WORK/up.err" >&2; fail "up exited"; }
-  (( $(now_ms) - t0 < 30000 )) || fail "up did not print server: within 30s"
-  sleep 0.05
-done
+real_and_ours_up
 
 # verdict KUBECONFIG FILE: "accepted" (followed by what the case's `# compare: JSONPATH` line
 # selects from the answer), or "rejected:", the reason when it is not Invalid, and the sorted

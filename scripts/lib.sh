@@ -84,3 +84,57 @@ check_examples_up_bindings() {
   [[ -s "$WORK/out" ]] || fail "demo/logs has no uid"
   LOGS_PV="pvc-$(cat "$WORK/out")"
 }
+# late_claim_waits TIMEOUT_S: creates demo/late (3Gi, no class), which no volume matches, and
+# waits for what a PV controller says of it: a FailedBinding event (type Normal), shown by describe.
+late_claim_waits() {
+  k "create late claim" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: late, namespace: demo}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 3Gi}}
+EOF
+  wait_until "FailedBinding event for demo/late" "$1" late_failed_binding
+  k "describe late" describe pvc -n demo late
+  expect 'FailedBinding +.*no persistent volumes available for this claim and no storage class is set'
+  pass "FailedBinding event for the unmatched claim"
+}
+late_failed_binding() {
+  q get events -n demo -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason} {.type}{"\n"}{end}' | grep -q '^late FailedBinding Normal$'
+}
+# late_volume_binds_it TIMEOUT: creates pv-late (3Gi, NFS, label app=late), the volume demo/late
+# waits for, and waits (kubectl wait's TIMEOUT, e.g. 30s) for the claim to be Bound to it.
+# Sets LATE_MS to the milliseconds from the volume's creation to the claim's Bound.
+late_volume_binds_it() {
+  local t0; t0=$(now_ms)
+  k "create matching volume pv-late" create -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-late, labels: {app: late}}
+spec:
+  capacity: {storage: 3Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  nfs: {server: nfs.example.com, path: /exports/late}
+EOF
+  k "wait for late Bound" wait -n demo pvc/late --for=jsonpath='{.status.phase}'=Bound --timeout="$1"
+  LATE_MS=$(( $(now_ms) - t0 ))
+  k "late bound to pv-late" get pvc -n demo late -o jsonpath='{.spec.volumeName}'
+  expect '^pv-late$'
+}
+# real_and_ours_up: the two API servers a differential script compares (ROOT is the repository,
+# BIN pv-controller): the real kube-apiserver and etcd (scripts/real-cluster.sh, in $WORK/real)
+# and `up --no-controller` (in $WORK/ours, its pid in UP_PID). Each has its kubeconfig in its
+# directory. The sourcing script's EXIT trap calls real_and_ours_down.
+real_and_ours_up() {
+  "$ROOT/scripts/real-cluster.sh" up "$WORK/real" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
+  "$BIN" up --no-controller --data-dir "$WORK/ours" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
+  UP_PID=$!
+  wait_line "$WORK/up.out" '^server: ' "$UP_PID" 30
+}
+real_and_ours_down() {
+  if [[ -n "${UP_PID:-}" ]]; then kill -9 "$UP_PID" 2>/dev/null || true; wait "$UP_PID" 2>/dev/null || true; fi
+  "$ROOT/scripts/real-cluster.sh" down "$WORK/real" >/dev/null 2>&1 || true
+}
