@@ -71,37 +71,33 @@ pub(super) fn simulate(w: &Workload) -> anyhow::Result<(Report, Option<String>)>
 }
 
 /// Reads store watch events until told to stop, then drains what is left; returns, per claim,
-/// when it was first seen Bound.
-pub(super) fn observe_store(
+/// when it was first seen Bound. It polls every millisecond rather than awaiting each event:
+/// an awaited channel makes every store write wake this thread (a system call on the
+/// simulation's thread for each of its writes), and the instrument would cost the run it times.
+fn observe_store(
     mut watch: pv_store::Watcher,
-    stop: tokio::sync::oneshot::Receiver<()>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
     start: Instant,
 ) -> anyhow::Result<HashMap<String, Duration>> {
-    let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    Ok(rt.block_on(async move {
-        let mut bound = HashMap::new();
-        let mut note = |v: &Value| {
-            if is_bound(v) {
-                if let Some(name) = v["metadata"]["name"].as_str() {
-                    bound.entry(name.to_string()).or_insert_with(|| start.elapsed());
-                }
-            }
-        };
-        tokio::pin!(stop);
+    let mut bound = HashMap::new();
+    loop {
+        let stopping = !matches!(stop.try_recv(), Err(tokio::sync::oneshot::error::TryRecvError::Empty));
         loop {
-            tokio::select! {
-                ev = watch.recv() => match ev {
-                    Some(ev) => note(&ev.object),
-                    None => break,
-                },
-                _ = &mut stop => {
-                    while let Ok(ev) = watch.try_recv() {
-                        note(&ev.object);
+            match watch.try_recv() {
+                Ok(ev) => {
+                    if is_bound(&ev.object) {
+                        if let Some(name) = ev.object["metadata"]["name"].as_str() {
+                            bound.entry(name.to_string()).or_insert_with(|| start.elapsed());
+                        }
                     }
-                    break;
                 }
+                Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
+                Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return Ok(bound),
             }
         }
-        bound
-    }))
+        if stopping {
+            return Ok(bound);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
