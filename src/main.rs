@@ -38,6 +38,18 @@ enum Command {
     Man(cmd::docs::ManArgs),
 }
 
+/// A server that runs for days trades a little speed for memory: no transparent huge pages.
+/// mimalloc asks for them (`madvise`) on its arenas, and a 2 MiB page is resident whole as soon
+/// as one object in it is: with the many threads of `up` (each write waits for its group
+/// commit on one) that held 348 MB for 1,000 pairs, against 138 MB without. The simulation,
+/// which lives for seconds on one thread, keeps them: they make it about 10 % faster.
+fn long_running() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        eprintln!("warning: could not turn off transparent huge pages for this process: {e}");
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -47,6 +59,9 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if matches!(cli.command, Command::Up(_) | Command::Run(_)) {
+        long_running();
+    }
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Up(a) => cmd::up::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),

@@ -56,6 +56,20 @@ fn up_accepts_host_names_serves_metrics_and_logs_what_the_controller_does() {
     assert!(line.contains("Available"), "{line}");
 }
 
+/// `up` is a server: it turns transparent huge pages off for itself (see `long_running` in
+/// main.rs), which the kernel reports in /proc/PID/status.
+#[test]
+fn up_runs_without_transparent_huge_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::start(dir.path(), &["--listen", "127.0.0.1:0"]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", up.pid())).unwrap_or_default();
+    let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) else {
+        eprintln!("skip: this kernel does not report THP_enabled in /proc/PID/status");
+        return;
+    };
+    assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
+}
+
 #[test]
 fn a_failed_start_leaves_no_data_directory_and_says_why() {
     let dir = tempfile::tempdir().unwrap();

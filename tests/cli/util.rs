@@ -74,6 +74,11 @@ impl Up {
         Up { child, kubeconfig, log }
     }
 
+    /// The process's ID.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What `up` logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
