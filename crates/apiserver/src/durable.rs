@@ -65,6 +65,11 @@ pub enum Error {
     },
 }
 
+/// redb's page cache. Reads are served from the store's objects in memory, so the database is
+/// read once, at start, and otherwise only written: the cache holds the pages commits rewrite.
+/// redb's default (1 GiB) let it grow with the database to that size for nothing.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
 /// The redb-backed [`Backend`].
 pub struct DurableBackend {
     db: Database,
@@ -85,7 +90,10 @@ impl DurableBackend {
     pub fn open(dir: &Path) -> Result<(Self, Snapshot), Error> {
         std::fs::create_dir_all(dir).map_err(|source| Error::CreateDir { path: dir.into(), source })?;
         let path = dir.join(DB_FILE);
-        let db = Database::create(&path).map_err(|source| Error::Open { path: path.clone(), source })?;
+        let db = redb::Builder::new()
+            .set_cache_size(CACHE_BYTES)
+            .create(&path)
+            .map_err(|source| Error::Open { path: path.clone(), source })?;
         let backend = DurableBackend { db };
         let snapshot = backend.load()?;
         Ok((backend, snapshot))
