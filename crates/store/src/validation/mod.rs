@@ -42,6 +42,21 @@ fn class_name_errors(s: &str) -> Vec<String> {
     names::dns1123_subdomain(s)
 }
 
+/// `spec.storageClassName` (a DNS subdomain when set) and `spec.volumeMode` (one of
+/// [`VOLUME_MODES`]), which a volume and a claim validate alike.
+fn validate_class_and_mode(spec: &Value, errs: &mut Vec<FieldError>) {
+    if let Some(c) = spec.get("storageClassName").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        for m in class_name_errors(c) {
+            errs.push(FieldError::invalid("spec.storageClassName", c, m));
+        }
+    }
+    if let Some(m) = spec.get("volumeMode").and_then(Value::as_str) {
+        if !VOLUME_MODES.contains(&m) {
+            errs.push(FieldError::not_supported("spec.volumeMode", m, VOLUME_MODES));
+        }
+    }
+}
+
 fn validate_access_modes(path: &str, modes: Option<&Value>, required_detail: &str, errs: &mut Vec<FieldError>) {
     let list = modes.and_then(Value::as_array).cloned().unwrap_or_default();
     if list.is_empty() {

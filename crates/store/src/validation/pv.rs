@@ -8,7 +8,7 @@
 
 use super::names;
 use super::selectors::{validate_node_affinity, VolumeNodeAffinity};
-use super::{class_name_errors, validate_access_modes, validate_quantity_positive, VOLUME_MODES};
+use super::{class_name_errors, validate_access_modes, validate_class_and_mode, validate_quantity_positive};
 use crate::error::FieldError;
 use serde_json::Value;
 
@@ -237,16 +237,7 @@ pub fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
             "may not be 'recycle' for a hostPath mount of '/'",
         ));
     }
-    if let Some(c) = spec.get("storageClassName").and_then(Value::as_str).filter(|c| !c.is_empty()) {
-        for m in class_name_errors(c) {
-            errs.push(FieldError::invalid("spec.storageClassName", c, m));
-        }
-    }
-    if let Some(m) = spec.get("volumeMode").and_then(Value::as_str) {
-        if !VOLUME_MODES.contains(&m) {
-            errs.push(FieldError::not_supported("spec.volumeMode", m, VOLUME_MODES));
-        }
-    }
+    validate_class_and_mode(spec, errs);
     if let Some(vac) = spec.get("volumeAttributesClassName").and_then(Value::as_str) {
         if vac.is_empty() {
             errs.push(FieldError::required("spec.volumeAttributesClassName", "an empty string is disallowed"));

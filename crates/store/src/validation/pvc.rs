@@ -9,7 +9,7 @@
 
 use super::godiff;
 use super::selectors::validate_label_selector;
-use super::{class_name_errors, names, validate_access_modes, validate_quantity_positive, VOLUME_MODES};
+use super::{class_name_errors, names, validate_access_modes, validate_class_and_mode, validate_quantity_positive};
 use crate::error::FieldError;
 use pv_model::quantity::Quantity;
 use serde_json::{json, Value};
@@ -107,16 +107,7 @@ pub fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
         None => errs.push(FieldError::required("spec.resources[storage]", "")),
         Some(q) => validate_quantity_positive("spec.resources[storage]", q, errs),
     }
-    if let Some(c) = spec.get("storageClassName").and_then(Value::as_str).filter(|c| !c.is_empty()) {
-        for m in class_name_errors(c) {
-            errs.push(FieldError::invalid("spec.storageClassName", c, m));
-        }
-    }
-    if let Some(m) = spec.get("volumeMode").and_then(Value::as_str) {
-        if !VOLUME_MODES.contains(&m) {
-            errs.push(FieldError::not_supported("spec.volumeMode", m, VOLUME_MODES));
-        }
-    }
+    validate_class_and_mode(spec, errs);
     let ds = set(spec.get("dataSource"));
     let dsr = set(spec.get("dataSourceRef"));
     if let Some(ds) = ds {
