@@ -20,8 +20,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-/// Kinds watched: PV, PVC, StorageClass, Pod, Node.
-pub const KINDS: usize = 5;
+/// Kinds watched: PV, PVC, StorageClass, Pod, Node ([`pv_core::WATCHED_KINDS`]).
+pub const KINDS: usize = pv_core::WATCHED_KINDS.len();
 
 /// The running watches.
 pub struct Informers {
