@@ -435,7 +435,7 @@ pub fn write(data: &[u8]) {
             &name,
         )
         .expect("stored");
-    if let Err(e) = st.store.update_dry_run(served.plural(), (*raw).clone(), false) {
-        panic!("{what}: the stored object fails the store's own validation: {e}\n{raw}");
+    if let Err(e) = st.store.update_dry_run(served.plural(), raw.value(), false) {
+        panic!("{what}: the stored object fails the store's own validation: {e}\n{}", raw.text());
     }
 }

@@ -115,7 +115,7 @@ impl DurableBackend {
             let (k, v) = row.map_err(|x| e(&x))?;
             let k = k.value();
             let resource = k.split('\0').next().unwrap_or_default().to_string();
-            let obj = serde_json::from_slice(v.value())
+            let obj = pv_store::Object::from_json(v.value())
                 .map_err(|source| Error::Decode { key: k.replace('\0', "/"), source })?;
             objects.push((resource, obj));
         }
@@ -128,8 +128,7 @@ impl DurableBackend {
             let mut t = w.open_table(OBJECTS)?;
             match m {
                 Mutation::Put { resource, namespace, name, object } => {
-                    let bytes = serde_json::to_vec(object)?;
-                    t.insert(key(resource, namespace, name).as_str(), bytes.as_slice())?;
+                    t.insert(key(resource, namespace, name).as_str(), object.text().as_bytes())?;
                 }
                 Mutation::Delete { resource, namespace, name } => {
                     t.remove(key(resource, namespace, name).as_str())?;
@@ -151,7 +150,7 @@ impl DurableBackend {
                 let k = key(p.resource, &p.namespace, &p.name);
                 match &p.object {
                     Some(o) => {
-                        t.insert(k.as_str(), serde_json::to_vec(&**o)?.as_slice())?;
+                        t.insert(k.as_str(), o.text().as_bytes())?;
                     }
                     None => {
                         t.remove(k.as_str())?;

@@ -19,10 +19,9 @@ use crate::select::{self, FieldSelector, LabelSelector, Selectors};
 use crate::tables::{self, IncludeObject};
 use crate::AppState;
 use axum::http::StatusCode;
-use pv_store::{FieldError, FieldErrorKind, ListOptions, StoreError};
+use pv_store::{FieldError, FieldErrorKind, ListOptions, Object, StoreError};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// Query parameters: the first value of each name, as kube-apiserver converts `url.Values` into
 /// its options (`Convert_Slice_string_To_string` takes the first).
@@ -308,7 +307,7 @@ pub fn get(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
     status_write(t)?;
     let rv = listopts::requested_version(q.get("resourceVersion").map_or("", String::as_str))?;
     listopts::check_not_too_large(&st.store, rv)?;
-    let obj = st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?;
+    let obj = st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?.value();
     if let Some(inc) = f.table {
         let rv = select::field_value(&obj, "metadata.resourceVersion");
         return Ok((StatusCode::OK, tables::table(t.served.kind(), &[&obj], &rv, inc, None)));
@@ -334,10 +333,13 @@ pub fn selectors_for(t: &Target, q: &Query) -> Result<Selectors> {
 }
 
 /// The matching objects and the list's resourceVersion.
-pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Arc<Value>>, u64)> {
+pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Object>, u64)> {
     let opts = ListOptions { namespace: t.namespace.clone() };
     let (items, rv) = st.store.list(t.served.plural(), &opts)?;
-    Ok((items.into_iter().filter(|o| sel.matches(o)).collect(), rv))
+    if sel.is_empty() {
+        return Ok((items, rv));
+    }
+    Ok((items.into_iter().filter(|o| sel.matches(&o.value())).collect(), rv))
 }
 
 /// LIST.
@@ -350,13 +352,13 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
     if let Some(r) = exact {
         listopts::check_exact(&st.store, t.served.plural(), t.namespace.as_deref(), r)?;
     }
-    let page = st
-        .pages
-        .page(opts.limit, q.get("continue").map(String::as_str), select::object_key, || matching(st, t, &sel))?;
+    let page =
+        st.pages.page(opts.limit, q.get("continue").map(String::as_str), Object::key, || matching(st, t, &sel))?;
     let (items, rv, cont, remaining) = (page.items, page.rv, page.next, page.remaining);
+    let items: Vec<Value> = items.iter().map(Object::value).collect();
     let rv = exact.unwrap_or(rv).to_string();
     if let Some(inc) = f.table {
-        let refs: Vec<&Value> = items.iter().map(|o| o.as_ref()).collect();
+        let refs: Vec<&Value> = items.iter().collect();
         let tbl = tables::table(t.served.kind(), &refs, &rv, inc, cont.as_deref());
         return Ok((StatusCode::OK, tbl));
     }
@@ -486,7 +488,7 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
     let p = patch::parse_body(kind, body)?;
     for _ in 0..5 {
         let current = match st.store.get(t.served.plural(), ns_of(t), name) {
-            Ok(c) => c,
+            Ok(c) => c.value(),
             Err(StoreError::NotFound { .. }) if kind == PatchKind::Apply && !status => {
                 // Server-side apply of an object that does not exist creates it.
                 let mut obj = p.clone();
@@ -637,8 +639,7 @@ pub fn delete_collection(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> R
     let (items, _) = matching(st, t, &sel)?;
     let mut deleted = Vec::new();
     for o in items {
-        let ns = select::field_value(&o, "metadata.namespace");
-        let name = select::field_value(&o, "metadata.name");
+        let (ns, name) = o.key();
         let result = if opts.dry_run {
             st.store.delete_dry_run(t.served.plural(), &ns, &name, None, None)
         } else {

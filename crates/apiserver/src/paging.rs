@@ -13,8 +13,8 @@
 
 use crate::error::{ApiError, Result};
 use base64::Engine;
+use pv_store::Object;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ pub const MAX_SNAPSHOTS: usize = 64;
 struct Snapshot {
     id: u64,
     rv: u64,
-    items: Arc<Vec<Arc<Value>>>,
+    items: Arc<Vec<Object>>,
     taken: Instant,
 }
 
@@ -48,7 +48,7 @@ struct Token {
 /// One page and how to get the next.
 pub struct Page {
     /// The objects of this page.
-    pub items: Vec<Arc<Value>>,
+    pub items: Vec<Object>,
     /// The version every page of this list reports.
     pub rv: u64,
     /// The token for the next page, when there is one.
@@ -84,8 +84,8 @@ impl Snapshots {
         &self,
         limit: usize,
         token: Option<&str>,
-        key: impl Fn(&Value) -> (String, String),
-        read: impl FnOnce() -> Result<(Vec<Arc<Value>>, u64)>,
+        key: impl Fn(&Object) -> (String, String),
+        read: impl FnOnce() -> Result<(Vec<Object>, u64)>,
     ) -> Result<Page> {
         let (items, rv, snapshot, start) = match token.filter(|t| !t.is_empty()) {
             Some(t) => {
@@ -115,13 +115,13 @@ impl Snapshots {
         Ok(Page { items: page, rv, next: Some(encode(&Token { rv, snapshot, start })), remaining: rest.len() - limit })
     }
 
-    fn find(&self, id: u64, rv: u64) -> Option<Arc<Vec<Arc<Value>>>> {
+    fn find(&self, id: u64, rv: u64) -> Option<Arc<Vec<Object>>> {
         let mut held = self.held.lock().unwrap();
         held.1.retain(|s| s.taken.elapsed() < KEEP);
         held.1.iter().find(|s| s.id == id && s.rv == rv).map(|s| s.items.clone())
     }
 
-    fn hold(&self, rv: u64, items: Arc<Vec<Arc<Value>>>) -> u64 {
+    fn hold(&self, rv: u64, items: Arc<Vec<Object>>) -> u64 {
         let mut held = self.held.lock().unwrap();
         held.0 += 1;
         let id = held.0;
@@ -139,11 +139,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn objs(names: &[&str]) -> Vec<Arc<Value>> {
-        names.iter().map(|n| Arc::new(json!({"name": n}))).collect()
+    fn objs(names: &[&str]) -> Vec<Object> {
+        names.iter().map(|n| Object::new(&json!({"metadata": {"name": n}}))).collect()
     }
-    fn key(v: &Value) -> (String, String) {
-        (String::new(), v["name"].as_str().unwrap().to_string())
+    fn key(o: &Object) -> (String, String) {
+        o.key()
     }
     fn names(p: &Page) -> Vec<String> {
         p.items.iter().map(|o| key(o).1).collect()

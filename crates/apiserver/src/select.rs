@@ -308,6 +308,11 @@ pub struct Selectors {
 }
 
 impl Selectors {
+    /// True when neither selects anything: every object matches.
+    pub fn is_empty(&self) -> bool {
+        self.labels.0.is_empty() && self.fields.0.is_empty()
+    }
+
     /// True when both match.
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches(obj) && self.fields.matches(obj)

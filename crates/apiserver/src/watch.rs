@@ -27,7 +27,7 @@ use crate::AppState;
 use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use pv_store::{StoreError, WatchEvent, Watcher};
+use pv_store::{Object, StoreError, WatchEvent, Watcher};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -92,7 +92,26 @@ impl Stream {
     }
 
     fn store_event(&mut self, ev: WatchEvent) {
-        self.event(ev.kind.as_str(), &ev.object.clone(), ev.rv);
+        self.stored_event(ev.kind.as_str(), &ev.object, ev.rv);
+    }
+
+    /// An event of a stored object. A plain JSON watch with no selector sends the object's text
+    /// as the store keeps it; anything else (selectors, a Table, metadata only, protobuf, the
+    /// `events.k8s.io` form) works on the parsed object.
+    fn stored_event(&mut self, ty: &str, obj: &Object, rv: u64) {
+        let f = &self.format;
+        let as_stored = !f.protobuf && f.table.is_none() && f.partial.is_none() && !self.target.served.events_v1;
+        if !(as_stored && self.sel.is_empty()) {
+            return self.event(ty, &obj.value(), rv);
+        }
+        let mut b = Vec::with_capacity(obj.len() + ty.len() + 24);
+        b.extend_from_slice(b"{\"type\":\"");
+        b.extend_from_slice(ty.as_bytes());
+        b.extend_from_slice(b"\",\"object\":");
+        b.extend_from_slice(obj.text().as_bytes());
+        b.extend_from_slice(b"}\n");
+        self.pending.push_back(Bytes::from(b));
+        self.last_rv = self.last_rv.max(rv);
     }
 
     fn bookmark(&mut self, rv: u64, initial_end: bool) {
@@ -170,7 +189,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     if initial {
         let (items, rv) = handlers::matching(&st, &coll, &Selectors::default())?;
         for o in &items {
-            s.event("ADDED", o, 0);
+            s.stored_event("ADDED", o, 0);
         }
         s.last_rv = rv;
         if flag("sendInitialEvents") {

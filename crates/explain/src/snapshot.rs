@@ -11,7 +11,6 @@ use pv_core::PluginRegistry;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_sim::{InputObject, Simulation, SimulationError};
 use serde::de::DeserializeOwned;
-use std::sync::Arc;
 
 /// Why a snapshot could not be built from input objects.
 #[derive(Debug, thiserror::Error)]
@@ -46,16 +45,10 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
 }
 
-fn decode<T: DeserializeOwned>(kind: &'static str, items: &[Arc<serde_json::Value>]) -> Result<Vec<T>, SnapshotError> {
+fn decode<T: DeserializeOwned>(kind: &'static str, items: &[pv_store::Object]) -> Result<Vec<T>, SnapshotError> {
     items
         .iter()
-        .map(|v| {
-            T::deserialize(&**v).map_err(|e| SnapshotError::Decode {
-                kind,
-                name: pv_model::key::meta_str(v, "name").to_string(),
-                message: e.to_string(),
-            })
-        })
+        .map(|o| o.decode::<T>().map_err(|e| SnapshotError::Decode { kind, name: o.key().1, message: e.to_string() }))
         .collect()
 }
 

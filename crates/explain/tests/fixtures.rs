@@ -164,8 +164,8 @@ pub fn simulated_volume(text: &str) -> String {
     let mut sim = Simulation::new(objects, registry, SimulationOptions::default()).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(sim.run()).unwrap();
-    let v = sim.store().get("persistentvolumeclaims", "default", "data").unwrap();
-    let claim: PersistentVolumeClaim = serde_json::from_value((*v).clone()).unwrap();
+    let v = sim.store().get("persistentvolumeclaims", "default", "data").unwrap().value();
+    let claim: PersistentVolumeClaim = serde_json::from_value(v).unwrap();
     helpers::claim_volume_name(&claim).to_string()
 }
 

@@ -7,7 +7,7 @@ use k8s_openapi::Resource;
 use pv_core::informer::{Handles, Informer, Step, Tombstone};
 use pv_core::{Controller, ObjectEvent, Protection};
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
-use pv_store::{Store, WatchEvent, WatchEventType};
+use pv_store::{Object, Store, WatchEvent, WatchEventType};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -96,7 +96,7 @@ pub fn start_protection(store: &Store, protection: &Arc<Protection>) -> LocalInf
 }
 
 /// Hands one watch event to the controller's handler for its kind, as an informer does.
-pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde_json::Value) {
+pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &Object) {
     match resource {
         "persistentvolumes" => typed(resource, kind, obj).map(|e| c.on_volume(e)),
         "persistentvolumeclaims" => typed(resource, kind, obj).map(|e| c.on_claim(e)),
@@ -108,20 +108,21 @@ pub fn deliver(c: &Controller, resource: &str, kind: WatchEventType, obj: &serde
 }
 
 /// A watch event as its typed object (see [`decoded`]).
-fn typed<T: DeserializeOwned>(resource: &str, kind: WatchEventType, v: &serde_json::Value) -> Option<ObjectEvent<T>> {
+fn typed<T: DeserializeOwned>(resource: &str, kind: WatchEventType, v: &Object) -> Option<ObjectEvent<T>> {
     decoded(resource, v).map(|t| match kind {
         WatchEventType::Deleted => ObjectEvent::Deleted(t),
         _ => ObjectEvent::Applied(t),
     })
 }
 
-/// A stored object as its type. The store decodes every write as its k8s-openapi type, so a
-/// stored object that does not decode is a defect: it is logged, never dropped in silence.
-fn decoded<T: DeserializeOwned>(resource: &str, v: &serde_json::Value) -> Option<T> {
-    match T::deserialize(v) {
+/// A stored object as its type, decoded straight from its JSON text. The store decodes every
+/// write as its k8s-openapi type, so a stored object that does not decode is a defect: it is
+/// logged, never dropped in silence.
+fn decoded<T: DeserializeOwned>(resource: &str, v: &Object) -> Option<T> {
+    match v.decode::<T>() {
         Ok(t) => Some(t),
         Err(e) => {
-            let name = pv_model::key::meta_str(v, "name");
+            let name = v.key().1;
             tracing::error!(%resource, %name, error = %e, "a stored object does not decode as its kind; not delivered");
             None
         }

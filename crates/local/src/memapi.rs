@@ -99,6 +99,10 @@ fn from_value<T: DeserializeOwned>(v: &serde_json::Value) -> Result<T, ApiError>
     T::deserialize(v).map_err(|e| ApiError::Other(format!("decoding stored object: {e}")))
 }
 
+fn decode<T: DeserializeOwned>(o: &pv_store::Object) -> Result<T, ApiError> {
+    o.decode().map_err(|e| ApiError::Other(format!("decoding stored object: {e}")))
+}
+
 impl MemApi {
     fn count(&self) -> Result<(), ApiError> {
         self.alive()?;
@@ -117,7 +121,7 @@ impl MemApi {
 impl ClusterApi for MemApi {
     async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
         self.alive()?;
-        from_value(&*self.store.get("persistentvolumes", "", name).map_err(map_err)?)
+        decode(&self.store.get("persistentvolumes", "", name).map_err(map_err)?)
     }
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         self.count()?;
@@ -137,7 +141,7 @@ impl ClusterApi for MemApi {
         }))
     }
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
-        from_value(&*self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)
+        decode(&self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)
     }
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         self.update("persistentvolumeclaims", claim, false)
@@ -157,6 +161,6 @@ impl ClusterApi for MemApi {
         self.alive()?;
         let (items, _) =
             self.store.list("pods", &pv_store::ListOptions { namespace: Some(namespace.into()) }).map_err(map_err)?;
-        items.iter().map(|p| from_value(p)).collect()
+        items.iter().map(decode).collect()
     }
 }

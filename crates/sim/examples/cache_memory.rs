@@ -17,7 +17,8 @@ fn live(r: &Region<'_, System>) -> isize {
 fn main() {
     let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let objects = pv_sim::workload::static_pairs(n);
-    let mut sim = pv_sim::Simulation::new(objects, pv_plugins::registry(None), Default::default()).unwrap();
+    let start = pv_sim::driver::default_start();
+    let mut sim = pv_sim::Simulation::streamed(objects, start, pv_plugins::registry(None), Default::default()).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(sim.run()).unwrap();
     let store = sim.store().clone();
@@ -25,7 +26,7 @@ fn main() {
     let mut bytes = Vec::new();
     for kind in ["persistentvolumes", "persistentvolumeclaims"] {
         let (items, _) = store.list(kind, &Default::default()).unwrap();
-        bytes.push((kind, items.iter().map(|o| serde_json::to_vec(&**o).unwrap().len()).sum::<usize>() / items.len()));
+        bytes.push((kind, items.iter().map(pv_store::Object::len).sum::<usize>() / items.len()));
     }
     let region = Region::new(GLOBAL);
     let controller = pv_core::Controller::new(

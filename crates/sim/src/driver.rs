@@ -188,7 +188,12 @@ fn start_time(objects: &[InputObject]) -> Timestamp {
             }
         }
     }
-    latest.unwrap_or_else(|| "2026-01-01T00:00:00Z".parse().expect("a valid timestamp"))
+    latest.unwrap_or_else(default_start)
+}
+
+/// When the virtual clock starts for input that carries no time.
+pub fn default_start() -> Timestamp {
+    "2026-01-01T00:00:00Z".parse().expect("a valid timestamp")
 }
 
 impl Simulation {
@@ -202,9 +207,31 @@ impl Simulation {
         Ok(Self::with_store(store, clock, plugins, options))
     }
 
-    /// A store on a virtual clock holding `objects`, as `simulate` loads them.
+    /// Loads objects made one at a time (a generated workload, [`crate::workload`]) into a fresh
+    /// in-memory store and builds the controller over it, the virtual clock starting at `start`:
+    /// each object is loaded and dropped before the next is made, so the input never exists whole.
+    pub fn streamed(
+        objects: impl IntoIterator<Item = InputObject>,
+        start: Timestamp,
+        plugins: PluginRegistry,
+        options: SimulationOptions,
+    ) -> Result<Self, SimulationError> {
+        let (store, clock) = Self::load_from(objects, start)?;
+        Ok(Self::with_store(store, clock, plugins, options))
+    }
+
+    /// A store on a virtual clock holding `objects`, as `simulate` loads them: the clock starts at
+    /// the latest time the objects carry.
     pub fn load(objects: Vec<InputObject>) -> Result<(Arc<Store>, Arc<SimClock>), SimulationError> {
-        let clock = SimClock::new(start_time(&objects));
+        let start = start_time(&objects);
+        Self::load_from(objects, start)
+    }
+
+    fn load_from(
+        objects: impl IntoIterator<Item = InputObject>,
+        start: Timestamp,
+    ) -> Result<(Arc<Store>, Arc<SimClock>), SimulationError> {
+        let clock = SimClock::new(start);
         let c2 = clock.clone();
         let store =
             Arc::new(Store::builder().clock(move || c2.now()).uids(UidMode::Deterministic).history_limit(4096).build());

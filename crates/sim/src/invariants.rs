@@ -31,7 +31,7 @@ pub const UNOWNED_DIRECTORY: &str = "host-path directory";
 pub fn check(store: &Store, root: Option<&Path>, allowed: &BTreeSet<String>) -> Vec<String> {
     let list = |resource: &str| -> Vec<Value> {
         let (items, _) = store.list(resource, &Default::default()).unwrap();
-        items.iter().map(|o| (**o).clone()).collect()
+        items.iter().map(pv_store::Object::value).collect()
     };
     let (pvs, pvcs, events) = (list("persistentvolumes"), list("persistentvolumeclaims"), list("events"));
     check_objects(&pvs, &pvcs, &events, root, allowed)
@@ -124,7 +124,7 @@ impl GuardPlugin {
         let Some(r) = v.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else { return };
         let ns = r.namespace.clone().unwrap_or_default();
         let cname = r.name.clone().unwrap_or_default();
-        if let Ok(c) = self.store.get("persistentvolumeclaims", &ns, &cname) {
+        if let Ok(c) = self.store.get("persistentvolumeclaims", &ns, &cname).map(|c| c.value()) {
             if s(&c["spec"]["volumeName"]) == name && Some(key::meta_str(&c, "uid")) == r.uid.as_deref() {
                 self.violations
                     .lock()
@@ -175,7 +175,7 @@ pub fn caches(store: &Store, controller: &pv_core::Controller) -> Vec<String> {
     let mut errs = Vec::new();
     let keys = |resource: &str| -> Vec<ObjectKey> {
         let (items, _) = store.list(resource, &Default::default()).unwrap();
-        let mut v: Vec<ObjectKey> = items.iter().map(|o| ObjectKey::of_json(o)).collect();
+        let mut v: Vec<ObjectKey> = items.iter().map(|o| ObjectKey::of_json(&o.value())).collect();
         v.sort();
         v
     };

@@ -1,71 +1,66 @@
 //! The simulation's output: every object of the input kinds as stored, sorted by kind, namespace
 //! and name, then every Event in the order it was first emitted, as one `v1` `List`.
 
-use pv_store::Store;
+use pv_store::{Object, Store};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Value};
-use std::cmp::Ordering;
-use std::sync::Arc;
 
+/// The input kinds' resources, in the order of their kinds' names (`Namespace`, `Node`,
+/// `PersistentVolume`, `PersistentVolumeClaim`, `Pod`, `StorageClass`): the store lists each in
+/// (namespace, name) order, so one after another they are in output order.
 const OUTPUT_RESOURCES: &[&str] =
-    &["namespaces", "nodes", "persistentvolumeclaims", "persistentvolumes", "pods", "storageclasses"];
+    &["namespaces", "nodes", "persistentvolumes", "persistentvolumeclaims", "pods", "storageclasses"];
 
-/// The output List, holding the stored objects themselves (shared, not copied): serializing it
-/// gives the same text as serializing [`output_list`]'s value, with no copy of the store.
+/// The output List, holding the stored objects themselves (their text, shared, not copied):
+/// serializing it gives the same text as serializing [`output_list`]'s value.
 pub struct OutputList {
-    items: Vec<Arc<Value>>,
-}
-
-fn kind(o: &Value) -> &str {
-    o.get("kind").and_then(Value::as_str).unwrap_or("")
-}
-
-fn text<'a>(o: &'a Value, section: &str, field: &str) -> &'a str {
-    o.get(section).and_then(|s| s.get(field)).and_then(Value::as_str).unwrap_or("")
+    items: Vec<Object>,
 }
 
 impl OutputList {
     /// Takes every object of the input kinds, then every Event, from the store.
     pub fn from_store(store: &Store) -> Self {
-        let mut objects: Vec<Arc<Value>> = Vec::new();
+        let mut objects: Vec<Object> = Vec::new();
         for r in OUTPUT_RESOURCES {
             let (items, _) = store.list(r, &Default::default()).expect("known resource");
             objects.extend(items);
         }
-        objects.sort_by(|a, b| {
-            (kind(a), text(a, "metadata", "namespace"), text(a, "metadata", "name")).cmp(&(
-                kind(b),
-                text(b, "metadata", "namespace"),
-                text(b, "metadata", "name"),
-            ))
-        });
-        let (mut events, _) = store.list("events", &Default::default()).expect("events");
-        events.sort_by(|a, b| -> Ordering {
-            (text(a, "metadata", "creationTimestamp"), text(a, "metadata", "name"))
-                .cmp(&(text(b, "metadata", "creationTimestamp"), text(b, "metadata", "name")))
-        });
-        objects.extend(events);
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default, rename_all = "camelCase")]
+        struct Meta {
+            creation_timestamp: String,
+            name: String,
+        }
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Stamped {
+            metadata: Meta,
+        }
+        let (events, _) = store.list("events", &Default::default()).expect("events");
+        let mut events: Vec<((String, String), Object)> = events
+            .into_iter()
+            .map(|e| {
+                let m = e.decode::<Stamped>().unwrap_or_default().metadata;
+                ((m.creation_timestamp, m.name), e)
+            })
+            .collect();
+        events.sort_by(|a, b| a.0.cmp(&b.0));
+        objects.extend(events.into_iter().map(|(_, e)| e));
         OutputList { items: objects }
     }
 
     /// The objects, in output order.
-    pub fn items(&self) -> impl Iterator<Item = &Value> {
-        self.items.iter().map(|o| &**o)
+    pub fn items(&self) -> impl Iterator<Item = Value> + '_ {
+        self.items.iter().map(Object::value)
     }
 }
 
 impl Serialize for OutputList {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        struct Items<'a>(&'a [Arc<Value>]);
-        impl Serialize for Items<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(self.0.iter().map(|o| &**o))
-            }
-        }
         // Keys in the order a JSON object's keys print (sorted).
         let mut m = s.serialize_map(Some(3))?;
         m.serialize_entry("apiVersion", "v1")?;
-        m.serialize_entry("items", &Items(&self.items))?;
+        m.serialize_entry("items", &self.items)?;
         m.serialize_entry("kind", "List")?;
         m.end()
     }
@@ -73,8 +68,7 @@ impl Serialize for OutputList {
 
 /// Builds the output List from the store, as one JSON value (a copy of every object).
 pub fn output_list(store: &Store) -> Value {
-    let list = OutputList::from_store(store);
-    let items: Vec<Value> = list.items().cloned().collect();
+    let items: Vec<Value> = OutputList::from_store(store).items().collect();
     json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 

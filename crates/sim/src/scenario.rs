@@ -190,7 +190,7 @@ pub fn setup_names(s: &Scenario) -> std::collections::BTreeSet<String> {
 /// The outcome of a finished simulation.
 pub fn outcome(sim: &Simulation) -> Outcome {
     Outcome {
-        items: OutputList::from_store(sim.store()).items().cloned().collect(),
+        items: OutputList::from_store(sim.store()).items().collect(),
         faults: sim.store().faults_injected(),
         cache_errors: crate::invariants::caches(sim.store(), sim.controller()),
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     let root = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::builder().uids(UidMode::Deterministic).build());
-    let mut objects = workload::static_pairs(300);
+    let mut objects: Vec<_> = workload::static_pairs(300).collect();
     // Claims bigger than any static volume force provisioning; fewer volumes than claims of
     // some sizes make workers race for the same volumes.
     for mut o in workload::provisioning(100) {
@@ -52,15 +52,27 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     let mut idle_since: Option<tokio::time::Instant> = None;
     let ops = controller.operations().clone();
     loop {
-        let (claims, _) = store.list("persistentvolumeclaims", &Default::default()).unwrap();
-        let unbound: Vec<&Arc<serde_json::Value>> = claims.iter().filter(|c| c["status"]["phase"] != "Bound").collect();
+        let claims: Vec<serde_json::Value> = store
+            .list("persistentvolumeclaims", &Default::default())
+            .unwrap()
+            .0
+            .iter()
+            .map(pv_store::Object::value)
+            .collect();
+        let unbound: Vec<&serde_json::Value> = claims.iter().filter(|c| c["status"]["phase"] != "Bound").collect();
         if unbound.is_empty() {
             break;
         }
         let waiting = !ops.running().is_empty() || ops.latest_backoff_expiry().is_some();
         idle_since = if waiting { None } else { Some(idle_since.unwrap_or_else(tokio::time::Instant::now)) };
         if idle_since.is_some_and(|t| t.elapsed() >= stuck_after) || started.elapsed() >= give_up {
-            let (pvs, _) = store.list("persistentvolumes", &Default::default()).unwrap();
+            let pvs: Vec<serde_json::Value> = store
+                .list("persistentvolumes", &Default::default())
+                .unwrap()
+                .0
+                .iter()
+                .map(pv_store::Object::value)
+                .collect();
             let about: Vec<String> = unbound
                 .iter()
                 .take(5)
@@ -71,7 +83,7 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
                         .filter(|p| p["spec"]["claimRef"]["uid"] == uid)
                         .map(|p| format!("{} {}", p["metadata"]["name"], p["status"]["phase"]))
                         .collect();
-                    format!("{}\n  volumes pointing at it: {volumes:?}", serde_json::to_string(&***c).unwrap())
+                    format!("{}\n  volumes pointing at it: {volumes:?}", serde_json::to_string(c).unwrap())
                 })
                 .collect();
             let now = pv_core::Clock::now_ms(&**controller.clock());
@@ -95,7 +107,8 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     let _ = runner.await;
     let errs = invariants::check(&store, Some(root.path()), &BTreeSet::new());
     assert!(errs.is_empty(), "invariants violated: {errs:#?}");
-    let (pvs, _) = store.list("persistentvolumes", &Default::default()).unwrap();
+    let pvs: Vec<serde_json::Value> =
+        store.list("persistentvolumes", &Default::default()).unwrap().0.iter().map(pv_store::Object::value).collect();
     let mut owners: HashMap<String, String> = HashMap::new();
     for p in &pvs {
         if let Some(uid) = p["spec"]["claimRef"]["uid"].as_str() {

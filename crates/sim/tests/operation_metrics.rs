@@ -54,7 +54,7 @@ fn external_provisioning_and_deletion_are_timed_from_start_to_bound_and_to_gone(
     assert_eq!(s[0].1.seconds.count, 1);
     assert!(s[0].1.seconds.sum >= 40.0, "from the hand-off to the binding: {}", s[0].1.seconds.sum);
     assert_eq!(s[0].1.errors, 0);
-    let pvc = sim.store().get("persistentvolumeclaims", "default", "c1").unwrap();
+    let pvc = sim.store().get("persistentvolumeclaims", "default", "c1").unwrap().value();
     assert_eq!(pvc["status"]["phase"], "Bound");
 
     // The claim goes: the volume is released and left to its external deleter, which removes the
@@ -63,7 +63,7 @@ fn external_provisioning_and_deletion_are_timed_from_start_to_bound_and_to_gone(
     rt.block_on(sim.run()).unwrap();
     assert_eq!(m.operations_in_progress(), 1, "the delete has started");
     sim.advance(Duration::from_secs(30));
-    let mut pv = (*sim.store().get("persistentvolumes", "", "pvc-1").unwrap()).clone();
+    let mut pv = sim.store().get("persistentvolumes", "", "pvc-1").unwrap().value();
     pv["metadata"]["finalizers"] = json!([]);
     sim.store().update("persistentvolumes", pv, false).unwrap();
     let _ = sim.store().delete("persistentvolumes", "", "pvc-1", None, None);
@@ -134,7 +134,8 @@ fn a_failed_hand_off_to_an_external_provisioner_is_a_provisioning_failed_event_a
         c.sync_claim_key("default/c1").await.unwrap();
         assert!(c.operations().run_next().await, "the provisioning operation ran");
     });
-    let events = store.list("events", &Default::default()).unwrap().0;
+    let events: Vec<serde_json::Value> =
+        store.list("events", &Default::default()).unwrap().0.iter().map(pv_store::Object::value).collect();
     let failed: Vec<_> = events.iter().filter(|e| e["reason"] == "ProvisioningFailed").collect();
     assert_eq!(failed.len(), 1, "{events:?}");
     assert_eq!(failed[0]["type"], "Warning");

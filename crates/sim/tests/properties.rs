@@ -75,7 +75,7 @@ fn apply(store: &Store, root: &Path, a: &Action) {
         }
         Action::SetPolicy { name, policy } => match store.get("persistentvolumes", "", &format!("v{name}")) {
             Ok(v) => {
-                let mut v: Value = (*v).clone();
+                let mut v: Value = v.value();
                 v["spec"]["persistentVolumeReclaimPolicy"] = json!(POLICIES[*policy as usize]);
                 store.update("persistentvolumes", v, false).map(|_| ())
             }

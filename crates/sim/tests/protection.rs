@@ -65,7 +65,7 @@ async fn deletes_complete_once_nothing_uses_the_object() {
     bound["status"]["phase"] = json!("Bound");
     store.update("persistentvolumes", bound, true).unwrap();
     store.delete("persistentvolumes", "", "pv1", None, None).unwrap();
-    let mut released = (*store.get("persistentvolumes", "", "pv1").unwrap()).clone();
+    let mut released = store.get("persistentvolumes", "", "pv1").unwrap().value();
     assert!(released["metadata"]["deletionTimestamp"].is_string(), "a Bound volume is only marked");
     released["status"]["phase"] = json!("Released");
     store.update("persistentvolumes", released, true).unwrap();

@@ -17,9 +17,9 @@ fn a_lost_response_on_the_last_pv_create_keeps_the_provisioned_directory() {
             .unwrap();
     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(sim.run()).unwrap();
     let name = "pvc-11111111-1111-1111-1111-111111111111";
-    let pv = sim.store().get("persistentvolumes", "", name).expect("the provisioned PV exists");
+    let pv = sim.store().get("persistentvolumes", "", name).expect("the provisioned PV exists").value();
     assert_eq!(pv["status"]["phase"], "Bound");
     assert!(root.path().join(name).is_dir(), "its directory must still exist");
-    let c = sim.store().get("persistentvolumeclaims", "default", "c1").unwrap();
+    let c = sim.store().get("persistentvolumeclaims", "default", "c1").unwrap().value();
     assert_eq!(c["spec"]["volumeName"], name);
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn count(store: &Store, resource: &str, f: impl Fn(&serde_json::Value) -> bool) -> usize {
-    store.list(resource, &Default::default()).unwrap().0.iter().filter(|o| f(o)).count()
+    store.list(resource, &Default::default()).unwrap().0.iter().filter(|o| f(&o.value())).count()
 }
 
 async fn wait(what: &str, mut done: impl FnMut() -> bool) {

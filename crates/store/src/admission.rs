@@ -23,7 +23,6 @@
 use crate::error::StoreError;
 use pv_model::quantity::Quantity;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// The finalizer StorageObjectInUseProtection puts on volumes.
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
@@ -68,7 +67,7 @@ impl Admission {
     }
 
     /// The mutating plugins on a new object of `kind`; `classes` are the stored classes.
-    pub fn admit_create(&self, kind: &str, obj: &mut Value, classes: &[Arc<Value>]) {
+    pub fn admit_create(&self, kind: &str, obj: &mut Value, classes: &[Value]) {
         match kind {
             "PersistentVolume" if self.storage_protection => add_finalizer(obj, PV_PROTECTION_FINALIZER),
             "PersistentVolumeClaim" => {
@@ -90,13 +89,7 @@ impl Admission {
     }
 
     /// The validating plugins on an update of the main resource of `kind`.
-    pub fn validate_update(
-        &self,
-        kind: &str,
-        old: &Value,
-        new: &Value,
-        classes: &[Arc<Value>],
-    ) -> Result<(), StoreError> {
+    pub fn validate_update(&self, kind: &str, old: &Value, new: &Value, classes: &[Value]) -> Result<(), StoreError> {
         if !self.claim_resize || kind != "PersistentVolumeClaim" {
             return Ok(());
         }
@@ -169,7 +162,7 @@ fn claim_class(claim: &Value) -> String {
 }
 
 /// The default class: newest by creation time, then by name.
-fn default_class(classes: &[Arc<Value>]) -> Option<String> {
+fn default_class(classes: &[Value]) -> Option<String> {
     let mut defaults: Vec<(&str, &str)> = classes
         .iter()
         .filter(|c| {
@@ -190,12 +183,12 @@ fn default_class(classes: &[Arc<Value>]) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn class(name: &str, created: &str, default: bool) -> Arc<Value> {
+    fn class(name: &str, created: &str, default: bool) -> Value {
         let mut c = json!({"metadata": {"name": name, "creationTimestamp": created}, "provisioner": "x"});
         if default {
             c["metadata"]["annotations"] = json!({IS_DEFAULT_CLASS: "true"});
         }
-        Arc::new(c)
+        c
     }
 
     #[test]
@@ -219,9 +212,9 @@ mod tests {
 
     #[test]
     fn only_a_bound_claim_of_an_expandable_class_may_grow() {
-        let mut expandable = (*class("gold", "2020-01-01T00:00:00Z", false)).clone();
+        let mut expandable = class("gold", "2020-01-01T00:00:00Z", false);
         expandable["allowVolumeExpansion"] = json!(true);
-        let classes = [Arc::new(expandable), class("fixed", "2020-01-01T00:00:00Z", false)];
+        let classes = [expandable, class("fixed", "2020-01-01T00:00:00Z", false)];
         let claim = |class: &str, size: &str, phase: &str| {
             json!({"metadata": {"name": "c"}, "spec": {"storageClassName": class, "resources": {"requests": {"storage": size}}},
                    "status": {"phase": phase}})

@@ -6,8 +6,8 @@
 //! finalizers; watch events replayable from a recent resourceVersion (older ones answer 410 Gone);
 //! kube-apiserver's validation and defaulting for the storage kinds.
 //!
-//! Objects are kept as JSON values so the same store serves typed controller adapters and the
-//! HTTP API for any kind it knows. Persistence sits *under* the store through [`Backend`]: the
+//! Objects are kept as compact JSON text ([`Object`]) so the same store serves typed controller
+//! adapters and the HTTP API for any kind it knows, at a fraction of a JSON tree's memory. Persistence sits *under* the store through [`Backend`]: the
 //! in-memory mode has none, `up` plugs a durable database in. Faults (409, 500, timeouts, lost
 //! responses) are injected here, at the API boundary, so every client sees them the same way.
 
@@ -17,6 +17,7 @@ pub mod faults;
 pub mod kinds;
 mod meta;
 pub mod namespaces;
+mod object;
 pub mod store;
 mod strategy;
 pub mod validation;
@@ -26,6 +27,7 @@ pub use admission::Admission;
 pub use error::{FieldError, FieldErrorKind, StoreError};
 pub use faults::{FaultKind, FaultSpec};
 pub use kinds::{ResourceType, RESOURCE_TYPES};
+pub use object::Object;
 pub use store::{
     format_time, Backend, ListOptions, Mutation, PendingWrite, Snapshot, Store, StoreBuilder, UidMode, WatchEvent,
     WatchEventType,

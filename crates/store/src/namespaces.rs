@@ -15,6 +15,7 @@
 
 use crate::error::StoreError;
 use crate::kinds::{ResourceType, RESOURCE_TYPES};
+use crate::object::Object;
 use crate::store::Part;
 use crate::{ListOptions, Result, Store};
 use serde_json::{json, Map, Value};
@@ -96,7 +97,7 @@ fn is_terminating(ns: &Value) -> bool {
 
 /// Refuses a create in a namespace being terminated, as upstream's NamespaceLifecycle admission.
 pub(crate) fn admit_create(
-    objects: &HashMap<&'static str, HashMap<(String, String), Arc<Value>>>,
+    objects: &HashMap<&'static str, HashMap<(String, String), Object>>,
     rt: &ResourceType,
     ns: &str,
     name: &str,
@@ -107,7 +108,7 @@ pub(crate) fn admit_create(
     let terminating = objects
         .get("namespaces")
         .and_then(|m| m.get(&(String::new(), ns.to_string())))
-        .is_some_and(|n| is_terminating(n));
+        .is_some_and(|n| is_terminating(&n.value()));
     if terminating {
         return Err(StoreError::Forbidden {
             resource: rt.qualified(),
@@ -137,7 +138,7 @@ impl Store {
     /// is gone or no longer holds the finalizer.
     pub fn sweep_namespace(&self, ns: &str) -> Result<bool> {
         let namespace = match self.get("namespaces", "", ns) {
-            Ok(n) => n,
+            Ok(n) => n.value(),
             Err(StoreError::NotFound { .. }) => return Ok(true),
             Err(e) => return Err(e),
         };
@@ -149,6 +150,7 @@ impl Store {
         for rt in RESOURCE_TYPES.iter().filter(|r| r.namespaced) {
             let (items, _) = self.list(rt.plural, &opts)?;
             for o in items {
+                let o = o.value();
                 left += 1;
                 if o.pointer("/metadata/deletionTimestamp").is_some() {
                     continue;
@@ -171,7 +173,7 @@ impl Store {
                 return Ok(false);
             }
         }
-        let mut fin = (*namespace).clone();
+        let mut fin = namespace;
         let list: Vec<Value> = fin
             .pointer("/spec/finalizers")
             .and_then(Value::as_array)
@@ -238,7 +240,7 @@ mod tests {
         assert!(s.get("namespaces", "", "demo").is_ok());
         assert!(s.get("persistentvolumeclaims", "other", "c").is_ok());
 
-        let mut released = (*s.get("persistentvolumeclaims", "demo", "held").unwrap()).clone();
+        let mut released = s.get("persistentvolumeclaims", "demo", "held").unwrap().value();
         released["metadata"]["finalizers"] = json!([]);
         assert_eq!(held["metadata"]["name"], "held");
         s.update("persistentvolumeclaims", released, false).unwrap();

@@ -5,6 +5,7 @@ use crate::error::{FieldError, StoreError};
 use crate::faults::{FaultInjector, FaultKind, FaultSpec};
 use crate::kinds::ResourceType;
 use crate::meta::{finalizers, keep_fields, keep_server_metadata, meta, meta_mut, meta_str};
+use crate::object::Object;
 use crate::strategy;
 use crate::validation;
 use crate::watch::{self, History, Refused, StoreLimits, Watcher};
@@ -52,11 +53,9 @@ pub struct WatchEvent {
     /// Namespace ("" for cluster-scoped).
     pub namespace: String,
     /// The object after the change (for deletions: its last state, with the deletion's version).
-    pub object: Arc<Value>,
+    pub object: Object,
     /// resourceVersion of the change.
     pub rv: u64,
-    /// JSON size of `object` (0 when the store's limits need no sizes).
-    pub size: usize,
 }
 
 /// A durable write, as the persistence layer receives it.
@@ -71,7 +70,7 @@ pub enum Mutation<'a> {
         /// Name.
         name: &'a str,
         /// Full object, resourceVersion included.
-        object: &'a Value,
+        object: &'a Object,
     },
     /// The object is gone.
     Delete {
@@ -96,7 +95,7 @@ pub struct PendingWrite {
     /// Name.
     pub name: String,
     /// The object after the write; `None` for a deletion.
-    pub object: Option<Arc<Value>>,
+    pub object: Option<Object>,
 }
 
 impl PendingWrite {
@@ -147,7 +146,7 @@ pub struct Snapshot {
     /// Last resourceVersion handed out.
     pub rv: u64,
     /// `(resource, object)` pairs.
-    pub objects: Vec<(String, Value)>,
+    pub objects: Vec<(String, Object)>,
 }
 
 /// List scope.
@@ -160,7 +159,7 @@ pub struct ListOptions {
 type Key = (String, String);
 
 /// A write not yet durable: its version and the object after it (`None`: deleted).
-type Unpublished = (u64, Option<Arc<Value>>);
+type Unpublished = (u64, Option<Object>);
 
 struct WatchSlot {
     resource: &'static str,
@@ -175,7 +174,7 @@ struct Inner {
     rv: u64,
     /// Objects by resource, as readers see them: durable writes only. Hashed, not ordered:
     /// point reads and writes are the hot path; lists sort.
-    objects: HashMap<&'static str, HashMap<Key, Arc<Value>>>,
+    objects: HashMap<&'static str, HashMap<Key, Object>>,
     /// Writes waiting for their commit, latest per object, with their version (`None`: a
     /// deletion). Writers read through it, so that concurrency checks see every earlier
     /// write; readers never do.
@@ -192,7 +191,7 @@ struct Inner {
 
 impl Inner {
     /// An object as writers see it: the latest write, durable or not.
-    fn latest(&self, plural: &'static str, ns: &str, name: &str) -> Option<Arc<Value>> {
+    fn latest(&self, plural: &'static str, ns: &str, name: &str) -> Option<Object> {
         let key = (ns.to_string(), name.to_string());
         if let Some((_, o)) = self.overlay.get(plural).and_then(|m| m.get(&key)) {
             return o.clone();
@@ -201,17 +200,17 @@ impl Inner {
     }
 
     /// Every object of a resource as writers see it (admission reads the classes this way).
-    fn all(&self, plural: &'static str) -> Vec<Arc<Value>> {
+    fn all(&self, plural: &'static str) -> Vec<Value> {
         let overlay = self.overlay.get(plural);
-        let mut out: Vec<Arc<Value>> = self
+        let mut out: Vec<Value> = self
             .objects
             .get(plural)
             .into_iter()
             .flatten()
             .filter(|(k, _)| overlay.is_none_or(|o| !o.contains_key(*k)))
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| v.value())
             .collect();
-        out.extend(overlay.into_iter().flatten().filter_map(|(_, (_, v))| v.clone()));
+        out.extend(overlay.into_iter().flatten().filter_map(|(_, (_, v))| v.as_ref().map(Object::value)));
         out
     }
 }
@@ -334,7 +333,7 @@ impl Store {
     }
 
     /// Reads one object.
-    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Arc<Value>> {
+    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Object> {
         let rt = Self::rt(resource)?;
         let inner = self.inner.lock().unwrap();
         inner
@@ -346,10 +345,10 @@ impl Store {
     }
 
     /// Lists objects and the resourceVersion the list is consistent with.
-    pub fn list(&self, resource: &str, opts: &ListOptions) -> Result<(Vec<Arc<Value>>, u64)> {
+    pub fn list(&self, resource: &str, opts: &ListOptions) -> Result<(Vec<Object>, u64)> {
         let rt = Self::rt(resource)?;
         let inner = self.inner.lock().unwrap();
-        let mut items: Vec<(&Key, &Arc<Value>)> = match inner.objects.get(rt.plural) {
+        let mut items: Vec<(&Key, &Object)> = match inner.objects.get(rt.plural) {
             None => Vec::new(),
             Some(m) => match &opts.namespace {
                 Some(ns) if rt.namespaced => m.iter().filter(|((n, _), _)| n == ns).collect(),
@@ -421,15 +420,15 @@ impl Store {
         kind: WatchEventType,
         ns: &str,
         name: &str,
-        obj: Arc<Value>,
+        obj: &Value,
         rv: u64,
     ) -> Result<()> {
-        let size = if self.limits.needs_sizes() { watch::json_size(&obj) } else { 0 };
-        if kind != WatchEventType::Deleted && self.limits.max_object_bytes.is_some_and(|max| size > max) {
+        let obj = Object::new(obj);
+        if kind != WatchEventType::Deleted && self.limits.max_object_bytes.is_some_and(|max| obj.len() > max) {
             return Err(StoreError::TooLarge);
         }
         inner.rv = rv;
-        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv, size };
+        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv };
         let object = (kind != WatchEventType::Deleted).then_some(obj);
         let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
         if self.backend.is_some() {
@@ -568,10 +567,10 @@ impl Store {
         }
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
-        let obj = Arc::new(obj);
-        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, &obj, rv)?;
         drop(inner);
         self.wait_durable(rv)?;
+        let obj = Arc::new(obj);
         if fault == Some(FaultKind::LostResponse) {
             return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
         }
@@ -597,11 +596,10 @@ impl Store {
         }
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
-        let obj = Arc::new(obj);
-        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, obj.clone(), rv)?;
+        self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, &obj, rv)?;
         drop(inner);
         self.wait_durable(rv)?;
-        Ok(obj)
+        Ok(Arc::new(obj))
     }
 
     /// Updates an object. `status == false` writes the main resource (status changes ignored for
@@ -633,7 +631,8 @@ impl Store {
         let mut inner = self.inner.lock().unwrap();
         let old = inner
             .latest(rt.plural, &ns, &name)
-            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.clone() })?;
+            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.clone() })?
+            .value();
         let given_uid = meta_str(&obj, "uid");
         if !status && part != Part::Finalize && !given_uid.is_empty() && given_uid != meta_str(&old, "uid") {
             return Err(StoreError::Conflict {
@@ -658,7 +657,7 @@ impl Store {
             // A status write takes the status and the metadata (labels, annotations,
             // finalizers) from the body, as kube-apiserver's status strategies do; the spec
             // stays as stored, and so do a Pod's owner references.
-            let mut n = (*old).clone();
+            let mut n = old.clone();
             match obj.get("status") {
                 Some(s) => n.as_object_mut().unwrap().insert("status".into(), s.clone()),
                 None => n.as_object_mut().unwrap().remove("status"),
@@ -669,7 +668,7 @@ impl Store {
             n.as_object_mut().unwrap().insert("metadata".into(), Value::Object(m));
             n
         } else if part == Part::Finalize {
-            let mut n = (*old).clone();
+            let mut n = old.clone();
             let fin = obj.get("spec").and_then(|s| s.get("finalizers")).cloned().unwrap_or(Value::Array(Vec::new()));
             n.as_object_mut().unwrap().entry("spec").or_insert_with(|| Value::Object(Map::new()))["finalizers"] = fin;
             n
@@ -715,26 +714,24 @@ impl Store {
         }
         // Compare without the resourceVersion to detect no-op writes.
         meta_mut(&mut new).insert("resourceVersion".into(), Value::String(meta_str(&old, "resourceVersion").into()));
-        if new == *old || dry_run {
-            if dry_run && new != *old {
+        if new == old || dry_run {
+            if dry_run && new != old {
                 return Ok(Arc::new(new));
             }
             drop(inner);
             if fault == Some(FaultKind::LostResponse) {
                 return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
             }
-            return Ok(old);
+            return Ok(Arc::new(old));
         }
         strategy::updated(rt, &old, &mut new, status, &format_time((self.now)()));
         let rv = inner.rv + 1;
         Self::stamp(&mut new, rv);
         let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
+        let kind =
+            if deleting && finalizers(&new).is_empty() { WatchEventType::Deleted } else { WatchEventType::Modified };
+        self.commit(&mut inner, rt, kind, &ns, &name, &new, rv)?;
         let new = Arc::new(new);
-        if deleting && finalizers(&new).is_empty() {
-            self.commit(&mut inner, rt, WatchEventType::Deleted, &ns, &name, new.clone(), rv)?;
-        } else {
-            self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, new.clone(), rv)?;
-        }
         drop(inner);
         self.wait_durable(rv)?;
         if fault == Some(FaultKind::LostResponse) {
@@ -788,7 +785,8 @@ impl Store {
         let mut inner = self.inner.lock().unwrap();
         let old = inner
             .latest(rt.plural, ns, name)
-            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })?;
+            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })?
+            .value();
         if let Some(u) = uid.filter(|u| !u.is_empty()) {
             if u != meta_str(&old, "uid") {
                 // Named by kind, as kube-apiserver's delete preconditions name it.
@@ -816,27 +814,25 @@ impl Store {
         }
         let rv = inner.rv + 1;
         if dry_run {
-            let mut would = (*old).clone();
+            let mut would = old.clone();
             if !finalizers(&old).is_empty() && !meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
                 self.mark_deleted(rt, &mut would);
             }
             return Ok(Arc::new(would));
         }
         let result = if finalizers(&old).is_empty() {
-            let mut gone = (*old).clone();
+            let mut gone = old;
             Self::stamp(&mut gone, rv);
-            let gone = Arc::new(gone);
-            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, gone.clone(), rv)?;
-            gone
+            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, &gone, rv)?;
+            Arc::new(gone)
         } else if meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
-            old
+            Arc::new(old)
         } else {
-            let mut marked = (*old).clone();
+            let mut marked = old;
             self.mark_deleted(rt, &mut marked);
             Self::stamp(&mut marked, rv);
-            let marked = Arc::new(marked);
-            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, marked.clone(), rv)?;
-            marked
+            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, &marked, rv)?;
+            Arc::new(marked)
         };
         let committed = inner.rv == rv;
         drop(inner);

@@ -9,8 +9,8 @@
 //! [`crate::Store::watch_bounded`] (a remote client's) whose undelivered events pass
 //! [`StoreLimits::watch_events`] or [`StoreLimits::watch_bytes`] is closed; the
 //! history keeps at most [`StoreLimits::history_events`], [`StoreLimits::history_bytes`] and
-//! [`StoreLimits::history_age`] worth of changes. Sizes are the JSON size of the object, computed
-//! once per write, and only when some limit needs them.
+//! [`StoreLimits::history_age`] worth of changes. Sizes are the length of the object's JSON text
+//! ([`crate::Object`]), which the store writes once per write.
 //!
 //! The in-memory store (simulation, tests) keeps the historical defaults: no size limits.
 //! Watchers started with [`crate::Store::watch`], which consumers in the same process drain in
@@ -58,13 +58,6 @@ impl Default for StoreLimits {
     }
 }
 
-impl StoreLimits {
-    /// True when writes must know their objects' sizes.
-    pub(crate) fn needs_sizes(&self) -> bool {
-        self.max_object_bytes.is_some() || self.history_bytes.is_some() || self.watch_bytes.is_some()
-    }
-}
-
 /// The size of `v` serialized as compact JSON, without building the text.
 pub fn json_size(v: &Value) -> usize {
     struct Count(usize);
@@ -95,7 +88,8 @@ pub struct Watcher {
 
 impl Watcher {
     fn took(&self, ev: WatchEvent) -> WatchEvent {
-        let _ = self.queued.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| Some(q.saturating_sub(ev.size)));
+        let size = ev.object.len();
+        let _ = self.queued.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| Some(q.saturating_sub(size)));
         ev
     }
 
@@ -137,7 +131,7 @@ pub(crate) enum Refused {
 impl Sender {
     /// Queues an event unless the watcher is gone or too far behind.
     pub(crate) fn offer(&self, ev: WatchEvent) -> Result<(), Refused> {
-        let size = ev.size;
+        let size = ev.object.len();
         if let Some(max) = self.max_bytes {
             let queued = self.queued.load(Ordering::Relaxed);
             if queued > 0 && queued.saturating_add(size) > max {
@@ -168,24 +162,17 @@ pub(crate) fn channel(limits: &StoreLimits, replay: VecDeque<WatchEvent>) -> (Se
     (Sender { tx, queued: queued.clone(), max_bytes: limits.watch_bytes }, Watcher { replay, rx, queued })
 }
 
-/// A change the history keeps: when it was made, the event, and its object's text when kept as
-/// text (the event's own object is then a shared placeholder).
-type Kept = (Option<Timestamp>, WatchEvent, Option<Box<[u8]>>);
+/// A change the history keeps: when it was made, and the event.
+type Kept = (Option<Timestamp>, WatchEvent);
 
-/// The changes a watch can still be resumed from.
-///
-/// When its bytes are bounded (`up`), the history keeps each object as its JSON text rather than
-/// as a `serde_json::Value`: a tree costs about five times its text (each JSON object in it is a
-/// B-tree node of some 600 bytes), and most versions it keeps have been superseded, so nothing
-/// else shares them (`up` holding 10,000 bound pairs: 630 MB before, 480 MB after; BENCHMARKS.md).
-/// A replay (a watch resumed from an older version) parses the text again.
+/// The changes a watch can still be resumed from. Each keeps its object's JSON text, shared with
+/// the store and the watchers (see [`crate::Object`]).
 #[derive(Default)]
 pub(crate) struct History {
     kept: VecDeque<Kept>,
     bytes: usize,
     /// Events at or below this version are no longer kept.
     compacted: u64,
-    placeholder: Arc<Value>,
 }
 
 impl History {
@@ -200,14 +187,9 @@ impl History {
     }
 
     /// Keeps `ev` (made at `now`), then forgets the oldest changes beyond the limits.
-    pub(crate) fn push(&mut self, mut ev: WatchEvent, now: Option<Timestamp>, limits: &StoreLimits) {
-        self.bytes += ev.size;
-        let text = limits.history_bytes.map(|_| {
-            let text = serde_json::to_vec(&*ev.object).expect("a JSON value serializes");
-            ev.object = self.placeholder.clone();
-            text.into_boxed_slice()
-        });
-        self.kept.push_back((now, ev, text));
+    pub(crate) fn push(&mut self, ev: WatchEvent, now: Option<Timestamp>, limits: &StoreLimits) {
+        self.bytes += ev.object.len();
+        self.kept.push_back((now, ev));
         self.trim(now, limits);
     }
 
@@ -217,14 +199,14 @@ impl History {
             (Some(age), Some(at), Some(now)) => Duration::try_from(now.duration_since(at)).is_ok_and(|d| d > age),
             _ => false,
         };
-        while let Some((at, front, _)) = self.kept.front() {
+        while let Some((at, front)) = self.kept.front() {
             let over = self.kept.len() > limits.history_events.max(1)
                 || limits.history_bytes.is_some_and(|b| self.bytes > b && self.kept.len() > 1)
                 || too_old(*at);
             if !over {
                 break;
             }
-            self.bytes -= front.size;
+            self.bytes -= front.object.len();
             self.compacted = front.rv;
             self.kept.pop_front();
         }
@@ -234,14 +216,8 @@ impl History {
     pub(crate) fn since(&self, since: u64, resource: &str, namespace: Option<&str>) -> VecDeque<WatchEvent> {
         self.kept
             .iter()
-            .filter(|(_, e, _)| e.rv > since && e.resource == resource && namespace.is_none_or(|n| n == e.namespace))
-            .map(|(_, e, text)| {
-                let mut e = e.clone();
-                if let Some(t) = text {
-                    e.object = Arc::new(serde_json::from_slice(t).expect("the text the history wrote"));
-                }
-                e
-            })
+            .filter(|(_, e)| e.rv > since && e.resource == resource && namespace.is_none_or(|n| n == e.namespace))
+            .map(|(_, e)| e.clone())
             .collect()
     }
 }
@@ -252,14 +228,15 @@ mod tests {
     use crate::store::WatchEventType;
     use serde_json::json;
 
+    /// An event whose object's text is `size` bytes long (`{}` below 8).
     fn ev(rv: u64, size: usize) -> WatchEvent {
+        let object = if size < 8 { json!({}) } else { json!({"p": "x".repeat(size - 8)}) };
         WatchEvent {
             kind: WatchEventType::Modified,
             resource: "persistentvolumes",
             namespace: String::new(),
-            object: Arc::new(json!({})),
+            object: crate::Object::new(&object),
             rv,
-            size,
         }
     }
 
@@ -287,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn a_history_bounded_in_bytes_keeps_text_and_replays_the_same_objects() {
+    fn a_history_replays_the_same_objects_and_counts_their_text() {
         let limits = StoreLimits { history_bytes: Some(1 << 20), ..Default::default() };
         let mut h = History::starting_at(0);
         let objects = [
@@ -295,15 +272,12 @@ mod tests {
             json!({"metadata": {"name": "b"}, "s": [1, null, "x"]}),
         ];
         for (i, o) in objects.iter().enumerate() {
-            h.push(WatchEvent { object: Arc::new(o.clone()), ..ev(i as u64 + 1, json_size(o)) }, None, &limits);
+            h.push(WatchEvent { object: crate::Object::new(o), ..ev(i as u64 + 1, 0) }, None, &limits);
         }
-        assert!(h.kept.iter().all(|(_, e, text)| text.is_some() && e.object.is_null()), "kept as text");
-        let replayed: Vec<Value> = h.since(0, "persistentvolumes", None).iter().map(|e| (*e.object).clone()).collect();
+        assert_eq!(h.bytes, objects.iter().map(json_size).sum::<usize>());
+        let replayed: Vec<Value> = h.since(0, "persistentvolumes", None).iter().map(|e| e.object.value()).collect();
         assert_eq!(replayed, objects);
         assert_eq!(h.since(1, "persistentvolumes", None).len(), 1);
-        let mut unbounded = History::starting_at(0);
-        unbounded.push(WatchEvent { object: Arc::new(objects[0].clone()), ..ev(1, 0) }, None, &StoreLimits::default());
-        assert!(unbounded.kept[0].2.is_none(), "without a byte bound the tree is kept as it is");
     }
 
     #[test]
@@ -336,7 +310,7 @@ mod tests {
     }
 
     fn update(s: &crate::Store, name: &str, pad: usize) -> crate::Result<Arc<Value>> {
-        let mut o = (*s.get("persistentvolumes", "", name)?).clone();
+        let mut o = s.get("persistentvolumes", "", name)?.value();
         o["metadata"]["annotations"]["pad"] = json!("y".repeat(pad));
         s.update("persistentvolumes", o, false)
     }
@@ -353,7 +327,10 @@ mod tests {
         assert_eq!(update(&s, "a", 5000).unwrap_err(), crate::StoreError::TooLarge);
         assert_eq!(s.resource_version(), rv);
         assert_eq!(
-            s.get("persistentvolumes", "", "a").unwrap()["metadata"]["annotations"]["pad"].as_str().unwrap().len(),
+            s.get("persistentvolumes", "", "a").unwrap().value()["metadata"]["annotations"]["pad"]
+                .as_str()
+                .unwrap()
+                .len(),
             1000
         );
     }

@@ -39,7 +39,7 @@ use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use std::future::Future;
 use std::process::ExitCode;
@@ -188,6 +188,14 @@ impl Workload {
     pub fn claims(&self) -> usize {
         match self {
             Workload::Pairs(n) | Workload::Claims { n, .. } => *n,
+        }
+    }
+
+    /// Objects the simulated workload loads: a PV and a claim per pair; a class and its claims.
+    fn objects(&self) -> usize {
+        match self {
+            Workload::Pairs(n) => 2 * n,
+            Workload::Claims { n, .. } => n + 1,
         }
     }
 

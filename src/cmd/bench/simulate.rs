@@ -10,8 +10,27 @@ pub(super) fn proc_status_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-pub(super) fn is_bound(v: &Value) -> bool {
-    v["status"]["phase"].as_str() == Some("Bound")
+/// The name of a claim its store watch event shows Bound, decoding only the two fields read.
+fn bound_name(o: &pv_store::Object) -> Option<String> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Named {
+        name: String,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default)]
+    struct Phase {
+        phase: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Claim {
+        #[serde(default)]
+        metadata: Named,
+        #[serde(default)]
+        status: Phase,
+    }
+    let c: Claim = o.decode().ok()?;
+    (c.status.phase == "Bound").then_some(c.metadata.name)
 }
 
 /// The in-process run: the workload on the simulated API server, per-claim Bound times taken
@@ -19,24 +38,29 @@ pub(super) fn is_bound(v: &Value) -> bool {
 pub(super) fn simulate(w: &Workload) -> anyhow::Result<(Report, Option<String>)> {
     let base_rss = proc_status_bytes("VmRSS");
     let t0 = Instant::now();
-    let objects = match w {
-        Workload::Pairs(n) => pv_sim::workload::static_pairs(*n),
+    let objects: Box<dyn Iterator<Item = pv_sim::InputObject>> = match w {
+        Workload::Pairs(n) => Box::new(pv_sim::workload::static_pairs(*n)),
         Workload::Claims { n, class } => {
-            let mut objects = pv_sim::workload::provisioning(*n);
-            for o in objects.iter_mut() {
+            let class = class.clone();
+            Box::new(pv_sim::workload::provisioning(*n).map(move |mut o| {
                 if o.resource.kind == "StorageClass" {
                     o.value["metadata"]["name"] = json!(class);
                 } else {
                     o.value["spec"]["storageClassName"] = json!(class);
                 }
-            }
-            objects
+                o
+            }))
         }
     };
-    let object_count = objects.len();
+    let object_count = w.objects();
     let root = tempfile::tempdir()?;
-    let mut sim = pv_sim::Simulation::new(objects, pv_plugins::registry(Some(root.path().into())), Default::default())
-        .map_err(|e| anyhow::anyhow!("loading the workload: {e}"))?;
+    let mut sim = pv_sim::Simulation::streamed(
+        objects,
+        pv_sim::driver::default_start(),
+        pv_plugins::registry(Some(root.path().into())),
+        Default::default(),
+    )
+    .map_err(|e| anyhow::anyhow!("loading the workload: {e}"))?;
     let watch = sim.store().watch("persistentvolumeclaims", None, None)?;
     let load = t0.elapsed();
     let start = Instant::now();
@@ -85,10 +109,8 @@ fn observe_store(
         loop {
             match watch.try_recv() {
                 Ok(ev) => {
-                    if is_bound(&ev.object) {
-                        if let Some(name) = ev.object["metadata"]["name"].as_str() {
-                            bound.entry(name.to_string()).or_insert_with(|| start.elapsed());
-                        }
+                    if let Some(name) = bound_name(&ev.object) {
+                        bound.entry(name).or_insert_with(|| start.elapsed());
                     }
                 }
                 Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,

@@ -3,12 +3,11 @@
 use super::{Backend, Durability, Inner, Key, Snapshot, Store, UidMode};
 use crate::admission::Admission;
 use crate::kinds::ResourceType;
-use crate::meta::meta_str;
+use crate::object::Object;
 use crate::watch::{History, StoreLimits};
 use jiff::Timestamp;
-use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Builds a [`Store`].
 pub struct StoreBuilder {
@@ -73,12 +72,12 @@ impl StoreBuilder {
 
     /// Builds the store.
     pub fn build(self) -> Store {
-        let mut objects: HashMap<&'static str, HashMap<Key, Arc<Value>>> = HashMap::new();
+        let mut objects: HashMap<&'static str, HashMap<Key, Object>> = HashMap::new();
         for (resource, obj) in self.snapshot.objects {
             if let Some(rt) = ResourceType::by_plural(&resource) {
-                let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
-                let name = meta_str(&obj, "name").to_string();
-                objects.entry(rt.plural).or_default().insert((ns, name), Arc::new(obj));
+                let (ns, name) = obj.key();
+                let ns = if rt.namespaced { ns } else { String::new() };
+                objects.entry(rt.plural).or_default().insert((ns, name), obj);
             }
         }
         Store {

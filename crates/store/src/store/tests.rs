@@ -40,7 +40,7 @@ fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
     writer.join().unwrap().unwrap();
     assert_eq!(s.delivered_version(), 1);
     assert_eq!(w.try_recv().unwrap().rv, 1);
-    assert_eq!(s.get("persistentvolumes", "", "a").unwrap()["metadata"]["resourceVersion"], "1");
+    assert_eq!(s.get("persistentvolumes", "", "a").unwrap().value()["metadata"]["resourceVersion"], "1");
 }
 
 /// A backend whose disk can fill up.
@@ -91,7 +91,7 @@ fn a_write_whose_commit_fails_is_never_visible_and_the_store_recovers_with_stora
     assert_eq!(s.delete("persistentvolumes", "", "a", None, None).unwrap_err().code(), 500);
     // Nothing of the failed writes shows: not b, not a's new label, not a's deletion.
     assert_eq!(s.get("persistentvolumes", "", "b").unwrap_err().code(), 404);
-    assert_eq!(*s.get("persistentvolumes", "", "a").unwrap(), *a);
+    assert_eq!(s.get("persistentvolumes", "", "a").unwrap().value(), *a);
     let (items, rv) = s.list("persistentvolumes", &ListOptions::default()).unwrap();
     assert_eq!((items.len(), rv), (1, 1));
     assert_eq!(w.try_recv().unwrap().rv, 1);
