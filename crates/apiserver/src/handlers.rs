@@ -343,7 +343,7 @@ pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Objec
 }
 
 /// LIST.
-pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
+pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Listing> {
     let opts = listopts::parse(q, false)?;
     let sel = selectors_for(t, q)?;
     let asked = listopts::requested_version(&opts.resource_version)?;
@@ -355,33 +355,84 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
     let page =
         st.pages.page(opts.limit, q.get("continue").map(String::as_str), Object::key, || matching(st, t, &sel))?;
     let (items, rv, cont, remaining) = (page.items, page.rv, page.next, page.remaining);
-    let items: Vec<Value> = items.iter().map(Object::value).collect();
     let rv = exact.unwrap_or(rv).to_string();
-    if let Some(inc) = f.table {
-        let refs: Vec<&Value> = items.iter().collect();
-        let tbl = tables::table(t.served.kind(), &refs, &rv, inc, cont.as_deref());
-        return Ok((StatusCode::OK, tbl));
-    }
     let mut meta = json!({"resourceVersion": rv});
-    if let Some(c) = cont {
+    if let Some(c) = &cont {
         meta["continue"] = json!(c);
         meta["remainingItemCount"] = json!(remaining);
     }
+    if !f.yaml && !f.protobuf && f.table.is_none() && f.partial.is_none() && !t.served.events_v1 {
+        return Ok(Listing::Json(list_json(t, &meta, &items)));
+    }
+    let items: Vec<Value> = items.iter().map(Object::value).collect();
+    if let Some(inc) = f.table {
+        let refs: Vec<&Value> = items.iter().collect();
+        let tbl = tables::table(t.served.kind(), &refs, &rv, inc, cont.as_deref());
+        return Ok(Listing::Reply((StatusCode::OK, tbl)));
+    }
     if let Some(v) = f.partial {
         let items: Vec<Value> = items.iter().map(|o| partial_metadata(o, v)).collect();
-        return Ok((
+        return Ok(Listing::Reply((
             StatusCode::OK,
             json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{v}"),
                    "metadata": meta, "items": items}),
-        ));
+        )));
     }
     // Items carry no kind or apiVersion in a JSON list, as kube-apiserver lists them.
     let items: Vec<Value> = items.iter().map(|o| without_type_meta(out(t, o))).collect();
-    Ok((
+    Ok(Listing::Reply((
         StatusCode::OK,
         json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),
                "metadata": meta, "items": items}),
-    ))
+    )))
+}
+
+/// A LIST's answer: a reply to encode as the client asked, or a JSON body already written.
+pub enum Listing {
+    /// Encoded like any other reply (YAML, protobuf, a Table, metadata only, `events.k8s.io`).
+    Reply(Reply),
+    /// A plain JSON list, written from the stored text.
+    Json(Vec<u8>),
+}
+
+/// A plain JSON list written from the objects' stored text, with no tree built for any of them:
+/// each item's top-level fields are copied as they are, less `kind` and `apiVersion`, which items
+/// of a JSON list do not carry (as kube-apiserver lists them). The same bytes as serializing the
+/// list's `Value`: fields in the same (sorted) order.
+fn list_json(t: &Target, meta: &Value, items: &[Object]) -> Vec<u8> {
+    use serde::ser::{SerializeMap, Serializer};
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    struct Item<'a>(&'a Object);
+    impl serde::Serialize for Item<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            let fields: BTreeMap<String, &RawValue> =
+                serde_json::from_str(self.0.text()).map_err(serde::ser::Error::custom)?;
+            let mut m = s.serialize_map(None)?;
+            for (k, v) in fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
+                m.serialize_entry(k, v)?;
+            }
+            m.end()
+        }
+    }
+    struct Items<'a>(&'a [Object]);
+    impl serde::Serialize for Items<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.iter().map(Item))
+        }
+    }
+    let mut out = Vec::with_capacity(items.iter().map(|o| o.len()).sum::<usize>() + 256);
+    let mut ser = serde_json::Serializer::new(&mut out);
+    let written = (|| -> serde_json::Result<()> {
+        let mut m = ser.serialize_map(Some(4))?;
+        m.serialize_entry("apiVersion", &t.served.api_version())?;
+        m.serialize_entry("items", &Items(items))?;
+        m.serialize_entry("kind", &format!("{}List", t.served.kind()))?;
+        m.serialize_entry("metadata", meta)?;
+        m.end()
+    })();
+    written.expect("stored JSON text serializes");
+    out
 }
 
 fn without_type_meta(mut obj: Value) -> Value {

@@ -462,3 +462,35 @@ async fn http_write_throughput() {
     let secs = t0.elapsed().as_secs_f64();
     println!("{n} creates over HTTP in {secs:.2}s: {:.0}/s", n as f64 / secs);
 }
+
+#[tokio::test]
+async fn a_json_list_written_from_stored_text_is_the_list_every_other_encoding_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = start(dir.path()).await;
+    let mut labelled = pv("b");
+    labelled["metadata"]["labels"] = json!({"tier": "gold"});
+    labelled["metadata"]["annotations"] = json!({"example.com/note": "say \"hi\"\n\\ é"});
+    for v in [pv("a"), labelled, pv("c")] {
+        assert_eq!(a.post(PVS, v).await.0, StatusCode::CREATED);
+    }
+    assert_eq!(a.post(PVCS, pvc("c1")).await.0, StatusCode::CREATED);
+    for path in [PVS.to_string(), format!("{PVS}?limit=2"), PVCS.to_string(), "/api/v1/persistentvolumeclaims".into()] {
+        let json = a.request(Method::GET, &path).send().await.unwrap().text().await.unwrap();
+        let yaml = a.request(Method::GET, &path).header("accept", "application/yaml").send().await.unwrap();
+        let yaml: Value = serde_saphyr::from_str(&yaml.text().await.unwrap()).unwrap();
+        let list: Value = serde_json::from_str(&json).unwrap();
+        let continued = |v: &Value| v["metadata"]["continue"].as_str().map(str::len);
+        assert_eq!(continued(&list), continued(&yaml), "{path}: both pages continue");
+        let strip = |mut v: Value| {
+            v["metadata"].as_object_mut().unwrap().remove("continue");
+            v
+        };
+        assert_eq!(strip(list.clone()), strip(yaml), "{path}: the same list as YAML");
+        assert_eq!(json, serde_json::to_string(&list).unwrap(), "{path}: the bytes serializing its value gives");
+        let items = list["items"].as_array().unwrap();
+        assert!(!items.is_empty() && items.iter().all(|i| i.get("kind").is_none() && i.get("apiVersion").is_none()));
+        assert!(items.iter().all(|i| i["metadata"]["uid"].is_string()), "{path}");
+    }
+    let (_, l) = a.get(PVS).await;
+    assert_eq!(l["items"][1]["metadata"]["annotations"]["example.com/note"], "say \"hi\"\n\\ é");
+}
