@@ -22,6 +22,12 @@ fn name(o: &Value) -> &str {
 /// How the finding about a directory under the host-path root that no volume owns begins.
 pub const UNOWNED_DIRECTORY: &str = "host-path directory";
 
+/// Every object of `resource` in `store`, parsed, in the store's (namespace, name) order.
+pub fn listed(store: &Store, resource: &str) -> Vec<Value> {
+    let (items, _) = store.list(resource, &Default::default()).expect("a resource the store serves");
+    items.iter().map(pv_store::Object::value).collect()
+}
+
 /// Checks the converged state in `store` (and the host-path `root`, if any). Returns violations.
 ///
 /// - no claim is bound by two Bound volumes, and no volume by two claims;
@@ -29,11 +35,8 @@ pub const UNOWNED_DIRECTORY: &str = "host-path directory";
 /// - every directory under the host-path root belongs to a PV (or to `allowed`), unless an event
 ///   mentions it.
 pub fn check(store: &Store, root: Option<&Path>, allowed: &BTreeSet<String>) -> Vec<String> {
-    let list = |resource: &str| -> Vec<Value> {
-        let (items, _) = store.list(resource, &Default::default()).unwrap();
-        items.iter().map(pv_store::Object::value).collect()
-    };
-    let (pvs, pvcs, events) = (list("persistentvolumes"), list("persistentvolumeclaims"), list("events"));
+    let (pvs, pvcs, events) =
+        (listed(store, "persistentvolumes"), listed(store, "persistentvolumeclaims"), listed(store, "events"));
     check_objects(&pvs, &pvcs, &events, root, allowed)
 }
 

@@ -52,13 +52,7 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     let mut idle_since: Option<tokio::time::Instant> = None;
     let ops = controller.operations().clone();
     loop {
-        let claims: Vec<serde_json::Value> = store
-            .list("persistentvolumeclaims", &Default::default())
-            .unwrap()
-            .0
-            .iter()
-            .map(pv_store::Object::value)
-            .collect();
+        let claims = pv_sim::invariants::listed(&store, "persistentvolumeclaims");
         let unbound: Vec<&serde_json::Value> = claims.iter().filter(|c| c["status"]["phase"] != "Bound").collect();
         if unbound.is_empty() {
             break;
@@ -66,13 +60,7 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
         let waiting = !ops.running().is_empty() || ops.latest_backoff_expiry().is_some();
         idle_since = if waiting { None } else { Some(idle_since.unwrap_or_else(tokio::time::Instant::now)) };
         if idle_since.is_some_and(|t| t.elapsed() >= stuck_after) || started.elapsed() >= give_up {
-            let pvs: Vec<serde_json::Value> = store
-                .list("persistentvolumes", &Default::default())
-                .unwrap()
-                .0
-                .iter()
-                .map(pv_store::Object::value)
-                .collect();
+            let pvs = pv_sim::invariants::listed(&store, "persistentvolumes");
             let about: Vec<String> = unbound
                 .iter()
                 .take(5)
@@ -107,8 +95,7 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
     let _ = runner.await;
     let errs = invariants::check(&store, Some(root.path()), &BTreeSet::new());
     assert!(errs.is_empty(), "invariants violated: {errs:#?}");
-    let pvs: Vec<serde_json::Value> =
-        store.list("persistentvolumes", &Default::default()).unwrap().0.iter().map(pv_store::Object::value).collect();
+    let pvs = pv_sim::invariants::listed(&store, "persistentvolumes");
     let mut owners: HashMap<String, String> = HashMap::new();
     for p in &pvs {
         if let Some(uid) = p["spec"]["claimRef"]["uid"].as_str() {

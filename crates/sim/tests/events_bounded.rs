@@ -22,7 +22,7 @@ fn volume(i: usize, rv: &str) -> PersistentVolume {
 }
 
 fn events(store: &Store) -> Vec<serde_json::Value> {
-    store.list("events", &Default::default()).unwrap().0.iter().map(pv_store::Object::value).collect()
+    pv_sim::invariants::listed(store, "events")
 }
 
 fn count_for(store: &Store, name: &str) -> Vec<i64> {

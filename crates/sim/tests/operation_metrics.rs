@@ -134,8 +134,7 @@ fn a_failed_hand_off_to_an_external_provisioner_is_a_provisioning_failed_event_a
         c.sync_claim_key("default/c1").await.unwrap();
         assert!(c.operations().run_next().await, "the provisioning operation ran");
     });
-    let events: Vec<serde_json::Value> =
-        store.list("events", &Default::default()).unwrap().0.iter().map(pv_store::Object::value).collect();
+    let events = pv_sim::invariants::listed(&store, "events");
     let failed: Vec<_> = events.iter().filter(|e| e["reason"] == "ProvisioningFailed").collect();
     assert_eq!(failed.len(), 1, "{events:?}");
     assert_eq!(failed[0]["type"], "Warning");

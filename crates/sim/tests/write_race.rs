@@ -103,20 +103,8 @@ async fn prebound_volumes_bind_without_a_single_conflict() {
     }));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let pvs: Vec<serde_json::Value> = store
-            .list("persistentvolumes", &Default::default())
-            .unwrap()
-            .0
-            .iter()
-            .map(pv_store::Object::value)
-            .collect();
-        let claims: Vec<serde_json::Value> = store
-            .list("persistentvolumeclaims", &Default::default())
-            .unwrap()
-            .0
-            .iter()
-            .map(pv_store::Object::value)
-            .collect();
+        let pvs = pv_sim::invariants::listed(&store, "persistentvolumes");
+        let claims = pv_sim::invariants::listed(&store, "persistentvolumeclaims");
         if pvs.iter().chain(&claims).all(|o| o["status"]["phase"] == "Bound") {
             for pv in &pvs {
                 let i = pv["metadata"]["name"].as_str().unwrap().trim_start_matches("bench-pv-");
