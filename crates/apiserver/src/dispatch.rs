@@ -178,15 +178,19 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                         handlers::selectors_for(&t, &q)?;
                         return watch::watch(st, &t, &q, format);
                     }
-                    Method::GET if t.name.is_some() => (handlers::get(&st, &t, &q, format)?, Vec::new()),
-                    Method::GET => match handlers::list(&st, &t, &q, format)? {
-                        handlers::Listing::Reply(r) => (r, Vec::new()),
-                        handlers::Listing::Json(body) => {
-                            return Ok(
-                                (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-                            )
+                    Method::GET => {
+                        let answer = match t.name {
+                            Some(_) => handlers::get(&st, &t, &q, format)?,
+                            None => handlers::list(&st, &t, &q, format)?,
+                        };
+                        match answer {
+                            handlers::Answer::Reply(r) => (r, Vec::new()),
+                            handlers::Answer::Json(body) => {
+                                let ct = [(header::CONTENT_TYPE, "application/json")];
+                                return Ok((StatusCode::OK, ct, body).into_response());
+                            }
                         }
-                    },
+                    }
                     Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
                         // A write returns once it is durable: the wait (a group commit's fsync, or
                         // the commit before it) runs off the async workers, so they keep reading

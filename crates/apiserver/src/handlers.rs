@@ -303,19 +303,29 @@ fn check_namespace(st: &AppState, t: &Target) -> Result<()> {
 }
 
 /// GET of one object.
-pub fn get(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Reply> {
+pub fn get(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
     status_write(t)?;
     let rv = listopts::requested_version(q.get("resourceVersion").map_or("", String::as_str))?;
     listopts::check_not_too_large(&st.store, rv)?;
-    let obj = st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?.value();
+    let stored = st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?;
+    if plain_json(t, f) {
+        return Ok(Answer::Json(stored.text().as_bytes().to_vec()));
+    }
+    let obj = stored.value();
     if let Some(inc) = f.table {
         let rv = select::field_value(&obj, "metadata.resourceVersion");
-        return Ok((StatusCode::OK, tables::table(t.served.kind(), &[&obj], &rv, inc, None)));
+        return Ok(Answer::Reply((StatusCode::OK, tables::table(t.served.kind(), &[&obj], &rv, inc, None))));
     }
     if let Some(v) = f.partial {
-        return Ok((StatusCode::OK, partial_metadata(&obj, v)));
+        return Ok(Answer::Reply((StatusCode::OK, partial_metadata(&obj, v))));
     }
-    Ok((StatusCode::OK, out(t, &obj)))
+    Ok(Answer::Reply((StatusCode::OK, out(t, &obj))))
+}
+
+/// True when the answer is the stored JSON as it is: no YAML, protobuf, Table or metadata-only
+/// form asked for, and not the `events.k8s.io` form of an Event.
+fn plain_json(t: &Target, f: Format) -> bool {
+    !f.yaml && !f.protobuf && f.table.is_none() && f.partial.is_none() && !t.served.events_v1
 }
 
 /// Selectors from the query.
@@ -343,7 +353,7 @@ pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Objec
 }
 
 /// LIST.
-pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Listing> {
+pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
     let opts = listopts::parse(q, false)?;
     let sel = selectors_for(t, q)?;
     let asked = listopts::requested_version(&opts.resource_version)?;
@@ -361,18 +371,18 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Listing> 
         meta["continue"] = json!(c);
         meta["remainingItemCount"] = json!(remaining);
     }
-    if !f.yaml && !f.protobuf && f.table.is_none() && f.partial.is_none() && !t.served.events_v1 {
-        return Ok(Listing::Json(list_json(t, &meta, &items)));
+    if plain_json(t, f) {
+        return Ok(Answer::Json(list_json(t, &meta, &items)));
     }
     let items: Vec<Value> = items.iter().map(Object::value).collect();
     if let Some(inc) = f.table {
         let refs: Vec<&Value> = items.iter().collect();
         let tbl = tables::table(t.served.kind(), &refs, &rv, inc, cont.as_deref());
-        return Ok(Listing::Reply((StatusCode::OK, tbl)));
+        return Ok(Answer::Reply((StatusCode::OK, tbl)));
     }
     if let Some(v) = f.partial {
         let items: Vec<Value> = items.iter().map(|o| partial_metadata(o, v)).collect();
-        return Ok(Listing::Reply((
+        return Ok(Answer::Reply((
             StatusCode::OK,
             json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{v}"),
                    "metadata": meta, "items": items}),
@@ -380,18 +390,18 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Listing> 
     }
     // Items carry no kind or apiVersion in a JSON list, as kube-apiserver lists them.
     let items: Vec<Value> = items.iter().map(|o| without_type_meta(out(t, o))).collect();
-    Ok(Listing::Reply((
+    Ok(Answer::Reply((
         StatusCode::OK,
         json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),
                "metadata": meta, "items": items}),
     )))
 }
 
-/// A LIST's answer: a reply to encode as the client asked, or a JSON body already written.
-pub enum Listing {
+/// A read's answer: a reply to encode as the client asked, or a JSON body already written.
+pub enum Answer {
     /// Encoded like any other reply (YAML, protobuf, a Table, metadata only, `events.k8s.io`).
     Reply(Reply),
-    /// A plain JSON list, written from the stored text.
+    /// Plain JSON, written from the stored text.
     Json(Vec<u8>),
 }
 

@@ -464,7 +464,7 @@ async fn http_write_throughput() {
 }
 
 #[tokio::test]
-async fn a_json_list_written_from_stored_text_is_the_list_every_other_encoding_gives() {
+async fn json_reads_written_from_stored_text_are_what_every_other_encoding_gives() {
     let dir = tempfile::tempdir().unwrap();
     let a = start(dir.path()).await;
     let mut labelled = pv("b");
@@ -474,6 +474,13 @@ async fn a_json_list_written_from_stored_text_is_the_list_every_other_encoding_g
         assert_eq!(a.post(PVS, v).await.0, StatusCode::CREATED);
     }
     assert_eq!(a.post(PVCS, pvc("c1")).await.0, StatusCode::CREATED);
+    let one = format!("{PVS}/b");
+    let json = a.request(Method::GET, &one).send().await.unwrap().text().await.unwrap();
+    let yaml = a.request(Method::GET, &one).header("accept", "application/yaml").send().await.unwrap();
+    let yaml: Value = serde_saphyr::from_str(&yaml.text().await.unwrap()).unwrap();
+    let got: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((got["kind"].as_str(), &got), (Some("PersistentVolume"), &yaml), "a GET as JSON and as YAML");
+    assert_eq!(json, serde_json::to_string(&got).unwrap());
     for path in [PVS.to_string(), format!("{PVS}?limit=2"), PVCS.to_string(), "/api/v1/persistentvolumeclaims".into()] {
         let json = a.request(Method::GET, &path).send().await.unwrap().text().await.unwrap();
         let yaml = a.request(Method::GET, &path).header("accept", "application/yaml").send().await.unwrap();
