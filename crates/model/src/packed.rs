@@ -18,10 +18,24 @@ pub struct Packed<T> {
 }
 
 impl<T: Serialize + DeserializeOwned> Packed<T> {
-    /// Packs `value`.
+    /// Packs `value` into an allocation of exactly its size. The JSON is written into a buffer
+    /// kept per thread and then copied: a `Vec` grown while serializing has up to twice the
+    /// capacity it needs, and shrinking it in place (`into_boxed_slice`) leaves the allocator's
+    /// block as large as it was (mimalloc keeps a block that shrinks by less than half), which
+    /// for a 700-byte volume wasted ~300 bytes of every cached object.
     pub fn new(value: &T) -> Self {
-        let json = serde_json::to_vec(value).expect("Kubernetes objects serialize to JSON");
-        Packed { json: json.into_boxed_slice(), kind: PhantomData }
+        thread_local!(static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) });
+        let json = BUF.with_borrow_mut(|buf| {
+            buf.clear();
+            serde_json::to_writer(&mut *buf, value).expect("Kubernetes objects serialize to JSON");
+            let json = Box::<[u8]>::from(buf.as_slice());
+            if buf.capacity() > 1 << 16 {
+                // Not kept at the size of a rare large object.
+                *buf = Vec::new();
+            }
+            json
+        });
+        Packed { json, kind: PhantomData }
     }
 
     /// Decodes a fresh copy.
