@@ -325,7 +325,13 @@ pub fn get(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
 /// True when the answer is the stored JSON as it is: no YAML, protobuf, Table or metadata-only
 /// form asked for, and not the `events.k8s.io` form of an Event.
 fn plain_json(t: &Target, f: Format) -> bool {
-    !f.yaml && !f.protobuf && f.table.is_none() && f.partial.is_none() && !t.served.events_v1
+    !f.yaml && objects_as_stored(t, f)
+}
+
+/// True when objects go out as stored: no protobuf, Table or metadata-only form asked for, and
+/// not the `events.k8s.io` form of an Event (a watch streams JSON lines even to a YAML client).
+pub fn objects_as_stored(t: &Target, f: Format) -> bool {
+    !f.protobuf && f.table.is_none() && f.partial.is_none() && !t.served.events_v1
 }
 
 /// Selectors from the query.

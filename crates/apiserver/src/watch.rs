@@ -99,9 +99,7 @@ impl Stream {
     /// as the store keeps it; anything else (selectors, a Table, metadata only, protobuf, the
     /// `events.k8s.io` form) works on the parsed object.
     fn stored_event(&mut self, ty: &str, obj: &Object, rv: u64) {
-        let f = &self.format;
-        let as_stored = !f.protobuf && f.table.is_none() && f.partial.is_none() && !self.target.served.events_v1;
-        if !(as_stored && self.sel.is_empty()) {
+        if !(handlers::objects_as_stored(&self.target, self.format) && self.sel.is_empty()) {
             return self.event(ty, &obj.value(), rv);
         }
         let mut b = Vec::with_capacity(obj.len() + ty.len() + 24);
