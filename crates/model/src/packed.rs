@@ -58,8 +58,12 @@ impl<T: Serialize + DeserializeOwned + Dictionary> Packed<T> {
         let lz4 = BUF.with_borrow_mut(|buf| {
             buf.clear();
             serde_json::to_writer(&mut *buf, value).expect("Kubernetes objects serialize to JSON");
-            let dict = T::dictionary().get_or_init(|| buf.as_slice().into());
-            let lz4: Box<[u8]> = lz4_flex::block::compress_prepend_size_with_dict(buf, dict).into();
+            // LZ4 reaches back 64 KiB at most: more of a large first object would be dead weight.
+            let dict = T::dictionary().get_or_init(|| buf[..buf.len().min(1 << 16)].into());
+            let lz4 = lz4_flex::block::compress_prepend_size_with_dict(buf, dict);
+            // Copied, not shrunk in place, for the same reason as the JSON (the compressor's
+            // output is sized for the worst case).
+            let lz4 = Box::<[u8]>::from(lz4.as_slice());
             if buf.capacity() > 1 << 16 {
                 // Not kept at the size of a rare large object.
                 *buf = Vec::new();
