@@ -319,11 +319,6 @@ impl Selectors {
     }
 }
 
-/// `(namespace, name)` of an object: the store's order, and the paging key.
-pub fn object_key(obj: &Value) -> (String, String) {
-    (field_value(obj, "metadata.namespace"), field_value(obj, "metadata.name"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,12 +95,18 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-fn from_value<T: DeserializeOwned>(v: &serde_json::Value) -> Result<T, ApiError> {
-    T::deserialize(v).map_err(|e| ApiError::Other(format!("decoding stored object: {e}")))
+fn undecodable(e: serde_json::Error) -> ApiError {
+    ApiError::Other(format!("decoding stored object: {e}"))
 }
 
+/// The object a write answered with, as its type.
+fn from_value<T: DeserializeOwned>(v: &serde_json::Value) -> Result<T, ApiError> {
+    T::deserialize(v).map_err(undecodable)
+}
+
+/// A stored object, decoded from its text.
 fn decode<T: DeserializeOwned>(o: &pv_store::Object) -> Result<T, ApiError> {
-    o.decode().map_err(|e| ApiError::Other(format!("decoding stored object: {e}")))
+    o.decode().map_err(undecodable)
 }
 
 impl MemApi {
