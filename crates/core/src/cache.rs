@@ -2,7 +2,9 @@
 //!
 //! Both are fed by watch events *and* by the controller's own successful writes, and both refuse
 //! an object older than the one they hold (compared by resourceVersion), so a late watch event
-//! never rolls back what the controller just wrote. The volume cache is the [`VolumeIndex`]; the
+//! never rolls back what the controller just wrote. A version a cache already holds is not stored
+//! again: the controller meets every version it writes twice, in the write's response and in the
+//! watch event, and storing it means packing and indexing it. The volume cache is the [`VolumeIndex`]; the
 //! claim cache also indexes unbound claims by class, so a volume that becomes available can wake
 //! the claims it might satisfy instead of waiting for the periodic resync.
 //!
@@ -27,7 +29,8 @@ use std::sync::Arc;
 /// What storing an object into a cache did.
 #[derive(Debug)]
 pub enum Stored<T> {
-    /// The object is cached now.
+    /// The object is cached now (or was already: the same resourceVersion, stored again as is
+    /// not needed).
     Cached(Arc<T>),
     /// The cache holds a newer version; it is kept.
     Older,
@@ -137,6 +140,13 @@ impl<K: Clone + Eq + std::hash::Hash> Labels<K> {
 /// (upstream's collector reads the field, not the beta annotation matching honours).
 type VolumeLabels = (String, String, String);
 
+/// True when `old` and `new` are the same resourceVersion, so the same object: the API server
+/// gives every write a new version. The controller meets each version it writes twice, in the
+/// write's response and in the watch event; the second one needs no storing.
+fn same_version(old: Option<&str>, new: Option<&str>) -> bool {
+    matches!((old.and_then(|o| o.parse::<u64>().ok()), new.and_then(|n| n.parse::<u64>().ok())), (Some(o), Some(n)) if o == n)
+}
+
 /// True when `new` is not older than `old` (unparsable versions are accepted).
 pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
     match (old.and_then(|o| o.parse::<u64>().ok()), new.and_then(|n| n.parse::<u64>().ok())) {
@@ -165,6 +175,9 @@ impl VolumeCache {
         if let Some(old_rv) = self.index.resource_version(&name) {
             if !is_newer_or_same(old_rv, rv) {
                 return Stored::Older;
+            }
+            if same_version(old_rv, rv) {
+                return Stored::Cached(Arc::new(v));
             }
         } else if self.gone.buried(&name, rv) {
             return Stored::Gone(Arc::new(v));
@@ -252,6 +265,9 @@ impl ClaimCache {
         if let Some(old) = self.claims.get(&key) {
             if !is_newer_or_same(old.resource_version.as_deref(), rv) {
                 return Stored::Older;
+            }
+            if same_version(old.resource_version.as_deref(), rv) {
+                return Stored::Cached(Arc::new(c));
             }
         } else if self.gone.buried(&key, rv) {
             return Stored::Gone(Arc::new(c));
@@ -344,5 +360,73 @@ impl ClaimCache {
             .take(limit)
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pv_model::k8s::{ObjectMeta, PersistentVolumeClaimSpec, PersistentVolumeSpec};
+
+    fn meta(name: &str, rv: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            resource_version: Some(rv.into()),
+            ..Default::default()
+        }
+    }
+
+    fn volume(rv: &str, class: &str) -> PersistentVolume {
+        PersistentVolume {
+            metadata: ObjectMeta { namespace: None, ..meta("pv", rv) },
+            spec: Some(PersistentVolumeSpec { storage_class_name: Some(class.into()), ..Default::default() }),
+            status: Some(pv_model::k8s::PersistentVolumeStatus { phase: Some("Bound".into()), ..Default::default() }),
+        }
+    }
+
+    fn claim(rv: &str, class: &str) -> PersistentVolumeClaim {
+        PersistentVolumeClaim {
+            metadata: meta("claim", rv),
+            spec: Some(PersistentVolumeClaimSpec { storage_class_name: Some(class.into()), ..Default::default() }),
+            status: Some(pv_model::k8s::PersistentVolumeClaimStatus {
+                phase: Some("Bound".into()),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn class_of_volume(c: &VolumeCache) -> String {
+        c.get("pv").and_then(|v| v.spec.clone()).and_then(|s| s.storage_class_name).unwrap_or_default()
+    }
+
+    fn class_of_claim(c: &ClaimCache) -> String {
+        c.get("ns/claim").and_then(|v| v.spec.clone()).and_then(|s| s.storage_class_name).unwrap_or_default()
+    }
+
+    // Each object below differs from the one before only in its class, so the test can tell which
+    // one a cache holds; an API server never gives two different objects one version.
+    #[test]
+    fn a_volume_at_the_version_cached_is_not_stored_again_an_older_one_is_refused_a_newer_one_replaces_it() {
+        let mut c = VolumeCache::default();
+        assert!(matches!(c.store(volume("5", "first"), "plugin"), Stored::Cached(_)));
+        assert!(matches!(c.store(volume("5", "same-version"), "plugin"), Stored::Cached(_)));
+        assert_eq!(class_of_volume(&c), "first");
+        assert!(matches!(c.store(volume("4", "older"), "plugin"), Stored::Older));
+        assert_eq!(class_of_volume(&c), "first");
+        assert!(matches!(c.store(volume("6", "newer"), "plugin"), Stored::Cached(_)));
+        assert_eq!(class_of_volume(&c), "newer");
+    }
+
+    #[test]
+    fn a_claim_at_the_version_cached_is_not_stored_again_an_older_one_is_refused_a_newer_one_replaces_it() {
+        let mut c = ClaimCache::default();
+        assert!(matches!(c.store(claim("5", "first")), Stored::Cached(_)));
+        assert!(matches!(c.store(claim("5", "same-version")), Stored::Cached(_)));
+        assert_eq!(class_of_claim(&c), "first");
+        assert!(matches!(c.store(claim("4", "older")), Stored::Older));
+        assert_eq!(class_of_claim(&c), "first");
+        assert!(matches!(c.store(claim("6", "newer")), Stored::Cached(_)));
+        assert_eq!(class_of_claim(&c), "newer");
     }
 }
