@@ -19,7 +19,8 @@
 # Prints one JSON report per run (bench -o json, with the controller's CPU seconds and peak RSS
 # added as controllerCpuSeconds / controllerPeakRssBytes), a table, and as its last line:
 #   ours/upstream binds/s: X.X, upstream/ours p50: Y.Y
-# (for the static pairs, or for the claims with --claims-only). Needs Go (conformance/build.sh) and openssl; builds nothing else.
+# (for the static pairs, or for the claims with --claims-only). Needs Go (conformance/build.sh)
+# and openssl; builds nothing else.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PV_CONTROLLER:-$ROOT/target/release/pv-controller}"

@@ -4,9 +4,9 @@
 //! an object older than the one they hold (compared by resourceVersion), so a late watch event
 //! never rolls back what the controller just wrote. A version a cache already holds is not stored
 //! again: the controller meets every version it writes twice, in the write's response and in the
-//! watch event, and storing it means packing and indexing it. The volume cache is the [`VolumeIndex`]; the
-//! claim cache also indexes unbound claims by class, so a volume that becomes available can wake
-//! the claims it might satisfy instead of waiting for the periodic resync.
+//! watch event, and storing one means packing and indexing it. The volume cache is the
+//! [`VolumeIndex`]; the claim cache also indexes unbound claims by class, so a volume that becomes
+//! available can wake the claims it might satisfy instead of waiting for the periodic resync.
 //!
 //! Deleted objects must stay deleted. The controller's own write can be answered *after* the
 //! watch has already reported the object gone: removing the last finalizer of a volume that is
@@ -29,8 +29,8 @@ use std::sync::Arc;
 /// What storing an object into a cache did.
 #[derive(Debug)]
 pub enum Stored<T> {
-    /// The object is cached now (or was already: the same resourceVersion, stored again as is
-    /// not needed).
+    /// The object is cached now (or already was, at the same resourceVersion: then the cache is
+    /// left as it is).
     Cached(Arc<T>),
     /// The cache holds a newer version; it is kept.
     Older,
