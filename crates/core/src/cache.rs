@@ -140,19 +140,22 @@ impl<K: Clone + Eq + std::hash::Hash> Labels<K> {
 /// (upstream's collector reads the field, not the beta annotation matching honours).
 type VolumeLabels = (String, String, String);
 
+/// How `new` compares with `old` as resourceVersions (`None` when either does not parse).
+fn version_order(old: Option<&str>, new: Option<&str>) -> Option<std::cmp::Ordering> {
+    let parse = |v: Option<&str>| v.and_then(|v| v.parse::<u64>().ok());
+    Some(parse(new)?.cmp(&parse(old)?))
+}
+
 /// True when `old` and `new` are the same resourceVersion, so the same object: the API server
 /// gives every write a new version. The controller meets each version it writes twice, in the
 /// write's response and in the watch event; the second one needs no storing.
 fn same_version(old: Option<&str>, new: Option<&str>) -> bool {
-    matches!((old.and_then(|o| o.parse::<u64>().ok()), new.and_then(|n| n.parse::<u64>().ok())), (Some(o), Some(n)) if o == n)
+    version_order(old, new) == Some(std::cmp::Ordering::Equal)
 }
 
 /// True when `new` is not older than `old` (unparsable versions are accepted).
 pub fn is_newer_or_same(old: Option<&str>, new: Option<&str>) -> bool {
-    match (old.and_then(|o| o.parse::<u64>().ok()), new.and_then(|n| n.parse::<u64>().ok())) {
-        (Some(o), Some(n)) => n >= o,
-        _ => true,
-    }
+    version_order(old, new) != Some(std::cmp::Ordering::Less)
 }
 
 /// Volumes, indexed for matching.
