@@ -139,8 +139,76 @@ pub fn openapi_v2_protobuf() -> Vec<u8> {
     v
 }
 
+/// The media type `/openapi/v2` answers protobuf in. Clients ask for it under this name or under
+/// the older `...spec.v2@v1.0+protobuf`, which Go's media-type parser refuses in an answer.
+pub const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// The encodings `/openapi/v2` is served in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenApiV2 {
+    /// `application/json`.
+    Json,
+    /// [`OPENAPI_V2_PROTOBUF`].
+    Protobuf,
+}
+
+/// Which encoding of `/openapi/v2` an `Accept` header gets, negotiated as kube-apiserver's
+/// OpenAPI handler does: entries by quality (the more specific first at equal quality), the first
+/// one the server can produce wins; None (406) when none can be produced.
+pub fn openapi_v2_negotiate(accept: &str) -> Option<OpenApiV2> {
+    let accept = if accept.trim().is_empty() { "*/*" } else { accept };
+    let mut clauses: Vec<(f32, u8, &str, &str)> = accept
+        .split(',')
+        .filter_map(|entry| {
+            let mut parts = entry.split(';');
+            let media = parts.next()?.trim();
+            let (ty, sub) = media.split_once('/').unwrap_or((media, "*"));
+            let q = parts
+                .filter_map(|p| p.split_once('='))
+                .find(|(k, _)| k.trim() == "q")
+                .and_then(|(_, v)| v.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            let specific = u8::from(ty != "*") + u8::from(sub != "*");
+            (q > 0.0).then_some((q, specific, ty, sub))
+        })
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    let offered = [
+        ("json", OpenApiV2::Json),
+        ("com.github.proto-openapi.spec.v2@v1.0+protobuf", OpenApiV2::Protobuf),
+        ("com.github.proto-openapi.spec.v2.v1.0+protobuf", OpenApiV2::Protobuf),
+    ];
+    clauses.iter().find_map(|&(_, _, ty, sub)| {
+        if ty != "application" && ty != "*" {
+            return None;
+        }
+        offered.iter().find(|(s, _)| sub == "*" || sub.eq_ignore_ascii_case(s)).map(|&(_, f)| f)
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn openapi_v2_is_negotiated_as_kube_apiserver_does() {
+        use super::{openapi_v2_negotiate as n, OpenApiV2::*};
+        assert_eq!(n(""), Some(Json));
+        assert_eq!(n("*/*"), Some(Json));
+        assert_eq!(n("application/json"), Some(Json));
+        // What kubectl sends (client-go's openapi v2 client), and the older name.
+        assert_eq!(n("application/com.github.proto-openapi.spec.v2.v1.0+protobuf"), Some(Protobuf));
+        assert_eq!(n("application/com.github.proto-openapi.spec.v2@v1.0+protobuf"), Some(Protobuf));
+        assert_eq!(n("application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json"), Some(Protobuf));
+        assert_eq!(
+            n("application/json;q=0.5, application/com.github.proto-openapi.spec.v2.v1.0+protobuf"),
+            Some(Protobuf)
+        );
+        assert_eq!(n("application/json, application/com.github.proto-openapi.spec.v2.v1.0+protobuf;q=0.9"), Some(Json));
+        assert_eq!(n("text/html, application/*;q=0.1"), Some(Json));
+        assert_eq!(n("text/html"), None);
+        assert_eq!(n("application/yaml"), None);
+        assert_eq!(n("application/json;q=0"), None);
+    }
+
     #[test]
     fn the_reported_version_is_the_one_the_api_types_pin() {
         let manifest = include_str!("../../../Cargo.toml");

@@ -139,14 +139,18 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         Route::Apis => ok(discovery::api_groups()),
         Route::ApiGroup(g) => discovery::api_group(&g).ok_or(ApiError::NoRoute).and_then(ok),
         Route::ResourceList(g, v) => discovery::resource_list(&g, &v).ok_or(ApiError::NoRoute).and_then(ok),
-        Route::OpenApiV2 if accept.contains("protobuf") => Ok((
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")],
-            discovery::openapi_v2_protobuf(),
-        )
-            .into_response()),
         Route::OpenApiV2 => {
-            Ok(([(header::CONTENT_TYPE, "application/json")], discovery::OPENAPI_V2_JSON).into_response())
+            let vary = (header::VARY, "Accept");
+            match discovery::openapi_v2_negotiate(accept).ok_or(ApiError::NotAcceptable)? {
+                discovery::OpenApiV2::Protobuf => Ok((
+                    [(header::CONTENT_TYPE, discovery::OPENAPI_V2_PROTOBUF), vary],
+                    discovery::openapi_v2_protobuf(),
+                )
+                    .into_response()),
+                discovery::OpenApiV2::Json => {
+                    Ok(([(header::CONTENT_TYPE, "application/json"), vary], discovery::OPENAPI_V2_JSON).into_response())
+                }
+            }
         }
         // kube-apiserver answers the v3 index as text/plain.
         Route::OpenApiV3Root => Ok((

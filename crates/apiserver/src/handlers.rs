@@ -553,8 +553,11 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
         ));
     }
     let p = patch::parse_body(kind, body)?;
-    for _ in 0..5 {
-        let current = match st.store.get(t.served.plural(), ns_of(t), name) {
+    // As kube-apiserver's guaranteed update: a patch that does not pin a resourceVersion is
+    // applied again to the latest object until it goes through. Each retry follows a write that
+    // did go through, so the loop ends; the bound is only against a store that never settles.
+    for _ in 0..PATCH_ATTEMPTS {
+        let current = match st.store.get_latest(t.served.plural(), ns_of(t), name) {
             Ok(c) => c.value(),
             Err(StoreError::NotFound { .. }) if kind == PatchKind::Apply && !status => {
                 // Server-side apply of an object that does not exist creates it.
@@ -605,6 +608,9 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
         message: "the object kept changing while the patch was applied; try again".into(),
     }))
 }
+
+/// How many times a patch is applied to a newer object before the server gives up with 409.
+const PATCH_ATTEMPTS: usize = 1024;
 
 /// The DeleteOptions a delete honours.
 #[derive(Debug, Default)]
@@ -696,9 +702,11 @@ fn deleted_status(t: &Target, obj: &Value) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
-/// DELETE of a collection (with selectors). Namespaces have none, as in kube-apiserver.
+/// DELETE of a collection (with selectors). Namespaces have none, and a namespaced kind's
+/// collection is deleted one namespace at a time: its all-namespaces path takes no DELETE, as in
+/// kube-apiserver (405), so no single request empties every namespace.
 pub fn delete_collection(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply> {
-    if t.served.kind() == "Namespace" {
+    if t.served.kind() == "Namespace" || (t.served.rt.namespaced && t.namespace.is_none()) {
         return Err(ApiError::MethodNotAllowed);
     }
     let opts = delete_options(body, q)?;

@@ -107,6 +107,78 @@ async fn dry_run_deletes_nothing_whether_options_come_in_the_body_or_the_query()
 }
 
 #[tokio::test]
+async fn a_namespaced_collection_is_deleted_one_namespace_at_a_time() {
+    let d = tempfile::tempdir().unwrap();
+    let a = start(d.path()).await;
+    for ns in ["one", "two"] {
+        assert_eq!(a.post("/api/v1/namespaces", &json!({"metadata": {"name": ns}})).await.code, StatusCode::CREATED);
+        assert_eq!(a.post(&pvcs(ns), &pvc(ns, "c")).await.code, StatusCode::CREATED);
+    }
+    // The all-namespaces path lists and watches, but takes no DELETE (nor a dry run of one).
+    for q in ["", "?dryRun=All", "?labelSelector=x%3Dy"] {
+        let r = a.delete(&format!("/api/v1/persistentvolumeclaims{q}"), None).await;
+        assert_eq!(r.code, StatusCode::METHOD_NOT_ALLOWED, "{q}: {}", r.body);
+        assert_eq!(r.body["reason"], "MethodNotAllowed");
+    }
+    let r = a.delete("/apis/coordination.k8s.io/v1/leases", None).await;
+    assert_eq!(r.code, StatusCode::METHOD_NOT_ALLOWED, "{}", r.body);
+    for ns in ["one", "two"] {
+        let c = a.get(&format!("{}/c", pvcs(ns))).await;
+        assert!(c.body["metadata"]["deletionTimestamp"].is_null(), "{ns}/c untouched: {}", c.body);
+    }
+    // One namespace's collection is deleted, the other's is not.
+    let r = a.delete(&pvcs("one"), None).await;
+    assert_eq!(r.code, StatusCode::OK, "{}", r.body);
+    assert!(a.get(&format!("{}/c", pvcs("one"))).await.body["metadata"]["deletionTimestamp"].is_string());
+    assert!(a.get(&format!("{}/c", pvcs("two"))).await.body["metadata"]["deletionTimestamp"].is_null());
+    a.h.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_patches_without_a_resource_version_all_apply() {
+    const CLIENTS: usize = 8;
+    const PATCHES: usize = 40;
+    let d = tempfile::tempdir().unwrap();
+    let a = start(d.path()).await;
+    assert_eq!(a.post(PVS, &pv("raced")).await.code, StatusCode::CREATED);
+    let (url, token) = (format!("{}{PVS}/raced", a.h.url()), a.h.token().to_string());
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let (client, url, token) = (a.c.clone(), url.clone(), token.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut codes = Vec::new();
+            for p in 0..PATCHES {
+                let body = json!({"metadata": {"annotations": {format!("c{c}-p{p}"): "x"}}});
+                let kinds = ["application/merge-patch+json", "application/strategic-merge-patch+json"];
+                let r = client
+                    .patch(&url)
+                    .bearer_auth(&token)
+                    .header("content-type", kinds[p % 2])
+                    .body(body.to_string())
+                    .send()
+                    .await
+                    .unwrap();
+                codes.push(r.status());
+            }
+            codes
+        }));
+    }
+    for t in tasks {
+        for code in t.await.unwrap() {
+            assert_eq!(code, StatusCode::OK, "a patch without a resourceVersion is retried until it applies");
+        }
+    }
+    // And none was lost: every client's every annotation is there.
+    let got = a.get(&format!("{PVS}/raced")).await.body;
+    assert_eq!(got["metadata"]["annotations"].as_object().unwrap().len(), CLIENTS * PATCHES, "{got}");
+    // A patch that pins a stale resourceVersion still conflicts.
+    let stale = json!({"metadata": {"resourceVersion": "1", "labels": {"a": "b"}}});
+    let r = a.patch(&format!("{PVS}/raced"), "application/merge-patch+json", &stale).await;
+    assert_eq!(r.code, StatusCode::CONFLICT, "{}", r.body);
+    a.h.shutdown().await.unwrap();
+}
+
+#[tokio::test]
 async fn dry_run_writes_answer_as_the_real_write_would_without_storing() {
     let d = tempfile::tempdir().unwrap();
     let a = start(d.path()).await;

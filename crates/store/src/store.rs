@@ -344,6 +344,18 @@ impl Store {
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })
     }
 
+    /// Reads one object as the next write will find it: with the writes that are still waiting
+    /// for their group commit. A read-modify-write (a patch, retried until it applies) starts
+    /// from this version; one started from [`Store::get`] would conflict with every write still
+    /// in flight, and so would each retry.
+    pub fn get_latest(&self, resource: &str, namespace: &str, name: &str) -> Result<Object> {
+        let rt = Self::rt(resource)?;
+        let inner = self.inner.lock().unwrap();
+        inner
+            .latest(rt.plural, namespace, name)
+            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })
+    }
+
     /// Lists objects and the resourceVersion the list is consistent with.
     pub fn list(&self, resource: &str, opts: &ListOptions) -> Result<(Vec<Object>, u64)> {
         let rt = Self::rt(resource)?;
