@@ -211,6 +211,19 @@ grep -q 'unknown field "spec.persistentVolumeReclaimPolicyy"' "$WORK/err" \
   || { cat "$WORK/err"; fail "apply --validate=strict: expected 'unknown field \"spec.persistentVolumeReclaimPolicyy\"'"; }
 pass "kubectl explain reads the served schemas; apply --validate=strict refuses unknown fields"
 
+# A kind `up` does not serve: kubectl's validation downloads /openapi/v2 (protobuf) and then says
+# what kube-apiserver's REST mapping says, not that the document cannot be read.
+if kubectl apply -f - >"$WORK/out" 2>"$WORK/err" <<'EOF'; then fail "apply of an unserved kind succeeded"; fi
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: unserved, namespace: default}
+data: {a: b}
+EOF
+grep -q 'no matches for kind "ConfigMap" in version "v1"' "$WORK/err" \
+  || { cat "$WORK/err"; fail "apply of an unserved kind: expected 'no matches for kind \"ConfigMap\" in version \"v1\"'"; }
+if grep -qi 'openapi' "$WORK/err"; then cat "$WORK/err"; fail "apply of an unserved kind: an OpenAPI download error"; fi
+pass "kubectl apply of an unserved kind says: no matches for kind"
+
 # --- explain ----------------------------------------------------------------------------------
 if ! "$BIN" explain pvc demo/late --kubeconfig "$DATA/kubeconfig" >"$WORK/out" 2>"$WORK/err"; then
   cat "$WORK/out" "$WORK/err"; fail "explain pvc demo/late exited non-zero"

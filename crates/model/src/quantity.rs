@@ -72,6 +72,14 @@ impl Quantity {
             return Err(QuantityError::Syntax);
         }
         let suffix = &s[i..];
+        // The grammar first, as Go's parser: suffix letters, then an optional signed exponent's
+        // digits. Text outside it is a syntax error; a suffix inside it that names no scale is
+        // an unknown suffix (`1Gx` against `1GG`).
+        let letters = suffix.trim_start_matches(|c: char| "eEinumkKMGTP".contains(c));
+        let exponent = letters.strip_prefix(['+', '-']).unwrap_or(letters);
+        if !exponent.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(QuantityError::Syntax);
+        }
         // Scale as (multiplier, power-of-ten exponent).
         let (mult, exp10): (i128, i32) = match suffix {
             "" => (1, 0),
@@ -94,7 +102,7 @@ impl Quantity {
                 let e = &other[1..];
                 let digits = e.trim_start_matches(['+', '-']);
                 if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || e.len() - digits.len() > 1 {
-                    return Err(QuantityError::Syntax);
+                    return Err(QuantityError::Suffix(other.to_string()));
                 }
                 let v: i32 = e.parse().map_err(|_| QuantityError::Overflow)?;
                 if !(-40..=40).contains(&v) {
@@ -246,13 +254,56 @@ mod tests {
 
     #[test]
     fn invalid_quantities_are_rejected_with_a_reason() {
-        assert_eq!(Quantity::parse("1Zi"), Err(QuantityError::Suffix("Zi".into())));
+        assert_eq!(Quantity::parse("1Zi"), Err(QuantityError::Syntax));
         assert_eq!(Quantity::parse("1e999"), Err(QuantityError::Overflow));
         assert_eq!(Quantity::parse(""), Err(QuantityError::Empty));
         assert_eq!(Quantity::parse("Gi"), Err(QuantityError::Syntax));
         assert_eq!(Quantity::parse("1.2.3"), Err(QuantityError::Syntax));
         assert!(Quantity::parse("-1Gi").unwrap().nanos() < 0);
         assert!(Quantity::parse("99999999999999999999999999999999999999Ei").is_err());
+    }
+
+    #[test]
+    fn syntax_and_suffix_errors_are_told_apart_as_go_parses() {
+        // k8s.io/apimachinery v0.37.2's resource.ParseQuantity on each: F its syntax error
+        // ("quantities must match the regular expression ..."), S "unable to parse quantity's
+        // suffix", ok a quantity.
+        let table = [
+            ("1Gx", "F"),
+            ("1x", "F"),
+            ("1.5.5", "F"),
+            ("1 Gi", "F"),
+            ("1G i", "F"),
+            ("10gi", "F"),
+            ("1GG", "S"),
+            ("1e", "S"),
+            ("1K", "S"),
+            ("1Gi1", "S"),
+            ("1ei", "S"),
+            ("1iG", "S"),
+            ("1Ti2", "S"),
+            ("1Pe", "S"),
+            ("1E", "ok"),
+            ("1Ki", "ok"),
+            ("1k", "ok"),
+            ("1e3", "ok"),
+            ("1m", "ok"),
+            ("1u", "ok"),
+            ("-1", "ok"),
+            ("+1", "ok"),
+            (".5", "ok"),
+            ("5.", "ok"),
+            ("1Ei", "ok"),
+        ];
+        for (text, go) in table {
+            let ours = match Quantity::parse(text) {
+                Ok(_) => "ok",
+                Err(QuantityError::Syntax) => "F",
+                Err(QuantityError::Suffix(_)) => "S",
+                Err(e) => panic!("{text}: {e}"),
+            };
+            assert_eq!(ours, go, "{text:?}");
+        }
     }
 
     #[test]
