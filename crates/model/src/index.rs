@@ -17,6 +17,7 @@
 //! and such a volume is decoded only when it is read. Every other volume is shared as is.
 
 use crate::helpers::{self, AccessModes};
+use crate::hostpath::{self, SharedPath};
 use crate::k8s::{PersistentVolume, PersistentVolumeClaim};
 use crate::key::ObjectKey;
 use crate::matching::{evaluate_in_mode_set, VerdictKind};
@@ -36,6 +37,8 @@ struct Entry {
     claim_key: Option<ObjectKey>,
     bound: bool,
     tag: u32,
+    /// The host path, normalised ([`hostpath::normalize`]).
+    host_path: Option<Box<str>>,
 }
 
 /// What the index knows of a volume without reading it: for counting (metrics).
@@ -59,6 +62,9 @@ pub struct VolumeIndex {
     /// Volume names per claim key their claimRef points to, sorted. Almost always one name, so a
     /// `Vec` (one small allocation) rather than a set (a B-tree node of ~300 bytes per claim).
     by_claim: HashMap<ObjectKey, Vec<String>>,
+    /// Volume names per normalised host path, sorted: ordered by path, so the directories inside
+    /// one are a range.
+    host_paths: BTreeMap<Box<str>, Vec<String>>,
 }
 
 fn is_free(v: &PersistentVolume) -> bool {
@@ -127,6 +133,7 @@ impl VolumeIndex {
             free: is_free(&volume),
             claim_key: helpers::claim_ref(&volume).map(helpers::claim_ref_key),
             resource_version: volume.metadata.resource_version.as_deref().map(Into::into),
+            host_path: hostpath::of(&volume).map(|p| hostpath::normalize(p).into()),
             volume: Held::new(volume.clone(), bound),
         };
         *self.mode_sets.entry((entry.modes.len(), entry.modes.0)).or_default() += 1;
@@ -135,6 +142,12 @@ impl VolumeIndex {
         }
         if let Some(k) = &entry.claim_key {
             let names = self.by_claim.entry(k.clone()).or_default();
+            if let Err(at) = names.binary_search(&name) {
+                names.insert(at, name.clone());
+            }
+        }
+        if let Some(p) = &entry.host_path {
+            let names = self.host_paths.entry(p.clone()).or_default();
             if let Err(at) = names.binary_search(&name) {
                 names.insert(at, name.clone());
             }
@@ -174,7 +187,40 @@ impl VolumeIndex {
                 }
             }
         }
+        if let Some(p) = &e.host_path {
+            if let Some(names) = self.host_paths.get_mut(p) {
+                names.retain(|n| n != name);
+                if names.is_empty() {
+                    self.host_paths.remove(p);
+                }
+            }
+        }
         Some(e)
+    }
+
+    /// Another volume whose host path is `volume`'s directory, inside it or contains it (the
+    /// first by name; see [`hostpath::conflict`]), so that deleting or recycling `volume`'s
+    /// directory would destroy that volume's data. Reads no volume: the directories containing
+    /// `volume`'s are looked up one by one, those inside it are a range of the ordered paths.
+    pub fn host_path_conflict(&self, volume: &PersistentVolume) -> Option<SharedPath> {
+        let this = hostpath::normalize(hostpath::of(volume)?);
+        let mut ancestors: Vec<&str> =
+            this.match_indices('/').map(|(i, _)| if i == 0 { "/" } else { &this[..i] }).collect();
+        ancestors.push(&this);
+        ancestors.dedup();
+        let mut near: Vec<(&str, &str)> = Vec::new();
+        for a in ancestors {
+            if let Some((p, names)) = self.host_paths.get_key_value(a) {
+                near.extend(names.iter().map(|n| (n.as_str(), &**p)));
+            }
+        }
+        let prefix = if this.ends_with('/') { this.clone() } else { format!("{this}/") };
+        let inside =
+            self.host_paths.range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded));
+        for (p, names) in inside.take_while(|(p, _)| p.starts_with(&prefix)) {
+            near.extend(names.iter().map(|n| (n.as_str(), &**p)));
+        }
+        hostpath::conflict(volume, near)
     }
 
     /// Replaces the whole content.
@@ -424,6 +470,30 @@ mod tests {
         assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)), None);
     }
 
+    fn at(name: &str, path: &str) -> PersistentVolume {
+        let mut v = pv(name, 1, 1, "", "Bound", None, None, false);
+        v.spec.as_mut().unwrap().host_path =
+            Some(k8s_openapi::api::core::v1::HostPathVolumeSource { path: path.into(), type_: None });
+        v
+    }
+
+    #[test]
+    fn host_path_conflicts_are_found_above_below_and_at_a_directory() {
+        let mut i = index(&[at("same", "/r//x/"), at("other", "/r/xy"), at("below", "/r/x/y/z")]);
+        let me = at("me", "/r/x");
+        assert_eq!(i.host_path_conflict(&me).unwrap().other, "below", "the first by name");
+        i.delete("below");
+        assert_eq!(i.host_path_conflict(&me).unwrap().other, "same");
+        i.delete("same");
+        assert_eq!(i.host_path_conflict(&me), None, "/r/xy is another directory");
+        i.apply(Arc::new(at("root", "/")));
+        assert_eq!(i.host_path_conflict(&me).unwrap().other_path, "/");
+        i.apply(Arc::new(at("root", "/elsewhere")));
+        assert_eq!(i.host_path_conflict(&me), None, "a replaced volume leaves its old path");
+        i.apply(Arc::new(at("me", "/r/x")));
+        assert_eq!(i.host_path_conflict(&me), None, "a volume never conflicts with itself");
+    }
+
     fn arb_pv() -> impl Strategy<Value = PersistentVolume> {
         (
             0u32..40,
@@ -462,6 +532,20 @@ mod tests {
             let mut by_scan: BTreeMap<VerdictKind, usize> = BTreeMap::new();
             for v in &vols { *by_scan.entry(crate::matching::evaluate(&c, v, delay).kind).or_default() += 1; }
             prop_assert_eq!(by_scan, i.verdict_counts(&c, delay, &|_| false));
+        }
+
+        #[test]
+        fn host_path_conflict_agrees_with_a_plain_scan(
+            paths in proptest::collection::vec((0u32..8, "(/|//)?(a|b|ab|\\.|\\.\\.)(/(a|b|\\.\\.)){0,3}/?"), 0..12),
+            mine in "(/|//)?(a|b)(/(a|b|\\.)){0,2}/?",
+        ) {
+            let vols: BTreeMap<String, PersistentVolume> =
+                paths.iter().map(|(n, p)| (format!("pv-{n}"), at(&format!("pv-{n}"), p))).collect();
+            let i = index(&vols.values().cloned().collect::<Vec<_>>());
+            for me in [at("pv-0", &mine), at("me", &mine)] {
+                let scan = hostpath::conflict(&me, vols.values().map(|v| (v.metadata.name.as_deref().unwrap(), hostpath::of(v).unwrap())));
+                prop_assert_eq!(scan, i.host_path_conflict(&me));
+            }
         }
     }
 }

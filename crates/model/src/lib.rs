@@ -9,6 +9,7 @@
 pub mod annotations;
 pub mod csi;
 pub mod helpers;
+pub mod hostpath;
 pub mod index;
 pub mod key;
 pub mod matching;

@@ -1,10 +1,11 @@
 //! Invariants that must hold for any cluster state the controller converges to, and a plugin
-//! wrapper that catches a volume deleted or recycled while a claim still uses it.
+//! wrapper that catches a volume deleted or recycled while a claim still uses it (or while a
+//! claim uses another volume whose host-path directory would go with it).
 
 use async_trait::async_trait;
 use pv_core::{PluginError, ProvisionOptions, RecyclerEvents, VolumePlugin};
 use pv_model::k8s::PersistentVolume;
-use pv_model::{key, ObjectKey};
+use pv_model::{hostpath, key, ObjectKey};
 use pv_store::Store;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -108,7 +109,8 @@ pub fn check_objects(
 }
 
 /// Wraps a plugin; records a violation whenever it is asked to delete or recycle a volume that a
-/// claim in the store still uses (volumeName and UID both pointing at each other).
+/// claim in the store still uses (volumeName and UID both pointing at each other), or a host-path
+/// directory that is, contains or lies inside the directory of another volume a claim uses.
 pub struct GuardPlugin {
     inner: Arc<dyn VolumePlugin>,
     store: Arc<Store>,
@@ -122,19 +124,39 @@ impl GuardPlugin {
         GuardPlugin { inner, store, violations: Arc::default() }
     }
 
-    fn check_unused(&self, op: &str, v: &PersistentVolume) {
+    /// The claim (`namespace/name`) that uses the volume, if any.
+    fn user(&self, v: &PersistentVolume) -> Option<String> {
         let name = v.metadata.name.clone().unwrap_or_default();
-        let Some(r) = v.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else { return };
+        let r = v.spec.as_ref().and_then(|s| s.claim_ref.as_ref())?;
         let ns = r.namespace.clone().unwrap_or_default();
         let cname = r.name.clone().unwrap_or_default();
-        if let Ok(c) = self.store.get("persistentvolumeclaims", &ns, &cname).map(|c| c.value()) {
-            if s(&c["spec"]["volumeName"]) == name && Some(key::meta_str(&c, "uid")) == r.uid.as_deref() {
-                self.violations
-                    .lock()
-                    .unwrap()
-                    .push(format!("{op} of volume {name} while claim {ns}/{cname} still uses it"));
+        let c = self.store.get("persistentvolumeclaims", &ns, &cname).ok()?.value();
+        (s(&c["spec"]["volumeName"]) == name && Some(key::meta_str(&c, "uid")) == r.uid.as_deref())
+            .then(|| format!("{ns}/{cname}"))
+    }
+
+    fn check_unused(&self, op: &str, v: &PersistentVolume) {
+        let name = v.metadata.name.clone().unwrap_or_default();
+        let mut found = Vec::new();
+        if let Some(claim) = self.user(v) {
+            found.push(format!("{op} of volume {name} while claim {claim} still uses it"));
+        }
+        if let Some(path) = hostpath::of(v).map(hostpath::normalize) {
+            for other in listed(&self.store, "persistentvolumes") {
+                let Ok(other) = serde_json::from_value::<PersistentVolume>(other) else { continue };
+                let other_name = other.metadata.name.clone().unwrap_or_default();
+                let Some(other_path) = hostpath::of(&other).map(hostpath::normalize) else { continue };
+                if other_name == name || hostpath::overlap(&path, &other_path).is_none() {
+                    continue;
+                }
+                if let Some(claim) = self.user(&other) {
+                    found.push(format!(
+                        "{op} of volume {name} (host path {path}) destroys {other_path}, the directory of volume {other_name} that claim {claim} uses"
+                    ));
+                }
             }
         }
+        self.violations.lock().unwrap().extend(found);
     }
 }
 

@@ -3,7 +3,8 @@
 //! A fixture is one YAML file (see `tests/scenarios/README.md`). Expected objects are matched by
 //! kind, namespace and name, and must be a *subset* of the actual object (`null` means "absent").
 //! Events are matched the same way; unless `otherEvents: true`, no other event may be emitted.
-//! `${ROOT}` in the input stands for the host-path root of the run.
+//! `${ROOT}` in the input, in expected objects and in expected events stands for the host-path
+//! root of the run.
 
 use crate::input::load_documents;
 use crate::output::OutputList;
@@ -244,6 +245,7 @@ pub fn check(s: &Scenario, out: &Outcome, root: &Path) -> Vec<String> {
     let events: Vec<&Value> = out.events().collect();
     let mut used = vec![false; events.len()];
     for e in &s.expect.events {
+        let e = &substitute(e, &root_s);
         match events.iter().enumerate().find(|(i, a)| !used[*i] && subset(e, Some(a))) {
             Some((i, _)) => used[i] = true,
             None => errs.push(format!("missing event {}", serde_json::to_string(e).unwrap())),

@@ -167,6 +167,11 @@ impl Controller {
                 return;
             }
         };
+        if let Some(msg) = self.shared_host_path(&volume, "recycling") {
+            tracing::warn!(volume = %name, "{msg}");
+            self.recycle_failed(&volume, &msg).await;
+            return;
+        }
         // Upstream times no recycling in its metrics.
         let relay = RecyclerPodEvents { controller: self, volume: &volume };
         if let Err(e) = plugin.recycle(&volume, &relay).await {
@@ -270,12 +275,29 @@ impl Controller {
             }
             Err(e) => return Err(crate::PluginError::new(e)),
         };
+        if let Some(msg) = self.shared_host_path(volume, "deleting") {
+            tracing::warn!(volume = %helpers::name(&volume.metadata), "{msg}");
+            return Err(crate::PluginError::new(msg));
+        }
         let started = std::time::Instant::now();
         let r = plugin.delete(volume).await;
         self.metrics.observe(plugin.name(), metrics::PLUGIN_DELETE, started.elapsed().as_secs_f64(), r.is_err());
         r?;
         tracing::info!(volume = %helpers::name(&volume.metadata), "volume deleted");
         Ok(Deleted::Yes)
+    }
+
+    /// Why the volume's host-path directory must not be deleted or recycled (`action`): another
+    /// volume names it, a directory inside it or one containing it, so its data would go too.
+    /// Upstream's host-path deleter has no such check. The other volumes are the controller's
+    /// cache, the volume itself the copy just read from the API server: a fresh LIST would cost
+    /// every volume of the cluster per delete and still not close the window between it and the
+    /// delete, while a volume too new for the cache cannot yet hold data a pod wrote through it
+    /// (it must first be bound and mounted, which the cache sees long before). The cache's index
+    /// answers without reading any volume (`VolumeIndex::host_path_conflict`).
+    fn shared_host_path(&self, volume: &PersistentVolume, action: &str) -> Option<String> {
+        let shared = self.volumes.read().unwrap().index.host_path_conflict(volume)?;
+        Some(shared.refusal(action))
     }
 
     /// The plugin name upstream's delete metrics carry for a volume (its
