@@ -127,6 +127,21 @@ impl Row<'_> {
         field(self.o, path)
     }
 
+    /// Whether the object is being deleted.
+    fn deleting(&self) -> bool {
+        !self.f("metadata.deletionTimestamp").is_empty()
+    }
+
+    /// The phase, or `Terminating` while the object is being deleted (upstream's printers for
+    /// volumes and claims).
+    fn phase_or_terminating(&self) -> String {
+        if self.deleting() {
+            "Terminating".into()
+        } else {
+            self.f("status.phase")
+        }
+    }
+
     /// The object's age.
     fn age(&self) -> String {
         age(self.o, "metadata.creationTimestamp", self.now)
@@ -158,7 +173,7 @@ const PERSISTENT_VOLUME: &[Column] = &[
     col("Capacity", |r| r.f("spec.capacity.storage")),
     col("Access Modes", |r| access_modes(r.o.pointer("/spec/accessModes"))),
     col("Reclaim Policy", |r| r.f("spec.persistentVolumeReclaimPolicy")),
-    col("Status", |r| r.f("status.phase")),
+    col("Status", |r| r.phase_or_terminating()),
     col("Claim", |r| {
         if r.f("spec.claimRef.name").is_empty() {
             String::new()
@@ -176,7 +191,7 @@ const PERSISTENT_VOLUME: &[Column] = &[
 /// upstream's `printPersistentVolumeClaim`.
 const PERSISTENT_VOLUME_CLAIM: &[Column] = &[
     NAME,
-    col("Status", |r| r.f("status.phase")),
+    col("Status", |r| r.phase_or_terminating()),
     col("Volume", |r| r.f("spec.volumeName")),
     col("Capacity", |r| r.f("status.capacity.storage")),
     col("Access Modes", |r| access_modes(r.o.pointer("/status/accessModes"))),
@@ -237,7 +252,18 @@ const POD: &[Column] = &[
         let ready = container_statuses(r.o).iter().filter(|c| c["ready"] == Value::Bool(true)).count();
         format!("{ready}/{total}")
     }),
-    col("Status", |r| or(r.f("status.phase"), "Pending")),
+    col("Status", |r| {
+        // upstream's printPod: the status reason over the phase; a pod being deleted is
+        // Terminating until it reaches a terminal phase (Unknown when its node is lost).
+        let phase = or(r.f("status.phase"), "Pending");
+        let reason = r.f("status.reason");
+        match (r.deleting(), reason.as_str(), phase.as_str()) {
+            (true, "NodeLost", _) => "Unknown".into(),
+            (true, _, p) if p != "Succeeded" && p != "Failed" => "Terminating".into(),
+            (_, "", _) => phase,
+            _ => reason,
+        }
+    }),
     col("Restarts", |r| {
         container_statuses(r.o).iter().filter_map(|c| c["restartCount"].as_i64()).sum::<i64>().to_string()
     }),
@@ -375,6 +401,33 @@ mod tests {
         assert_eq!(c[7], "<unset>");
         assert_eq!(t["columnDefinitions"].as_array().unwrap().len(), 11);
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    }
+
+    #[test]
+    fn objects_being_deleted_show_terminating_as_upstream_prints_them() {
+        let deleting = json!({"name": "x", "creationTimestamp": "2020-01-01T00:00:00Z",
+                              "deletionTimestamp": "2020-01-02T00:00:00Z", "finalizers": ["f"]});
+        let pv = json!({"metadata": deleting, "spec": {}, "status": {"phase": "Bound"}});
+        let t = table("PersistentVolume", &[&pv], "1", IncludeObject::None, None);
+        assert_eq!(t["rows"][0]["cells"][4], "Terminating");
+        let pvc = json!({"metadata": deleting, "spec": {}, "status": {"phase": "Bound"}});
+        let t = table("PersistentVolumeClaim", &[&pvc], "1", IncludeObject::None, None);
+        assert_eq!(t["rows"][0]["cells"][1], "Terminating");
+        let pod = |phase: &str, reason: &str, meta: &Value| {
+            let p = json!({"metadata": meta, "spec": {"containers": []}, "status": {"phase": phase, "reason": reason}});
+            table("Pod", &[&p], "1", IncludeObject::None, None)["rows"][0]["cells"][2].clone()
+        };
+        assert_eq!(pod("Running", "", &deleting), "Terminating");
+        assert_eq!(pod("Succeeded", "", &deleting), "Succeeded");
+        assert_eq!(pod("Running", "NodeLost", &deleting), "Unknown");
+        let live = json!({"name": "x", "creationTimestamp": "2020-01-01T00:00:00Z"});
+        assert_eq!(pod("Running", "", &live), "Running");
+        assert_eq!(pod("Failed", "Evicted", &live), "Evicted");
+        let pv = json!({"metadata": live, "spec": {}, "status": {"phase": "Released"}});
+        assert_eq!(
+            table("PersistentVolume", &[&pv], "1", IncludeObject::None, None)["rows"][0]["cells"][4],
+            "Released"
+        );
     }
 
     #[test]
