@@ -193,6 +193,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                                 let ct = [(header::CONTENT_TYPE, "application/json")];
                                 return Ok((StatusCode::OK, ct, body).into_response());
                             }
+                            handlers::Answer::Body(resp) => return Ok(resp),
                         }
                     }
                     Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {

@@ -12,6 +12,7 @@
 use crate::decode::{self, FieldValidation};
 use crate::error::{ApiError, Result};
 use crate::events;
+use crate::listing::{self, Render};
 use crate::listopts;
 use crate::patch::{self, PatchKind};
 use crate::routes::Target;
@@ -377,30 +378,28 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
         meta["continue"] = json!(c);
         meta["remainingItemCount"] = json!(remaining);
     }
-    if plain_json(t, f) {
-        return Ok(Answer::Json(list_json(t, &meta, &items)));
-    }
-    let items: Vec<Value> = items.iter().map(Object::value).collect();
     if let Some(inc) = f.table {
-        let refs: Vec<&Value> = items.iter().collect();
-        let tbl = tables::table(t.served.kind(), &refs, &rv, inc, cont.as_deref());
-        return Ok(Answer::Reply((StatusCode::OK, tbl)));
+        let (kind, now) = (t.served.kind(), jiff::Timestamp::now());
+        let head = tables::table_head(kind, &rv, cont.as_deref());
+        let render: Render = Box::new(move |o| tables::row(kind, &o.value(), inc, now));
+        return listing::answer(head, "rows", items, Some(render), f).map(Answer::Body);
     }
     if let Some(v) = f.partial {
-        let items: Vec<Value> = items.iter().map(|o| partial_metadata(o, v)).collect();
-        return Ok(Answer::Reply((
-            StatusCode::OK,
-            json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{v}"),
-                   "metadata": meta, "items": items}),
-        )));
+        let head = json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{v}"),
+                          "metadata": meta});
+        let render: Render = Box::new(move |o| partial_metadata(&o.value(), v));
+        return listing::answer(head, "items", items, Some(render), f).map(Answer::Body);
     }
+    let head = json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),
+                      "metadata": meta});
     // Items carry no kind or apiVersion in a JSON list, as kube-apiserver lists them.
-    let items: Vec<Value> = items.iter().map(|o| without_type_meta(out(t, o))).collect();
-    Ok(Answer::Reply((
-        StatusCode::OK,
-        json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),
-               "metadata": meta, "items": items}),
-    )))
+    let render: Option<Render> = if plain_json(t, f) {
+        None
+    } else {
+        let t = t.clone();
+        Some(Box::new(move |o| without_type_meta(out(&t, &o.value()))))
+    };
+    listing::answer(head, "items", items, render, f).map(Answer::Body)
 }
 
 /// A read's answer: a reply to encode as the client asked, or a JSON body already written.
@@ -409,46 +408,8 @@ pub enum Answer {
     Reply(Reply),
     /// Plain JSON, written from the stored text.
     Json(Vec<u8>),
-}
-
-/// A plain JSON list written from the objects' stored text, with no tree built for any of them:
-/// each item's top-level fields are copied as they are, less `kind` and `apiVersion`, which items
-/// of a JSON list do not carry (as kube-apiserver lists them). The same bytes as serializing the
-/// list's `Value`: fields in the same (sorted) order.
-fn list_json(t: &Target, meta: &Value, items: &[Object]) -> Vec<u8> {
-    use serde::ser::{SerializeMap, Serializer};
-    use serde_json::value::RawValue;
-    use std::collections::BTreeMap;
-    struct Item<'a>(&'a Object);
-    impl serde::Serialize for Item<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-            let fields: BTreeMap<String, &RawValue> =
-                serde_json::from_str(self.0.text()).map_err(serde::ser::Error::custom)?;
-            let mut m = s.serialize_map(None)?;
-            for (k, v) in fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
-                m.serialize_entry(k, v)?;
-            }
-            m.end()
-        }
-    }
-    struct Items<'a>(&'a [Object]);
-    impl serde::Serialize for Items<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-            s.collect_seq(self.0.iter().map(Item))
-        }
-    }
-    let mut out = Vec::with_capacity(items.iter().map(|o| o.len()).sum::<usize>() + 256);
-    let mut ser = serde_json::Serializer::new(&mut out);
-    let written = (|| -> serde_json::Result<()> {
-        let mut m = ser.serialize_map(Some(4))?;
-        m.serialize_entry("apiVersion", &t.served.api_version())?;
-        m.serialize_entry("items", &Items(items))?;
-        m.serialize_entry("kind", &format!("{}List", t.served.kind()))?;
-        m.serialize_entry("metadata", meta)?;
-        m.end()
-    })();
-    written.expect("stored JSON text serializes");
-    out
+    /// A whole answer, its body written as the client reads it (lists).
+    Body(axum::response::Response),
 }
 
 fn without_type_meta(mut obj: Value) -> Value {

@@ -11,7 +11,7 @@
 //! generated CA ([`tls`]); the server listens on loopback unless told otherwise.
 //!
 //! Modules, in the order a request meets them: [`dispatch`] (auth, routing, body),
-//! [`routes`] (paths), [`handlers`] and [`watch`] (verbs), [`patch`], [`select`], [`tables`],
+//! [`routes`] (paths), [`handlers`] and [`watch`] (verbs; [`listing`] writes lists as they are read), [`patch`], [`select`], [`tables`],
 //! [`events`] (the events.k8s.io conversion), [`protobuf`] (the wire format client-go
 //! prefers), [`discovery`], [`health`], [`error`]; [`durable`] persists the store; [`server`]
 //! starts and stops everything, and [`conn`] serves each connection within the bounds of
@@ -28,6 +28,7 @@ pub mod events;
 pub mod handlers;
 pub mod health;
 pub mod limits;
+pub mod listing;
 pub mod listopts;
 pub mod paging;
 pub mod patch;

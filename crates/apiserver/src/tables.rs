@@ -346,24 +346,18 @@ pub fn table(
     continue_token: Option<&str>,
 ) -> Value {
     let now = Timestamp::now();
-    let columns = printer(kind);
-    let defs: Vec<Value> = columns
+    let mut t = table_head(kind, resource_version, continue_token);
+    t["rows"] = objects.iter().map(|o| row(kind, o, inc, now)).collect();
+    t
+}
+
+/// A Table of `kind` without its rows (`rows` is empty): what comes before and after them.
+pub fn table_head(kind: &str, resource_version: &str, continue_token: Option<&str>) -> Value {
+    let defs: Vec<Value> = printer(kind)
         .iter()
         .map(|c| {
             let format = if c.name == "Name" { "name" } else { "" };
             json!({"name": c.name, "type": "string", "format": format, "description": "", "priority": c.priority})
-        })
-        .collect();
-    let rows: Vec<Value> = objects
-        .iter()
-        .map(|o| {
-            let row = Row { o, now };
-            let cells: Vec<Value> = columns.iter().map(|c| Value::String((c.cell)(&row))).collect();
-            let mut r = json!({"cells": cells});
-            if let Some(obj) = row_object(o, inc) {
-                r["object"] = obj;
-            }
-            r
         })
         .collect();
     let mut meta = json!({"resourceVersion": resource_version});
@@ -371,7 +365,18 @@ pub fn table(
         meta["continue"] = json!(c);
     }
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
-           "columnDefinitions": defs, "rows": rows})
+           "columnDefinitions": defs, "rows": []})
+}
+
+/// The row of one object of `kind` in a Table made at `now` (ages are measured from it).
+pub fn row(kind: &str, o: &Value, inc: IncludeObject, now: Timestamp) -> Value {
+    let row = Row { o, now };
+    let cells: Vec<Value> = printer(kind).iter().map(|c| Value::String((c.cell)(&row))).collect();
+    let mut r = json!({"cells": cells});
+    if let Some(obj) = row_object(o, inc) {
+        r["object"] = obj;
+    }
+    r
 }
 
 #[cfg(test)]

@@ -12,6 +12,15 @@
 //! 30–60 minutes as kube-apiserver does; so does server shutdown, and so does the store
 //! closing a watcher that fell too far behind (the client watches again from its last version).
 //!
+//! Initial events cost a pointer each until they are sent: the watch takes the snapshot (the
+//! stored objects, shared text) and registers its watcher at the snapshot's version, then
+//! renders initial events a piece of about [`crate::listing::CHUNK`] at a time, only when hyper
+//! asks for more body (it asks while its write buffer has room), so a client that reads slowly
+//! or not at all holds the snapshot and a piece or two, not the collection in its encoding.
+//! Changes made meanwhile wait in the watcher's bounded queue (the store's 10,000 events or
+//! 16 MiB); a client too slow to take the initial events before that fills is ended after
+//! what it was sent, as any slow watcher, and watches again.
+//!
 //! Bookmark safety: a bookmark carries the store's *delivered* version, not its newest: writes
 //! waiting for their group commit have versions but have not reached watchers yet. The store
 //! delivers to watcher channels under its lock before it advances the delivered version, so
@@ -39,6 +48,11 @@ pub const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
 
 struct Stream {
     st: Arc<AppState>,
+    /// The initial events still to send: the snapshot's objects, rendered only as the client
+    /// takes them (see [`Stream::initial_piece`]).
+    initial: std::vec::IntoIter<Object>,
+    /// The version the initial-events-end bookmark carries, until it is sent.
+    initial_end: Option<u64>,
     target: Target,
     sel: Selectors,
     format: Format,
@@ -132,10 +146,48 @@ impl Stream {
         self.last_rv = rv;
     }
 
+    /// The next initial events, rendered into one piece of about [`crate::listing::CHUNK`]
+    /// bytes; then the initial-events-end bookmark, when asked for. None once all are sent.
+    fn initial_piece(&mut self) -> Option<Bytes> {
+        let mut piece = Vec::new();
+        while piece.len() < crate::listing::CHUNK {
+            let Some(o) = self.initial.next() else { break };
+            self.stored_event("ADDED", &o, 0);
+            for b in self.pending.drain(..) {
+                piece.extend_from_slice(&b);
+            }
+        }
+        if self.initial.len() == 0 {
+            if let Some(rv) = self.initial_end.take() {
+                self.bookmark(rv, true);
+            }
+            for b in self.pending.drain(..) {
+                piece.extend_from_slice(&b);
+            }
+        }
+        (!piece.is_empty()).then(|| Bytes::from(piece))
+    }
+
+    /// True once the watch's time is up or the server is shutting down.
+    fn over(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d) || *self.shutdown.borrow()
+    }
+
     async fn next(&mut self) -> Option<Bytes> {
         loop {
             if let Some(b) = self.pending.pop_front() {
                 return Some(b);
+            }
+            if self.initial.len() > 0 || self.initial_end.is_some() {
+                // Live events wait in the watcher's bounded queue meanwhile: one that falls
+                // too far behind ends after the events it was given, as any slow watcher.
+                if self.over() {
+                    return None;
+                }
+                if let Some(b) = self.initial_piece() {
+                    return Some(b);
+                }
+                continue;
             }
             let rx = self.rx.as_mut()?;
             let far = Instant::now() + Duration::from_secs(86_400);
@@ -172,6 +224,8 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     let timeout = Some(Instant::now() + crate::limits::watch_timeout(q)?);
     let mut s = Stream {
         st: st.clone(),
+        initial: Vec::new().into_iter(),
+        initial_end: None,
         target: coll.clone(),
         sel,
         format,
@@ -185,13 +239,13 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     };
     let ns = coll.namespace.as_deref();
     if initial {
+        // The snapshot holds the stored objects (shared text, a pointer each); each is rendered
+        // only when the client has taken what came before it.
         let (items, rv) = handlers::matching(&st, &coll, &Selectors::default())?;
-        for o in &items {
-            s.stored_event("ADDED", o, 0);
-        }
+        s.initial = items.into_iter();
         s.last_rv = rv;
         if flag("sendInitialEvents") {
-            s.bookmark(rv, true);
+            s.initial_end = Some(rv);
         }
         s.rx = Some(st.store.watch_bounded(coll.served.plural(), ns, Some(rv))?);
     } else {

@@ -108,6 +108,73 @@ pub fn encode(obj: &Value) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// A List encoded in parts, so that its items can be written one at a time as the client reads
+/// (see [`crate::listing`]): [`ListEncoder::head`], then each item from [`ListEncoder::item`],
+/// then [`ListEncoder::tail`]; together the same bytes as [`encode`] of the whole List.
+///
+/// Why the items' total length comes first: the List message sits in the envelope's `raw`
+/// field, whose length precedes it. The caller learns it by encoding every item once without
+/// keeping the bytes, then encodes each again as it writes it.
+pub struct ListEncoder {
+    api_version: String,
+    kind: String,
+    /// The List message without its items: every field before them.
+    raw_head: Vec<u8>,
+    items: &'static schema::Field,
+}
+
+impl ListEncoder {
+    /// An encoder for the List `envelope` (with `apiVersion`, `kind` and `metadata`; its `items`
+    /// are ignored). None when the List's items are not its last field, so that it cannot be
+    /// written in parts (no served List is like that).
+    pub fn new(envelope: &Value) -> Result<Option<Self>> {
+        let o = envelope.as_object().ok_or_else(|| internal("not an object"))?;
+        let field = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let (api_version, kind) = (field("apiVersion"), field("kind"));
+        let ty = schema::message_for(&api_version, &kind)
+            .ok_or_else(|| internal(format!("no protobuf type for {kind} at {api_version}")))?;
+        let fields = schema::schema().get(&ty).ok_or_else(|| internal(format!("no protobuf schema for {ty}")))?;
+        let last = fields.iter().map(|f| f.num).max().unwrap_or(0);
+        let Some(items) = fields.iter().find(|f| f.json == "items" && f.rep && !f.map && f.num == last) else {
+            return Ok(None);
+        };
+        let mut head = o.clone();
+        head.remove("items");
+        let mut raw_head = Vec::new();
+        transcode::encode(&ty, &head, "", &mut raw_head).map_err(|e| internal(format!("{kind} {e}")))?;
+        Ok(Some(ListEncoder { api_version, kind, raw_head, items }))
+    }
+
+    /// Appends item number `i` of the List, as its `items` field: the same bytes whether it is
+    /// encoded to count or to send.
+    pub fn item(&self, i: usize, item: &Value, out: &mut Vec<u8>) -> Result<()> {
+        transcode::repeated_item_bytes(self.items, item, &format!("items[{i}]"), out)
+            .map_err(|e| internal(format!("{} {e}", self.kind)))
+    }
+
+    /// Everything before the first item, given the length of all items as [`ListEncoder::item`]
+    /// encodes them.
+    pub fn head(&self, items_len: usize) -> Vec<u8> {
+        let mut type_meta = Vec::new();
+        put_len(&mut type_meta, 1, self.api_version.as_bytes());
+        put_len(&mut type_meta, 2, self.kind.as_bytes());
+        let mut out = MAGIC.to_vec();
+        put_len(&mut out, 1, &type_meta);
+        wire::put_key(&mut out, 2, wire::LEN);
+        wire::put_varint(&mut out, (self.raw_head.len() + items_len) as u64);
+        out.extend_from_slice(&self.raw_head);
+        out
+    }
+
+    /// Everything after the last item.
+    pub fn tail(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_len(&mut out, 3, b"");
+        put_len(&mut out, 4, b"");
+        out
+    }
+}
+
 /// One frame of a protobuf watch stream: the length, then a `WatchEvent` of type `ty`
 /// carrying `obj` encoded as [`encode`] does.
 pub fn watch_frame(ty: &str, obj: &Value) -> Result<Vec<u8>> {

@@ -292,6 +292,11 @@ pub fn encode(ty: &str, obj: &Map<String, Value>, path: &str, out: &mut Vec<u8>)
     Ok(())
 }
 
+/// One item of the repeated message field `f`, framed as that field (key, length, message).
+pub fn repeated_item_bytes(f: &Field, item: &Value, path: &str, out: &mut Vec<u8>) -> Result<(), Error> {
+    single(f, f.num, Some(item).filter(|v| !v.is_null()), path, out)
+}
+
 /// One value of field `f` as field number `num`; `None` is the Go zero value.
 fn single(f: &Field, num: u32, v: Option<&Value>, path: &str, out: &mut Vec<u8>) -> Result<(), Error> {
     let want = |what: &str| err(path, format!("expected {what}, got {}", v.map_or("nothing".into(), Value::to_string)));
