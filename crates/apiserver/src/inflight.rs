@@ -7,14 +7,16 @@
 //! writes (client-go waits the `Retry-After` and retries). Watches are long-running and exempt,
 //! as upstream exempts them; each holds only its bounded queue of undelivered events. A slot is
 //! held until the response body has been sent or dropped, so a large response being written
-//! still counts. A limit of 0 means no limit, as upstream.
+//! still counts. A limit of 0 means no limit, as upstream. As in kube-apiserver, whose filter
+//! runs after authentication, a request without the right token is not counted: it gets its
+//! 401 (or, anonymous, the health probes and `/version`) at once.
 //!
 //! With the body limit this bounds what requests can cost at once: at most
 //! `mutating × (3 MiB body + what it may expand into, see crate::shape)` for writes.
 //! Unlike upstream, no client is exempt: `up` has a single credential, the administrator's, that
 //! kube-apiserver would exempt as `system:masters`.
 
-use crate::handlers;
+use crate::{auth, handlers};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -36,13 +38,15 @@ pub const TOO_MANY: &str = "Too many requests, please try again later.";
 pub struct InFlight {
     read_only: Option<Arc<Semaphore>>,
     mutating: Option<Arc<Semaphore>>,
+    token: String,
 }
 
 impl InFlight {
-    /// Limits of `read_only` and `mutating` requests at once; 0 is no limit.
-    pub fn new(read_only: usize, mutating: usize) -> Self {
+    /// Limits of `read_only` and `mutating` requests at once (0 is no limit) for requests
+    /// that carry `token`.
+    pub fn new(read_only: usize, mutating: usize, token: &str) -> Self {
         let sem = |n: usize| (n > 0).then(|| Arc::new(Semaphore::new(n)));
-        InFlight { read_only: sem(read_only), mutating: sem(mutating) }
+        InFlight { read_only: sem(read_only), mutating: sem(mutating), token: token.to_string() }
     }
 
     /// A slot for `req`: Ok(None) when it is not limited (a watch, or no limit), Err when its
@@ -50,7 +54,9 @@ impl InFlight {
     fn admit(&self, req: &Request) -> Result<Option<OwnedSemaphorePermit>, ()> {
         let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
         let watch = read_only && handlers::parse_query(req.uri()).is_ok_and(|q| handlers::flag(&q, "watch"));
+        let authenticated = matches!(auth::credential(req.headers(), &self.token), auth::Credential::Valid);
         let limit = match (watch, read_only) {
+            _ if !authenticated => None,
             (true, _) => None,
             (_, true) => self.read_only.as_ref(),
             _ => self.mutating.as_ref(),
@@ -129,11 +135,12 @@ mod tests {
         };
         Router::new()
             .fallback(handler)
-            .layer(axum::middleware::from_fn_with_state(Arc::new(InFlight::new(1, 1)), limit))
+            .layer(axum::middleware::from_fn_with_state(Arc::new(InFlight::new(1, 1, "t")), limit))
     }
 
     fn req(method: Method, uri: &str) -> Request {
-        Request::builder().method(method).uri(uri).body(Body::empty()).unwrap()
+        let auth = (header::AUTHORIZATION, "Bearer t");
+        Request::builder().method(method).uri(uri).header(auth.0, auth.1).body(Body::empty()).unwrap()
     }
 
     #[tokio::test]
@@ -154,6 +161,13 @@ mod tests {
             let body = to_bytes(resp.into_body(), 1024).await.unwrap();
             assert_eq!(body, "Too many requests, please try again later.\n");
         }
+        // A request without the token is not counted (the server answers its 401).
+        let anonymous = Request::builder().uri("/api/v1/pods").body(Body::empty()).unwrap();
+        let pending = tokio::spawn(app.clone().oneshot(anonymous));
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!pending.is_finished(), "served, not refused");
         // A watch is long-running: not counted, not refused.
         let watch = tokio::spawn(app.clone().oneshot(req(Method::GET, "/api/v1/pods?watch=true")));
         for _ in 0..10 {
@@ -161,7 +175,7 @@ mod tests {
         }
         assert!(!watch.is_finished(), "the watch is being served, not refused");
         release.notify_waiters();
-        for r in [slow_read, slow_write, watch] {
+        for r in [slow_read, slow_write, watch, pending] {
             assert_eq!(r.await.unwrap().unwrap().status(), StatusCode::OK);
         }
         // Slots are given back once the responses are done.

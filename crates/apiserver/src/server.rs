@@ -170,6 +170,7 @@ impl Server {
         let inflight = Arc::new(inflight::InFlight::new(
             cfg.limits.max_requests_inflight,
             cfg.limits.max_mutating_requests_inflight,
+            &token,
         ));
         let app = Router::new()
             .fallback(dispatch::dispatch)
