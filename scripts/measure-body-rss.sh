@@ -8,7 +8,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${1:-${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller}"
 WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
+PID=""
+trap '[[ -n "$PID" ]] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 # shellcheck source=scripts/lib.sh
 source "$ROOT/scripts/lib.sh"
 
@@ -33,18 +34,18 @@ open(f"{work}/million.pb", "wb").write(b"k8s\0" + field(1, field(1, b"v1") + fie
 PY
 
 measure() {
-  local body="$1" ct="$2" q="$3" dir="$WORK/up" port pid before after out
+  local body="$1" ct="$2" q="$3" dir="$WORK/up" port before after out
   rm -rf "$dir"; port=$(free_port)
   "$BIN" up --no-controller --listen "127.0.0.1:$port" --data-dir "$dir" --metrics-addr 127.0.0.1:0 >"$WORK/log" 2>&1 &
-  pid=$!
-  wait_line "$WORK/log" "^server: " "$pid" 30
-  before=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+  PID=$!
+  wait_line "$WORK/log" "^server: " "$PID" 30
+  before=$(awk '/VmHWM/{print $2}' "/proc/$PID/status")
   out=$(curl -sS -o "$WORK/answer" -w '%{http_code} in %{time_total} s' --cacert "$dir/ca.crt" \
     -H "Authorization: Bearer $(cat "$dir/token")" -H "Content-Type: $ct" --data-binary @"$WORK/$body" \
     "https://127.0.0.1:$port/api/v1/namespaces/default/pods$q")
-  after=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+  after=$(awk '/VmHWM/{print $2}' "/proc/$PID/status")
   echo "$body ${q:-(no dryRun)}: $out; peak RSS $((before / 1024)) MB -> $((after / 1024)) MB; $(head -c 120 "$WORK/answer")"
-  kill "$pid"; wait "$pid" 2>/dev/null || true
+  kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
 }
 
 for q in "?dryRun=All" ""; do
