@@ -42,6 +42,13 @@ pub struct UpArgs {
     /// When the default port is taken, `up` starts without them and says so.
     #[arg(long, default_value = DEFAULT_METRICS_ADDR)]
     pub metrics_addr: String,
+    /// Reads (get, list) served at once; beyond it a request gets 429 with `Retry-After: 1`.
+    /// Watches are not counted. 0: no limit. As kube-apiserver's flag.
+    #[arg(long, default_value_t = pv_apiserver::inflight::DEFAULT_MAX_READ_ONLY)]
+    pub max_requests_inflight: usize,
+    /// Writes (create, update, patch, delete) served at once; beyond it 429. 0: no limit.
+    #[arg(long, default_value_t = pv_apiserver::inflight::DEFAULT_MAX_MUTATING)]
+    pub max_mutating_requests_inflight: usize,
     /// Log verbosity, klog style: `--v=2`, `-v=2`, or `-v`, `-vv`; `RUST_LOG` overrides.
     #[arg(short = 'v', long = "v", value_name = "N", num_args = 0..=1, default_value = "0",
           default_missing_value = "1", value_parser = super::parse_verbosity)]
@@ -96,7 +103,10 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
     check_data_dir(&a.data_dir)?;
     check_listen(listen)?;
     let created = !a.data_dir.exists();
-    let server = match Server::start(ServerConfig::new(a.data_dir.clone(), listen)).await {
+    let mut cfg = ServerConfig::new(a.data_dir.clone(), listen);
+    cfg.limits.max_requests_inflight = a.max_requests_inflight;
+    cfg.limits.max_mutating_requests_inflight = a.max_mutating_requests_inflight;
+    let server = match Server::start(cfg).await {
         Ok(s) => s,
         Err(e) => {
             if created {

@@ -66,7 +66,10 @@ pub const BODY_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml", 
 pub fn decode(served: &Served, content_type: &str, body: &[u8], fv: FieldValidation) -> Result<Decoded> {
     let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let (value, duplicates) = match media.as_str() {
-        "" | "application/json" => parse_json(body)?,
+        "" | "application/json" => {
+            crate::shape::scan_json(body)?;
+            parse_json(body)?
+        }
         "application/yaml" => (parse_yaml(body)?, Vec::new()),
         "application/vnd.kubernetes.protobuf" => (crate::protobuf::decode(served.kind(), body)?, Vec::new()),
         _ => return Err(ApiError::UnsupportedMediaType(BODY_MEDIA_TYPES.join(", "))),
@@ -84,6 +87,8 @@ pub fn typed(served: &Served, value: Value, fv: FieldValidation) -> Result<Decod
 }
 
 fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldValidation) -> Result<Decoded> {
+    // A YAML body or a patched object, counted before the typed decode multiplies it.
+    crate::shape::check_value(&value)?;
     let (api_version, kind) = (served.api_version(), served.kind());
     if let Some(o) = value.as_object_mut() {
         // Missing type fields are the endpoint's; others are checked by the type.
@@ -401,7 +406,7 @@ fn parse_json(body: &[u8]) -> Result<(Value, Vec<String>)> {
 /// the same depth for block nesting.
 pub(crate) fn parse_yaml(body: &[u8]) -> Result<Value> {
     let options = serde_saphyr::options! {
-        budget: serde_saphyr::budget! { max_depth: 128 },
+        budget: serde_saphyr::budget! { max_depth: 128, max_nodes: crate::shape::MAX_BODY_VALUES },
     };
     serde_saphyr::from_slice_with_options(body, options)
         .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))

@@ -3,7 +3,8 @@
 //! Bounds from [`crate::limits`] apply here: a request that is not a watch must finish within
 //! the request timeout (504 otherwise, as kube-apiserver's timeout filter answers); its body
 //! may not pass the size limit (413, told from `Content-Length` before anything is read when
-//! the client declares it) and its flow nesting is checked before any parser runs (400).
+//! the client declares it), its flow nesting is checked before any parser runs (400), and what
+//! it would expand into is counted before anything is built from it ([`crate::shape`], 413).
 
 use crate::discovery;
 use crate::error::{ApiError, Result};
@@ -176,6 +177,10 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                     ct = "application/json";
                 } else {
                     limits::check_depth(&bytes, st.limits.max_yaml_depth)?;
+                    if !ct.contains("yaml") {
+                        // JSON bodies and patches, counted before any parser builds them.
+                        crate::shape::scan_json(&bytes)?;
+                    }
                 }
                 let (reply, warnings) = match method {
                     Method::GET if is_watch => {

@@ -17,6 +17,8 @@
 //! | a watcher's undelivered events | [`WATCH_EVENTS`] or [`WATCH_BYTES`], then the watch ends | cacher's slow-watcher termination |
 //! | watch history | [`HISTORY_BYTES`] and [`HISTORY_AGE`], older versions 410 | etcd compaction |
 //! | connections | [`Limits::max_connections`]; more wait in the listen backlog | — |
+//! | requests in flight | [`Limits::max_requests_inflight`] reads 400, [`Limits::max_mutating_requests_inflight`] writes 200, then 429 (watches exempt) | `--max-requests-inflight`, `--max-mutating-requests-inflight` |
+//! | what a body expands into | [`crate::shape`]: values and objects counted before decoding (413) | — |
 //!
 //! Client-given numbers (`timeoutSeconds`, `limit`, ...) are parsed as kube-apiserver parses
 //! them (an integer, or 400) and clamped before any arithmetic, so no value can overflow a
@@ -79,6 +81,10 @@ pub struct Limits {
     pub max_body: usize,
     /// Deepest flow nesting (`[`, `{`) of a YAML or JSON body.
     pub max_yaml_depth: usize,
+    /// Reads (get, list; not watches) served at once, then 429; 0 is no limit.
+    pub max_requests_inflight: usize,
+    /// Writes served at once, then 429; 0 is no limit.
+    pub max_mutating_requests_inflight: usize,
 }
 
 impl Default for Limits {
@@ -91,6 +97,8 @@ impl Default for Limits {
             write_stall_timeout: Duration::from_secs(60),
             max_body: MAX_BODY,
             max_yaml_depth: 100,
+            max_requests_inflight: crate::inflight::DEFAULT_MAX_READ_ONLY,
+            max_mutating_requests_inflight: crate::inflight::DEFAULT_MAX_MUTATING,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! exist, load or make the token, bind, write the kubeconfig, serve until shutdown.
 
 use crate::limits::{self, Limits};
-use crate::{auth, conn, dispatch, durable, tls, AppState};
+use crate::{auth, conn, dispatch, durable, inflight, tls, AppState};
 use axum::Router;
 use pv_store::{Store, StoreError};
 use serde_json::json;
@@ -167,7 +167,15 @@ impl Server {
             writes: writes.clone(),
             limits: cfg.limits,
         });
-        let app = Router::new().fallback(dispatch::dispatch).with_state(state);
+        let inflight = Arc::new(inflight::InFlight::new(
+            cfg.limits.max_requests_inflight,
+            cfg.limits.max_mutating_requests_inflight,
+            &token,
+        ));
+        let app = Router::new()
+            .fallback(dispatch::dispatch)
+            .layer(axum::middleware::from_fn_with_state(inflight, inflight::limit))
+            .with_state(state);
         let acceptor = tls.map(|t| t.acceptor);
         let task = tokio::spawn(conn::serve(listener, acceptor, app, cfg.limits, stop_rx));
         tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server listening");

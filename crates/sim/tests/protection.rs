@@ -46,7 +46,7 @@ async fn deletes_complete_once_nothing_uses_the_object() {
     store
         .create(
             "pods",
-            json!({"metadata": {"name": "app", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": [],
+            json!({"metadata": {"name": "app", "namespace": "default"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}],
                    "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}}),
         )
         .unwrap();

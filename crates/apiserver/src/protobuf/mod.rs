@@ -11,6 +11,7 @@
 //! watch stream (`;stream=watch`) is a run of frames, each a 4-byte big-endian length and a
 //! `metav1.WatchEvent` whose `object.raw` holds the object encoded as above.
 
+mod count;
 mod schema;
 mod transcode;
 mod wire;
@@ -74,7 +75,12 @@ pub fn decode(kind: &str, body: &[u8]) -> Result<Value> {
     let ty = schema::message_for(&api_version, &kind).ok_or_else(|| {
         ApiError::BadRequest(format!("no kind {kind:?} is registered for version {api_version:?} in protobuf"))
     })?;
-    let mut obj = transcode::decode(&ty, last(2).unwrap_or_default(), "").map_err(bad)?;
+    // Counted before anything is built from it (crate::shape).
+    let raw = last(2).unwrap_or_default();
+    let mut budget = crate::shape::Budget::default();
+    count::message(&ty, raw, &mut budget);
+    budget.finish()?;
+    let mut obj = transcode::decode(&ty, raw, "").map_err(bad)?;
     let mut out = Map::new();
     if !api_version.is_empty() {
         out.insert("apiVersion".into(), Value::String(api_version));

@@ -21,12 +21,12 @@ use base64::Engine;
 use jiff::Timestamp;
 use serde_json::{Map, Number, Value};
 
-const TIME: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.Time";
-const MICRO_TIME: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime";
-const FIELDS_V1: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1";
-const QUANTITY: &str = "k8s.io/apimachinery/pkg/api/resource.Quantity";
-const INT_OR_STRING: &str = "k8s.io/apimachinery/pkg/util/intstr.IntOrString";
-const RAW_EXTENSION: &str = "k8s.io/apimachinery/pkg/runtime.RawExtension";
+pub(super) const TIME: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.Time";
+pub(super) const MICRO_TIME: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime";
+pub(super) const FIELDS_V1: &str = "k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1";
+pub(super) const QUANTITY: &str = "k8s.io/apimachinery/pkg/api/resource.Quantity";
+pub(super) const INT_OR_STRING: &str = "k8s.io/apimachinery/pkg/util/intstr.IntOrString";
+pub(super) const RAW_EXTENSION: &str = "k8s.io/apimachinery/pkg/runtime.RawExtension";
 
 /// Why a value could not be transcoded: the field path and what was wrong.
 #[derive(Debug, thiserror::Error)]

@@ -11,9 +11,11 @@ mod godiff;
 mod meta;
 pub mod names;
 pub(crate) mod other;
+mod pod;
 mod pv;
 mod pvc;
 mod selectors;
+mod service;
 mod storage_class;
 
 use crate::error::FieldError;
@@ -126,7 +128,8 @@ fn validate_spec(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
         "PersistentVolume" => pv::validate_pv(obj, errs),
         "PersistentVolumeClaim" => pvc::validate_pvc(obj, errs),
         "StorageClass" => storage_class::validate_storage_class(obj, errs),
-        "Pod" => other::validate_pod(obj, errs),
+        "Pod" => pod::validate_pod(obj, errs),
+        "Service" => service::validate_service(obj, errs),
         "Lease" => other::validate_lease(obj, errs),
         _ => {}
     }
@@ -242,6 +245,7 @@ pub fn default(rt: &ResourceType, obj: &mut Value) {
             default_if_unset(status, "phase", "Pending", false);
         }
         "Node" => other::default_node(obj),
+        "Service" => service::default_service(obj),
         _ => {}
     }
 }

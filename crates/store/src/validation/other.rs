@@ -1,5 +1,5 @@
 //! The other kinds the store serves, checked as far as the controller and its users meet
-//! them: a Pod's claim volumes, its defaults, the spec fields an update may change, and its
+//! them: a Pod's defaults (its spec is checked in [`super::pod`]), the spec fields an update may change, and its
 //! status at create (reset as the pod strategy does, with the QoS class); a Node's defaults; a
 //! Lease's durations.
 
@@ -167,24 +167,6 @@ pub fn admit_node(obj: &mut Value) {
     let list = taints.as_array_mut().expect("an array");
     if !list.iter().any(|t| t.get("key").and_then(Value::as_str) == Some("node.kubernetes.io/not-ready")) {
         list.push(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}));
-    }
-}
-
-/// A Pod's volumes.
-pub fn validate_pod(obj: &Value, errs: &mut Vec<FieldError>) {
-    let Some(spec) = obj.get("spec").filter(|s| s.is_object()) else {
-        errs.push(FieldError::required("spec", ""));
-        return;
-    };
-    for (i, v) in spec.get("volumes").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        if v.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
-            errs.push(FieldError::required(format!("spec.volumes[{i}].name"), ""));
-        }
-        if let Some(pvc) = v.get("persistentVolumeClaim").filter(|x| !x.is_null()) {
-            if pvc.get("claimName").and_then(Value::as_str).unwrap_or("").is_empty() {
-                errs.push(FieldError::required(format!("spec.volumes[{i}].persistentVolumeClaim.claimName"), ""));
-            }
-        }
     }
 }
 
