@@ -133,6 +133,8 @@ pub fn int_param(q: &Query, name: &str) -> Result<Option<i64>> {
 pub fn watch_timeout(q: &Query) -> Result<Duration> {
     Ok(match int_param(q, "timeoutSeconds")? {
         Some(s) if s > 0 => Duration::from_secs(s.unsigned_abs()).min(MAX_WATCH_TIMEOUT),
+        // kube-apiserver keeps a negative timeout as it is: the watch ends at once.
+        Some(s) if s < 0 => Duration::ZERO,
         _ => MIN_REQUEST_TIMEOUT.mul_f64(1.0 + rand::random::<f64>()),
     })
 }

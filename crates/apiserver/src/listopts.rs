@@ -113,10 +113,20 @@ pub fn requested_version(rv: &str) -> Result<Option<u64>> {
     if rv.is_empty() || rv == "0" {
         return Ok(None);
     }
-    rv.parse::<u64>().map(Some).map_err(|_| {
-        ApiError::BadRequest(format!(
-            "invalid resource version: resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: invalid syntax"
-        ))
+    parse_version(rv).map(Some).map_err(|why| ApiError::BadRequest(format!("invalid resource version: {why}")))
+}
+
+/// A resourceVersion as a number, or the error kube-apiserver's storage layer gives for it
+/// (Go's `strconv.ParseUint`: `value out of range` for digits past 2^64 - 1, else `invalid
+/// syntax`).
+pub fn parse_version(rv: &str) -> std::result::Result<u64, String> {
+    rv.parse::<u64>().map_err(|_| {
+        let why = if !rv.is_empty() && rv.bytes().all(|b| b.is_ascii_digit()) {
+            "value out of range"
+        } else {
+            "invalid syntax"
+        };
+        format!("resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: {why}")
     })
 }
 

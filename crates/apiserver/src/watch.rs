@@ -221,7 +221,14 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     let flag = |k: &str| handlers::flag(q, k);
     let rv_param = q.get("resourceVersion").map(String::as_str).unwrap_or("");
     let initial = flag("sendInitialEvents") || rv_param.is_empty() || rv_param == "0";
-    let timeout = Some(Instant::now() + crate::limits::watch_timeout(q)?);
+    let lasts = crate::limits::watch_timeout(q)?;
+    let content_type = if format.protobuf { crate::protobuf::WATCH_MEDIA_TYPE } else { "application/json" };
+    if lasts.is_zero() {
+        // A negative `timeoutSeconds`: kube-apiserver's watch is over before its first event.
+        return Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")])
+            .into_response());
+    }
+    let timeout = Some(Instant::now() + lasts);
     let mut s = Stream {
         st: st.clone(),
         initial: Vec::new().into_iter(),
@@ -249,8 +256,8 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         }
         s.rx = Some(st.store.watch_bounded(coll.served.plural(), ns, Some(rv))?);
     } else {
-        let since: u64 =
-            rv_param.parse().map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {rv_param:?}")))?;
+        // kube-apiserver passes this parse error on from its storage layer: a 500 with no reason.
+        let since = crate::listopts::parse_version(rv_param).map_err(ApiError::Unclassified)?;
         s.last_rv = since;
         match st.store.watch_bounded(coll.served.plural(), ns, Some(since)) {
             Ok(rx) => s.rx = Some(rx),
@@ -261,7 +268,6 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     let body = Body::from_stream(futures_util::stream::unfold(s, |mut s| async move {
         s.next().await.map(|b| (Ok::<_, std::convert::Infallible>(b), s))
     }));
-    let content_type = if format.protobuf { crate::protobuf::WATCH_MEDIA_TYPE } else { "application/json" };
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body)
         .into_response())
 }

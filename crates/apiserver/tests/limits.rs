@@ -85,6 +85,25 @@ async fn a_watch_with_the_largest_timeout_seconds_streams_instead_of_panicking()
     let (code, s) = a.send(Method::GET, &format!("{PVS}?watch=1&timeoutSeconds=soon"), "", None).await;
     assert_eq!((code.as_u16(), s["kind"].as_str()), (400, Some("Status")), "{s}");
     drop(w);
+    // A negative timeout is kept as given, as kube-apiserver keeps it: the watch is over at once,
+    // before its first event (it would otherwise stream the object above, then wait).
+    let w = a.c.get(format!("{}{PVS}?watch=1&timeoutSeconds=-1", a.h.url())).bearer_auth(a.h.token()).send();
+    let w = w.await.unwrap();
+    assert_eq!(w.status(), StatusCode::OK);
+    assert_eq!(w.text().await.unwrap(), "");
+    // A watch from a version past 2^64 - 1, or not a number: the storage layer's parse error,
+    // passed on as a 500 without a reason.
+    for (rv, why) in [("18446744073709551616", "value out of range"), ("-1", "invalid syntax")] {
+        let (code, s) = a.send(Method::GET, &format!("{PVS}?watch=1&resourceVersion={rv}"), "", None).await;
+        assert_eq!(code.as_u16(), 500, "{s}");
+        let want = format!("resourceVersion: Invalid value: \"{rv}\": strconv.ParseUint: parsing \"{rv}\": {why}");
+        assert_eq!(s["message"], want.as_str());
+        assert!(s.get("reason").is_none(), "{s}");
+        // A list says the same as a 400.
+        let (code, s) = a.send(Method::GET, &format!("{PVS}?resourceVersion={rv}"), "", None).await;
+        assert_eq!((code.as_u16(), s["reason"].as_str()), (400, Some("BadRequest")), "{s}");
+        assert_eq!(s["message"], format!("invalid resource version: {want}").as_str());
+    }
     a.h.shutdown().await.unwrap();
 }
 
