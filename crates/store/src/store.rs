@@ -17,9 +17,11 @@ use std::sync::{Arc, Mutex};
 
 mod builder;
 mod commit;
+mod content;
 
 pub use builder::StoreBuilder;
 use commit::Durability;
+pub(crate) use content::Standing;
 
 /// Type of a watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +189,8 @@ struct Inner {
     pending: Vec<(PendingWrite, WatchEvent)>,
     /// Highest version delivered to watchers: every write up to it is durable and visible.
     delivered: u64,
+    /// What each namespace holds, and which are Terminating (for the namespace finisher).
+    namespaces: content::Namespaces,
 }
 
 impl Inner {
@@ -236,6 +240,8 @@ pub struct Store {
     uid_mode: UidMode,
     limits: StoreLimits,
     admission: Admission,
+    /// Namespaces the finisher should look at.
+    pub(crate) finish: crate::finisher::Queue,
 }
 
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
@@ -451,6 +457,10 @@ impl Store {
             if o.get(&key).is_some_and(|(rv, _)| *rv == w.rv) {
                 o.remove(&key);
             }
+        }
+        let existed = inner.objects.get(w.resource).is_some_and(|m| m.contains_key(&key));
+        if let Some(ns) = inner.namespaces.published(w.resource, &key, w.object.as_ref(), existed, w.rv) {
+            self.finish.push(&ns);
         }
         let map = inner.objects.entry(w.resource).or_default();
         match w.object {
