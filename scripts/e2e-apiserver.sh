@@ -266,9 +266,16 @@ EOF
 k "ns label" get ns doomed -o jsonpath='{.metadata.labels.kubernetes\.io/metadata\.name}'
 expect '^doomed$'
 k "delete ns" delete namespace doomed --wait=false
+# The namespace finisher marks the claim shortly after the namespace is deleted.
+for _ in $(seq 100); do
+  [[ -n "$(kubectl -n doomed get pvc inside -o jsonpath='{.metadata.deletionTimestamp}' 2>/dev/null)" ]] && break
+  sleep 0.1
+done
 release "inside released" -n doomed pvc inside
 if kubectl -n doomed get pvc inside >"$WORK/out" 2>"$WORK/err"; then fail "claim survived its namespace"; fi
-echo "ok: namespace contents deleted"; PASSED=$((PASSED + 1))
+for _ in $(seq 100); do kubectl get ns doomed >/dev/null 2>&1 || break; sleep 0.1; done
+if kubectl get ns doomed >"$WORK/out" 2>"$WORK/err"; then fail "empty namespace still there: $(cat "$WORK/out")"; fi
+echo "ok: namespace contents deleted, then the namespace"; PASSED=$((PASSED + 1))
 
 # kill -9 loses nothing acknowledged; the restart resumes the resourceVersion sequence.
 k "create before crash" create -f - <<'EOF'

@@ -351,16 +351,10 @@ async fn controller_recovers_when_the_api_server_restarts() {
     server.shutdown().await.unwrap();
     // While the server is down, the claim goes away behind the controller's back.
     {
-        // The aborted watch tasks let go of the store as the runtime drops them.
+        // The aborted watch tasks let go of the store as the runtime drops them; opening waits
+        // for that (off the runtime, which must go on to drop them).
         let path = dir.path().join("api").join("store");
-        let mut reopened = pv_apiserver::open_store(&path);
-        for _ in 0..50 {
-            if reopened.is_ok() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            reopened = pv_apiserver::open_store(&path);
-        }
+        let reopened = tokio::task::spawn_blocking(move || pv_apiserver::open_store(&path)).await.unwrap();
         let store = reopened.expect("store reopens");
         store.delete("persistentvolumeclaims", "default", "claim-1", None, None).expect("delete claim");
     }

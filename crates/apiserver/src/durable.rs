@@ -51,6 +51,19 @@ pub enum Error {
         #[source]
         source: redb::DatabaseError,
     },
+    /// Another process still holds the database, after [`LOCK_WAIT`] of trying again.
+    #[error(
+        "opening database {path}: another process still holds it after {waited:?} of waiting (is another `up` running with --data-dir {}?)",
+        data_dir.display()
+    )]
+    Locked {
+        /// How long opening waited.
+        waited: std::time::Duration,
+        /// File.
+        path: PathBuf,
+        /// The data directory the user named (the database's directory's parent).
+        data_dir: PathBuf,
+    },
     /// Reading the snapshot failed.
     #[error("loading objects: {0}")]
     Load(String),
@@ -69,6 +82,12 @@ pub enum Error {
 /// read once, at start, and otherwise only written: the cache holds the pages commits rewrite.
 /// redb's default (1 GiB) let it grow with the database to that size for nothing.
 const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// How long opening waits for another process to let go of the database. A process killed
+/// with SIGKILL holds its file lock until the kernel has finished tearing it down, which can
+/// take a moment after its parent saw it exit (its memory unmapped, its descriptors closed); a
+/// supervisor that restarts `up` at once must not see that as a crash.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The redb-backed [`Backend`].
 pub struct DurableBackend {
@@ -90,10 +109,7 @@ impl DurableBackend {
     pub fn open(dir: &Path) -> Result<(Self, Snapshot), Error> {
         std::fs::create_dir_all(dir).map_err(|source| Error::CreateDir { path: dir.into(), source })?;
         let path = dir.join(DB_FILE);
-        let db = redb::Builder::new()
-            .set_cache_size(CACHE_BYTES)
-            .create(&path)
-            .map_err(|source| Error::Open { path: path.clone(), source })?;
+        let db = open_waiting(&path, dir, LOCK_WAIT)?;
         let backend = DurableBackend { db };
         let snapshot = backend.load()?;
         Ok((backend, snapshot))
@@ -138,6 +154,32 @@ impl DurableBackend {
         }
         w.commit()?;
         Ok(())
+    }
+}
+
+/// Opens the database file, trying again for up to `wait` ([`LOCK_WAIT`]; backing off from
+/// 20 ms to 500 ms) while another process holds its lock.
+fn open_waiting(path: &Path, dir: &Path, wait: std::time::Duration) -> Result<Database, Error> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(20);
+    let mut told = false;
+    loop {
+        match redb::Builder::new().set_cache_size(CACHE_BYTES).create(path) {
+            Ok(db) => return Ok(db),
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) if start.elapsed() < wait => {
+                if !told {
+                    tracing::warn!(path = %path.display(), "the database is held by another process; waiting for it");
+                    told = true;
+                }
+                std::thread::sleep(pause.min(wait.saturating_sub(start.elapsed())));
+                pause = (pause * 2).min(std::time::Duration::from_millis(500));
+            }
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                let data_dir = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(dir).to_path_buf();
+                return Err(Error::Locked { path: path.into(), data_dir, waited: wait });
+            }
+            Err(source) => return Err(Error::Open { path: path.into(), source }),
+        }
     }
 }
 
@@ -318,6 +360,26 @@ mod tests {
         }
         let per_sec = writes as f64 / t1.elapsed().as_secs_f64();
         println!("startup at {n} objects: {startup:?}; durable creates: {per_sec:.0}/s");
+    }
+
+    #[test]
+    fn opening_waits_for_a_holder_that_lets_go_and_names_the_directory_when_it_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let (held, _) = DurableBackend::open(&store).unwrap();
+        let path = store.join(DB_FILE);
+        let err = open_waiting(&path, &store, std::time::Duration::from_millis(100)).err().unwrap();
+        let msg = err.to_string();
+        assert!(matches!(err, Error::Locked { .. }), "{msg}");
+        assert!(msg.contains(&format!("--data-dir {}", dir.path().display())), "{msg}");
+        // A previous process still exiting: it lets go a second later.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            drop(held);
+        });
+        let (_, snapshot) = DurableBackend::open(&store).unwrap();
+        release.join().unwrap();
+        assert_eq!(snapshot.rv, 0);
     }
 
     #[test]

@@ -248,17 +248,6 @@ fn patch_schema(t: &Target) -> &'static str {
     }
 }
 
-/// Moves a terminating namespace on after a write that may have emptied it.
-fn progress_namespace(st: &AppState, t: &Target, ns: &str) {
-    let ns = if t.served.kind() == "Namespace" { t.name.as_deref().unwrap_or("") } else { ns };
-    if ns.is_empty() || !(t.served.rt.namespaced || t.served.kind() == "Namespace") {
-        return;
-    }
-    if let Err(e) = st.store.sweep_namespace(ns) {
-        tracing::warn!(namespace = ns, error = %e, "could not finish terminating the namespace");
-    }
-}
-
 /// Puts path namespace and name into the body, rejecting contradictions as kube-apiserver does.
 fn pin_identity(t: &Target, obj: &mut Value) -> Result<()> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -481,9 +470,6 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     } else {
         st.store.update(t.served.plural(), obj, status)?
     };
-    if !opts.dry_run {
-        progress_namespace(st, t, ns_of(t));
-    }
     let mut warnings = decoded.warnings;
     if !status {
         warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
@@ -550,9 +536,6 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
         };
         match result {
             Ok(o) => {
-                if !opts.dry_run {
-                    progress_namespace(st, t, ns_of(t));
-                }
                 let mut warnings = decoded.warnings;
                 if !status {
                     warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
@@ -641,9 +624,6 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply
     } else {
         st.store.delete(t.served.plural(), ns_of(t), name, uid, rv)?
     };
-    if !opts.dry_run {
-        progress_namespace(st, t, ns_of(t));
-    }
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
     if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease") {
         // Gone at once: for these kinds kube-apiserver answers with a success Status naming
@@ -685,9 +665,6 @@ pub fn delete_collection(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> R
             Ok(d) => deleted.push(out(t, &d)),
             Err(StoreError::NotFound { .. }) => {}
             Err(e) => return Err(e.into()),
-        }
-        if !opts.dry_run {
-            progress_namespace(st, t, &ns);
         }
     }
     let rv = st.store.delivered_version().to_string();

@@ -114,6 +114,7 @@ pub struct ServerHandle {
     stop: watch::Sender<bool>,
     task: JoinHandle<std::io::Result<()>>,
     writes: tokio_util::task::TaskTracker,
+    finisher: Option<pv_store::NamespaceFinisher>,
 }
 
 /// Opens the durable store under `dir` (creating default namespaces on a fresh one), with the
@@ -142,6 +143,9 @@ impl Server {
         let dir = &cfg.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| Error::DataDir { path: dir.clone(), source })?;
         let store = Arc::new(open_store(&dir.join("store"))?);
+        // kube-controller-manager's namespace controller, in-process: terminating namespaces
+        // finish whatever empties them, and those a previous process left are resumed now.
+        let finisher = Some(pv_store::NamespaceFinisher::start(store.clone()));
         let token_path = dir.join("token");
         let token =
             auth::load_or_create_token(&token_path).map_err(|source| Error::Token { path: token_path, source })?;
@@ -179,7 +183,7 @@ impl Server {
         let acceptor = tls.map(|t| t.acceptor);
         let task = tokio::spawn(conn::serve(listener, acceptor, app, cfg.limits, stop_rx));
         tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server listening");
-        Ok(ServerHandle { store, url, addr, kubeconfig, token, stop, task, writes })
+        Ok(ServerHandle { store, url, addr, kubeconfig, token, stop, task, writes, finisher })
     }
 }
 
@@ -211,7 +215,7 @@ impl ServerHandle {
 
     /// Stops accepting connections, ends open watches, waits for in-flight requests and for
     /// every write already handed to the store (also those whose client hung up).
-    pub async fn shutdown(self) -> std::io::Result<()> {
+    pub async fn shutdown(mut self) -> std::io::Result<()> {
         let _ = self.stop.send(true);
         let served = match self.task.await {
             Ok(r) => r,
@@ -219,6 +223,10 @@ impl ServerHandle {
         };
         self.writes.close();
         self.writes.wait().await;
+        if let Some(f) = self.finisher.take() {
+            // Stopping waits for the sweep in progress, which may wait for storage.
+            let _ = tokio::task::spawn_blocking(move || drop(f)).await;
+        }
         served
     }
 }

@@ -330,8 +330,16 @@ async fn namespaces_terminate_with_their_contents_and_have_no_collection_delete(
     assert_eq!(r.body["status"]["phase"], "Terminating");
     // Contents are deleted: `plain` is marked, held by its pvc-protection finalizer until that is
     // released (kube-controller-manager's pvc-protection controller; none runs here).
-    let plain = a.get(&format!("{}/plain", pvcs("demo"))).await;
-    assert!(plain.body["metadata"]["deletionTimestamp"].is_string(), "{}", plain.body);
+    let mut waited = 0;
+    loop {
+        let plain = a.get(&format!("{}/plain", pvcs("demo"))).await;
+        if plain.body["metadata"]["deletionTimestamp"].is_string() {
+            break;
+        }
+        waited += 1;
+        assert!(waited < 2000, "never marked: {}", plain.body);
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let p = json!({"metadata": {"finalizers": null}});
     let r = a.patch(&format!("{}/plain", pvcs("demo")), "application/merge-patch+json", &p).await;
     assert_eq!(r.code, StatusCode::OK, "{}", r.body);
@@ -346,7 +354,41 @@ async fn namespaces_terminate_with_their_contents_and_have_no_collection_delete(
     let p = json!({"metadata": {"finalizers": null}});
     let r = a.patch(&format!("{}/held", pvcs("demo")), "application/merge-patch+json", &p).await;
     assert_eq!(r.code, StatusCode::OK, "{}", r.body);
-    assert_eq!(a.get("/api/v1/namespaces/demo").await.code, StatusCode::NOT_FOUND);
+    a.gone("/api/v1/namespaces/demo").await;
+    a.h.shutdown().await.unwrap();
+}
+
+impl Api {
+    /// Waits (up to 20 s) until `path` answers 404.
+    async fn gone(&self, path: &str) {
+        for _ in 0..2000 {
+            if self.get(path).await.code == StatusCode::NOT_FOUND {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("{path} still there: {}", self.get(path).await.body);
+    }
+}
+
+#[tokio::test]
+async fn a_namespace_left_terminating_by_a_killed_process_is_finished_at_start() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        // A process that marked the namespace and died before sweeping it: no finisher ran.
+        let store = pv_apiserver::open_store(&d.path().join("store")).unwrap();
+        store.create("namespaces", json!({"metadata": {"name": "doomed"}})).unwrap();
+        for i in 0..50 {
+            let lease = json!({"metadata": {"name": format!("l{i}"), "namespace": "doomed"}, "spec": {}});
+            store.create("leases", lease).unwrap();
+        }
+        store.delete("namespaces", "", "doomed", None, None).unwrap();
+        assert_eq!(store.list("leases", &Default::default()).unwrap().0.len(), 50);
+    }
+    let a = start(d.path()).await;
+    a.gone("/api/v1/namespaces/doomed").await;
+    let r = a.get("/apis/coordination.k8s.io/v1/namespaces/doomed/leases").await;
+    assert_eq!(r.body["items"], json!([]), "{}", r.body);
     a.h.shutdown().await.unwrap();
 }
 

@@ -14,6 +14,7 @@
 pub mod admission;
 pub mod error;
 pub mod faults;
+pub mod finisher;
 pub mod kinds;
 mod meta;
 pub mod namespaces;
@@ -26,6 +27,7 @@ pub mod watch;
 pub use admission::Admission;
 pub use error::{FieldError, FieldErrorKind, StoreError};
 pub use faults::{FaultKind, FaultSpec};
+pub use finisher::NamespaceFinisher;
 pub use kinds::{ResourceType, RESOURCE_TYPES};
 pub use object::Object;
 pub use store::{

@@ -8,16 +8,16 @@
 //! removes the `kubernetes` finalizer (the `finalize` subresource), and the namespace goes
 //! when no finalizer holds it. `default`, `kube-system` and `kube-public` may not be deleted.
 //!
-//! Upstream runs the sweep in kube-controller-manager's namespace controller; here the API
-//! server runs it after each write that can make progress (deleting the namespace, deleting or
-//! updating an object in it), so a terminating namespace finishes as soon as its last object
-//! is gone.
+//! Upstream runs the sweep in kube-controller-manager's namespace controller; here the
+//! [`NamespaceFinisher`](crate::NamespaceFinisher) runs it in the process that owns the store,
+//! whenever the store publishes a change that can move a terminating namespace on, whoever
+//! wrote it, and for every Terminating namespace at start-up.
 
 use crate::error::StoreError;
-use crate::kinds::{ResourceType, RESOURCE_TYPES};
+use crate::kinds::ResourceType;
 use crate::object::Object;
-use crate::store::Part;
-use crate::{ListOptions, Result, Store};
+use crate::store::{Part, Standing};
+use crate::{Result, Store};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -91,7 +91,7 @@ pub(crate) fn mark_terminating(rt: &ResourceType, obj: &mut Value) {
     }
 }
 
-fn is_terminating(ns: &Value) -> bool {
+pub(crate) fn is_terminating(ns: &Value) -> bool {
     ns.pointer("/status/phase").and_then(Value::as_str) == Some(TERMINATING)
 }
 
@@ -132,10 +132,16 @@ pub(crate) fn admit_delete(rt: &ResourceType, name: &str) -> Result<()> {
 }
 
 impl Store {
-    /// Moves a terminating namespace on: deletes what is still in it and, once it is empty,
-    /// removes its `kubernetes` finalizer (which deletes it when no other finalizer holds it).
-    /// Does nothing for a namespace that is not terminating. Returns true when the namespace
-    /// is gone or no longer holds the finalizer.
+    /// Moves a terminating namespace on, as kube-controller-manager's namespace controller
+    /// does: deletes what is in it (objects with finalizers are marked and wait for their
+    /// owners) and, once nothing is left, removes its `kubernetes` finalizer, which deletes it
+    /// when no other finalizer holds it. Does nothing for a namespace that is not terminating.
+    /// Returns true when the namespace is gone or no longer holds the finalizer.
+    ///
+    /// Cheap when there is nothing to do: whether anything is left, and whether anything was
+    /// added since the last scan, come from the store's tally, not from a scan. The
+    /// [`NamespaceFinisher`](crate::NamespaceFinisher) calls this whenever a write may have
+    /// moved the namespace on.
     pub fn sweep_namespace(&self, ns: &str) -> Result<bool> {
         let namespace = match self.get("namespaces", "", ns) {
             Ok(n) => n.value(),
@@ -145,32 +151,14 @@ impl Store {
         if !is_terminating(&namespace) {
             return Ok(false);
         }
-        let mut left = 0;
-        let opts = ListOptions { namespace: Some(ns.to_string()) };
-        for rt in RESOURCE_TYPES.iter().filter(|r| r.namespaced) {
-            let (items, _) = self.list(rt.plural, &opts)?;
-            for o in items {
-                let o = o.value();
-                left += 1;
-                if o.pointer("/metadata/deletionTimestamp").is_some() {
-                    continue;
+        loop {
+            match self.standing(ns) {
+                Standing::Empty => break,
+                Standing::Held => return Ok(false),
+                Standing::Unscanned { at } => {
+                    self.delete_contents(ns)?;
+                    self.mark_scanned(ns, at);
                 }
-                let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-                match self.delete(rt.plural, ns, name, None, None) {
-                    Ok(_) | Err(StoreError::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        if left > 0 {
-            // Objects deleted outright are gone now; those with finalizers hold the namespace.
-            let remaining: usize = RESOURCE_TYPES
-                .iter()
-                .filter(|r| r.namespaced)
-                .map(|rt| self.list(rt.plural, &opts).map(|(i, _)| i.len()))
-                .sum::<Result<usize>>()?;
-            if remaining > 0 {
-                return Ok(false);
             }
         }
         let mut fin = namespace;
@@ -246,6 +234,78 @@ mod tests {
         s.update("persistentvolumeclaims", released, false).unwrap();
         assert!(s.sweep_namespace("demo").unwrap());
         assert_eq!(s.get("namespaces", "", "demo").unwrap_err().code(), 404);
+    }
+
+    fn lease(ns: &str, name: &str) -> serde_json::Value {
+        json!({"metadata": {"name": name, "namespace": ns}, "spec": {}})
+    }
+
+    #[test]
+    fn a_burst_of_deletes_queues_the_namespace_once_and_a_held_namespace_waits() {
+        let s = Store::new();
+        s.create("namespaces", json!({"metadata": {"name": "demo"}})).unwrap();
+        for i in 0..500 {
+            s.create("leases", lease("demo", &format!("l{i}"))).unwrap();
+        }
+        let mut held = claim("demo", "held");
+        held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        s.create("persistentvolumeclaims", held).unwrap();
+        assert!(s.finish.queued().is_empty(), "nothing terminates yet");
+        s.delete("namespaces", "", "demo", None, None).unwrap();
+        assert!(!s.sweep_namespace("demo").unwrap());
+        assert_eq!(s.finish.queued(), vec!["demo".to_string()], "500 deletes, one entry");
+        assert_eq!(s.list("leases", &crate::ListOptions::default()).unwrap().0.len(), 0);
+        let before = s.resource_version();
+        assert!(!s.sweep_namespace("demo").unwrap(), "held by the claim's finalizer");
+        assert_eq!(s.resource_version(), before, "a held namespace is left as it is");
+    }
+
+    #[test]
+    fn an_object_that_slips_into_a_terminating_namespace_is_deleted_too() {
+        let s = Store::new();
+        s.create("namespaces", json!({"metadata": {"name": "demo"}})).unwrap();
+        let mut held = claim("demo", "held");
+        held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        s.create("persistentvolumeclaims", held).unwrap();
+        s.delete("namespaces", "", "demo", None, None).unwrap();
+        assert!(!s.sweep_namespace("demo").unwrap());
+        // `load` skips admission, as a create racing with the namespace's deletion would.
+        s.load("leases", lease("demo", "late")).unwrap();
+        assert!(!s.sweep_namespace("demo").unwrap());
+        assert_eq!(s.get("leases", "demo", "late").unwrap_err().code(), 404);
+        let mut released = s.get("persistentvolumeclaims", "demo", "held").unwrap().value();
+        released["metadata"]["finalizers"] = json!([]);
+        s.update("persistentvolumeclaims", released, false).unwrap();
+        assert!(s.sweep_namespace("demo").unwrap());
+        assert_eq!(s.get("namespaces", "", "demo").unwrap_err().code(), 404);
+    }
+
+    #[test]
+    fn terminating_namespaces_loaded_at_start_are_queued() {
+        let s = Store::new();
+        s.create("namespaces", json!({"metadata": {"name": "demo"}})).unwrap();
+        s.create("namespaces", json!({"metadata": {"name": "kept"}})).unwrap();
+        s.create("leases", lease("demo", "l")).unwrap();
+        s.delete("namespaces", "", "demo", None, None).unwrap();
+        let objects = ["namespaces", "leases"]
+            .iter()
+            .flat_map(|r| s.list(r, &crate::ListOptions::default()).unwrap().0.into_iter().map(|o| (r.to_string(), o)))
+            .collect();
+        let snapshot = crate::Snapshot { rv: s.resource_version(), objects };
+        let restarted = Store::builder().backend(Box::new(NoDisk), snapshot).build();
+        assert_eq!(restarted.finish.queued(), vec!["demo".to_string()]);
+        assert!(restarted.sweep_namespace("demo").unwrap());
+        assert_eq!(restarted.get("leases", "demo", "l").unwrap_err().code(), 404);
+        assert_eq!(restarted.get("namespaces", "", "demo").unwrap_err().code(), 404);
+    }
+
+    /// A backend that keeps nothing.
+    struct NoDisk;
+
+    impl crate::Backend for NoDisk {
+        fn commit(&self, _: u64, _: &crate::Mutation<'_>) -> Result<(), String> {
+            Ok(())
+        }
     }
 
     #[test]

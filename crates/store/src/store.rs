@@ -8,7 +8,7 @@ use crate::meta::{finalizers, keep_fields, keep_server_metadata, meta, meta_mut,
 use crate::object::Object;
 use crate::strategy;
 use crate::validation;
-use crate::watch::{self, History, Refused, StoreLimits, Watcher};
+use crate::watch::{self, History, StoreLimits, Watcher};
 use crate::Result;
 use jiff::Timestamp;
 use serde_json::{Map, Value};
@@ -17,9 +17,11 @@ use std::sync::{Arc, Mutex};
 
 mod builder;
 mod commit;
+mod content;
 
 pub use builder::StoreBuilder;
 use commit::Durability;
+pub(crate) use content::Standing;
 
 /// Type of a watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +189,8 @@ struct Inner {
     pending: Vec<(PendingWrite, WatchEvent)>,
     /// Highest version delivered to watchers: every write up to it is durable and visible.
     delivered: u64,
+    /// What each namespace holds, and which are Terminating (for the namespace finisher).
+    namespaces: content::Namespaces,
 }
 
 impl Inner {
@@ -236,6 +240,8 @@ pub struct Store {
     uid_mode: UidMode,
     limits: StoreLimits,
     admission: Admission,
+    /// Namespaces the finisher should look at.
+    pub(crate) finish: crate::finisher::Queue,
 }
 
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
@@ -421,81 +427,6 @@ impl Store {
         }
     }
 
-    /// Records a change. Without a backend it is applied and its watch event goes out at once;
-    /// with one, it waits in `pending` (seen by writers only) until [`Store::wait_durable`]
-    /// commits it. Called with the lock held.
-    #[allow(clippy::too_many_arguments)]
-    fn commit(
-        &self,
-        inner: &mut Inner,
-        rt: &'static ResourceType,
-        kind: WatchEventType,
-        ns: &str,
-        name: &str,
-        obj: &Value,
-        rv: u64,
-    ) -> Result<()> {
-        let obj = Object::new(obj);
-        if kind != WatchEventType::Deleted && self.limits.max_object_bytes.is_some_and(|max| obj.len() > max) {
-            return Err(StoreError::TooLarge);
-        }
-        inner.rv = rv;
-        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv };
-        let object = (kind != WatchEventType::Deleted).then_some(obj);
-        let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
-        if self.backend.is_some() {
-            let key = (w.namespace.clone(), w.name.clone());
-            inner.overlay.entry(rt.plural).or_default().insert(key, (rv, w.object.clone()));
-            inner.pending.push((w, ev));
-        } else {
-            self.publish(inner, w, ev);
-        }
-        Ok(())
-    }
-
-    /// Makes a durable change visible: into the objects readers see, to watchers, into history.
-    fn publish(&self, inner: &mut Inner, w: PendingWrite, ev: WatchEvent) {
-        if w.resource != "events" {
-            inner.writes += 1;
-        }
-        let key = (w.namespace, w.name);
-        if let Some(o) = inner.overlay.get_mut(w.resource) {
-            if o.get(&key).is_some_and(|(rv, _)| *rv == w.rv) {
-                o.remove(&key);
-            }
-        }
-        let map = inner.objects.entry(w.resource).or_default();
-        match w.object {
-            None => map.remove(&key),
-            Some(obj) => map.insert(key, obj),
-        };
-        self.deliver(inner, ev);
-    }
-
-    /// Sends a change to its watchers and into the history.
-    fn deliver(&self, inner: &mut Inner, ev: WatchEvent) {
-        inner.watchers.retain(|w| {
-            if w.resource != ev.resource || w.namespace.as_ref().is_some_and(|n| *n != ev.namespace) || ev.rv <= w.since
-            {
-                return !w.tx.is_closed();
-            }
-            match w.tx.offer(ev.clone()) {
-                Ok(()) => true,
-                Err(Refused::Closed) => false,
-                Err(Refused::Behind) => {
-                    tracing::warn!(resource = w.resource, rv = ev.rv, "closing a watcher that fell too far behind");
-                    false
-                }
-            }
-        });
-        inner.delivered = inner.delivered.max(ev.rv);
-        let now = self.limits.history_age.map(|_| (self.now)());
-        inner.history.push(ev, now, &self.limits);
-    }
-
-    /// Returns once the write with version `rv` is durable and visible (at once without a
-    /// backend), or with the backend's error once it has been rolled back.
-    ///
     fn stamp(obj: &mut Value, rv: u64) {
         meta_mut(obj).insert("resourceVersion".into(), Value::String(rv.to_string()));
     }

@@ -1,6 +1,6 @@
 //! Building a [`Store`]: backend and the snapshot it holds, clock, UIDs, limits, admission.
 
-use super::{Backend, Durability, Inner, Key, Snapshot, Store, UidMode};
+use super::{content::Namespaces, Backend, Durability, Inner, Key, Snapshot, Store, UidMode};
 use crate::admission::Admission;
 use crate::kinds::ResourceType;
 use crate::object::Object;
@@ -80,6 +80,11 @@ impl StoreBuilder {
                 objects.entry(rt.plural).or_default().insert((ns, name), obj);
             }
         }
+        let (namespaces, terminating) = Namespaces::loaded(&objects, self.snapshot.rv);
+        let finish = crate::finisher::Queue::default();
+        for ns in &terminating {
+            finish.push(ns);
+        }
         Store {
             inner: Mutex::new(Inner {
                 rv: self.snapshot.rv,
@@ -91,6 +96,7 @@ impl StoreBuilder {
                 writes: 0,
                 pending: Vec::new(),
                 delivered: self.snapshot.rv,
+                namespaces,
             }),
             durability: Mutex::new(Durability::durable_at(self.snapshot.rv)),
             durable_cv: std::sync::Condvar::new(),
@@ -101,6 +107,7 @@ impl StoreBuilder {
             uid_mode: self.uid_mode,
             limits: self.limits,
             admission: self.admission,
+            finish,
         }
     }
 }

@@ -1,8 +1,13 @@
-//! Group commit: how writes become durable through the backend, in batches, without a thread.
+//! How a write is recorded, made durable through the backend (group commit, in batches,
+//! without a thread) and published to readers and watchers.
 
-use super::{PendingWrite, Store};
+use super::{Inner, PendingWrite, Store, WatchEvent, WatchEventType};
 use crate::error::StoreError;
+use crate::kinds::ResourceType;
+use crate::object::Object;
+use crate::watch::Refused;
 use crate::Result;
+use serde_json::Value;
 
 /// Group-commit state: how far writes are durable, and whether someone is committing.
 #[derive(Default)]
@@ -28,6 +33,82 @@ impl Durability {
 }
 
 impl Store {
+    /// Records a change. Without a backend it is applied and its watch event goes out at once;
+    /// with one, it waits in `pending` (seen by writers only) until [`Store::wait_durable`]
+    /// commits it. Called with the lock held.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn commit(
+        &self,
+        inner: &mut Inner,
+        rt: &'static ResourceType,
+        kind: WatchEventType,
+        ns: &str,
+        name: &str,
+        obj: &Value,
+        rv: u64,
+    ) -> Result<()> {
+        let obj = Object::new(obj);
+        if kind != WatchEventType::Deleted && self.limits.max_object_bytes.is_some_and(|max| obj.len() > max) {
+            return Err(StoreError::TooLarge);
+        }
+        inner.rv = rv;
+        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv };
+        let object = (kind != WatchEventType::Deleted).then_some(obj);
+        let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
+        if self.backend.is_some() {
+            let key = (w.namespace.clone(), w.name.clone());
+            inner.overlay.entry(rt.plural).or_default().insert(key, (rv, w.object.clone()));
+            inner.pending.push((w, ev));
+        } else {
+            self.publish(inner, w, ev);
+        }
+        Ok(())
+    }
+
+    /// Makes a durable change visible: into the objects readers see, to watchers, into history.
+    fn publish(&self, inner: &mut Inner, w: PendingWrite, ev: WatchEvent) {
+        if w.resource != "events" {
+            inner.writes += 1;
+        }
+        let key = (w.namespace, w.name);
+        if let Some(o) = inner.overlay.get_mut(w.resource) {
+            if o.get(&key).is_some_and(|(rv, _)| *rv == w.rv) {
+                o.remove(&key);
+            }
+        }
+        let existed = inner.objects.get(w.resource).is_some_and(|m| m.contains_key(&key));
+        if let Some(ns) = inner.namespaces.published(w.resource, &key, w.object.as_ref(), existed, w.rv) {
+            self.finish.push(&ns);
+        }
+        let map = inner.objects.entry(w.resource).or_default();
+        match w.object {
+            None => map.remove(&key),
+            Some(obj) => map.insert(key, obj),
+        };
+        self.deliver(inner, ev);
+    }
+
+    /// Sends a change to its watchers and into the history.
+    fn deliver(&self, inner: &mut Inner, ev: WatchEvent) {
+        inner.watchers.retain(|w| {
+            if w.resource != ev.resource || w.namespace.as_ref().is_some_and(|n| *n != ev.namespace) || ev.rv <= w.since
+            {
+                return !w.tx.is_closed();
+            }
+            match w.tx.offer(ev.clone()) {
+                Ok(()) => true,
+                Err(Refused::Closed) => false,
+                Err(Refused::Behind) => {
+                    tracing::warn!(resource = w.resource, rv = ev.rv, "closing a watcher that fell too far behind");
+                    false
+                }
+            }
+        });
+        inner.delivered = inner.delivered.max(ev.rv);
+        let now = self.limits.history_age.map(|_| (self.now)());
+        inner.history.push(ev, now, &self.limits);
+    }
+
     /// Group commit without a thread: the first writer to find nobody committing takes every
     /// pending write, commits them in one batch, publishes them in order (objects, watchers,
     /// history), and wakes the others; a writer whose version is still not durable then becomes
