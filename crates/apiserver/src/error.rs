@@ -52,10 +52,6 @@ pub enum ApiError {
         /// The store's newest delivered version.
         current: u64,
     },
-    /// An error kube-apiserver passes on unclassified from its storage layer: 500 with the
-    /// error's text and no reason (a watch from a resourceVersion that is not a number).
-    #[error("{0}")]
-    Unclassified(String),
     /// The server cannot answer in any media type the client accepts (406).
     #[error("406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf")]
     NotAcceptable,
@@ -90,7 +86,6 @@ impl ApiError {
             ApiError::Unprocessable(_) => 422,
             ApiError::Timeout(_) | ApiError::TooLargeResourceVersion { .. } => 504,
             ApiError::NotAcceptable => 406,
-            ApiError::Unclassified(_) => 500,
         }
     }
 
@@ -102,7 +97,7 @@ impl ApiError {
             ApiError::NoRoute => ("NotFound", json!({})),
             ApiError::NamespaceNotFound(n) => ("NotFound", json!({"name": n, "kind": "namespaces"})),
             ApiError::Unauthorized => ("Unauthorized", Value::Null),
-            ApiError::MethodNotAllowed => ("MethodNotAllowed", Value::Null),
+            ApiError::MethodNotAllowed => ("MethodNotAllowed", json!({})),
             ApiError::UnsupportedMediaType(_) => ("UnsupportedMediaType", Value::Null),
             ApiError::Expired(_) => ("Expired", Value::Null),
             ApiError::RequestEntityTooLarge(_) => ("RequestEntityTooLarge", Value::Null),
@@ -114,7 +109,6 @@ impl ApiError {
                        "retryAfterSeconds": 1}),
             ),
             ApiError::NotAcceptable => ("NotAcceptable", json!({})),
-            ApiError::Unclassified(_) => ("", Value::Null),
         };
         let message = match self {
             ApiError::Store(StoreError::Invalid { kind, name, errors }) => invalid_message(kind, name, errors),

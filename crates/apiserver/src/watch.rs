@@ -256,8 +256,9 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         }
         s.rx = Some(st.store.watch_bounded(coll.served.plural(), ns, Some(rv))?);
     } else {
-        // kube-apiserver passes this parse error on from its storage layer: a 500 with no reason.
-        let since = crate::listopts::parse_version(rv_param).map_err(ApiError::Unclassified)?;
+        // kube-apiserver passes this parse error on from its storage layer as a 500; here the
+        // same text is the client's error, a 400 (README, deliberate differences).
+        let since = crate::listopts::parse_version(rv_param).map_err(ApiError::BadRequest)?;
         s.last_rv = since;
         match st.store.watch_bounded(coll.served.plural(), ns, Some(since)) {
             Ok(rx) => s.rx = Some(rx),
