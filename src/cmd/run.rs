@@ -99,6 +99,11 @@ pub struct RunArgs {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false",
           action = clap::ArgAction::Set)]
     pub enable_hostpath_provisioner: bool,
+    /// Event messages that say more than upstream's: why each volume was rejected (FailedBinding)
+    /// and what ends a WaitForFirstConsumer wait. Off by default: upstream's texts exactly.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false",
+          action = clap::ArgAction::Set)]
+    pub detailed_events: bool,
 }
 
 /// Where `--enable-hostpath-provisioner` provisions without `--hostpath-root`: upstream's
@@ -217,6 +222,7 @@ async fn run_async(
         hostpath_root: a.hostpath_root(),
         pod_recyclers: Some(recyclers),
         enable_dynamic_provisioning: a.enable_dynamic_provisioning,
+        detailed_events: a.detailed_events,
     };
     let wiring = pv_kube::start(client.clone(), &host, &opts);
     let elector = election.map(|cfg| {

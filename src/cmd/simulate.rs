@@ -39,6 +39,12 @@ pub struct SimulateArgs {
     /// Seed for fault injection.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Event messages that say more than upstream's: why each volume was rejected (FailedBinding)
+    /// and what ends a WaitForFirstConsumer wait. `--detailed-events=false` gives upstream's
+    /// texts exactly, as `run` has them.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true",
+          action = clap::ArgAction::Set)]
+    pub detailed_events: bool,
 }
 
 /// Runs `simulate`.
@@ -59,7 +65,8 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
             (t.path().to_path_buf(), Some(t))
         }
     };
-    let options = SimulationOptions { max_rounds: a.max_rounds, faults, ..Default::default() };
+    let mut options = SimulationOptions { max_rounds: a.max_rounds, faults, ..Default::default() };
+    options.config.detailed_events = a.detailed_events;
     let mut sim = Simulation::new(objects, pv_plugins::registry(Some(root)), options).map_err(|e| match e {
         SimulationError::Load { .. } => user(format!("{}: {e}", a.file)),
         other => anyhow::Error::new(other),

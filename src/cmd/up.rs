@@ -53,6 +53,12 @@ pub struct UpArgs {
     #[arg(short = 'v', long = "v", value_name = "N", num_args = 0..=1, default_value = "0",
           default_missing_value = "1", value_parser = super::parse_verbosity)]
     pub v: u8,
+    /// Event messages that say more than upstream's: why each volume was rejected (FailedBinding)
+    /// and what ends a WaitForFirstConsumer wait (no scheduler runs here).
+    /// `--detailed-events=false` gives upstream's texts exactly.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true",
+          action = clap::ArgAction::Set)]
+    pub detailed_events: bool,
 }
 
 /// Runs `up` until SIGINT or SIGTERM.
@@ -133,7 +139,8 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         let api = Arc::new(pv_local::MemApi::new(store.clone()));
         let plugins = pv_plugins::registry(Some(volumes.clone()));
         let protection = Protection::new(api.clone());
-        let controller = Controller::new(api, plugins, SystemClock::new(), Config::default());
+        let config = Config { detailed_events: a.detailed_events, ..Config::default() };
+        let controller = Controller::new(api, plugins, SystemClock::new(), config);
         let (synced_tx, synced_rx) = tokio::sync::watch::channel(0usize);
         serve_metrics(&a.metrics_addr, &controller, synced_rx, stop_rx.clone()).await?;
         let mut rx = stop_rx.clone();

@@ -27,6 +27,7 @@ fn klog_verbosity_and_kcm_flag_names_parse() {
             "--logging-format=json",
             "--enable-dynamic-provisioning=false",
             "--enable-hostpath-provisioner",
+            "--detailed-events",
             "--cluster",
             "c",
             "--user",
@@ -36,6 +37,8 @@ fn klog_verbosity_and_kcm_flag_names_parse() {
             "--help",
         ],
         &["up", "--v=2", "--help"],
+        &["up", "--detailed-events=false", "--help"],
+        &["simulate", "-f", "x", "--detailed-events=false", "--help"],
         &["explain", "--cluster", "c", "--user", "u", "--help"],
     ] {
         let o = pv_controller(args);

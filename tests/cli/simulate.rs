@@ -179,3 +179,49 @@ fn missing_file_and_unsettled_runs_are_user_errors() {
     let o = simulate(PV.as_bytes(), &["--max-rounds", "0"]);
     assert_user_error(&o, &["did not settle", "--max-rounds"]);
 }
+
+/// The messages of the events about the claims, by reason, from `simulate`'s output.
+fn claim_event_messages(o: &Output) -> Vec<(String, String)> {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut m: Vec<(String, String)> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "Event" && i["involvedObject"]["kind"] == "PersistentVolumeClaim")
+        .map(|i| (i["reason"].as_str().unwrap().to_string(), i["message"].as_str().unwrap().to_string()))
+        .collect();
+    m.sort();
+    m
+}
+
+#[test]
+fn simulate_has_the_detailed_event_texts_and_detailed_events_false_gives_upstreams() {
+    // A claim with no class too big for the one volume; a claim of a first-consumer class.
+    let input = format!(
+        "{PV}---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: big, namespace: default}}\n\
+         spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 5Gi}}}}, storageClassName: ''}}\n\
+         ---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: wait}}\n\
+         provisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n\
+         ---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: later, namespace: default}}\n\
+         spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}, storageClassName: wait}}\n"
+    );
+    let no_class = "no persistent volumes available for this claim and no storage class is set";
+    let waiting = "waiting for first consumer to be created before binding";
+    let detailed = claim_event_messages(&simulate(input.as_bytes(), &[]));
+    assert_eq!(
+        detailed,
+        [
+            ("FailedBinding".to_string(), format!("{no_class} (1 volume: 1 too small)")),
+            ("WaitForFirstConsumer".to_string(), format!("{waiting}; {}", pv_core::FIRST_CONSUMER_HINT)),
+        ]
+    );
+    let upstream = claim_event_messages(&simulate(input.as_bytes(), &["--detailed-events=false"]));
+    assert_eq!(
+        upstream,
+        [
+            ("FailedBinding".to_string(), no_class.to_string()),
+            ("WaitForFirstConsumer".to_string(), waiting.to_string())
+        ]
+    );
+}

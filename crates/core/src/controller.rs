@@ -37,6 +37,11 @@ pub struct Config {
     pub operations: Mode,
     /// How many pending claims a newly available volume wakes at most.
     pub wake_limit: usize,
+    /// Event messages that say more than upstream's: FailedBinding's breakdown of why the volumes
+    /// were rejected, and how a WaitForFirstConsumer wait ends. Off: upstream's texts exactly,
+    /// as `run` has them unless `--detailed-events` (alerts and runbooks match them); `up` and
+    /// `simulate` switch it on.
+    pub detailed_events: bool,
 }
 
 impl Default for Config {
@@ -48,6 +53,7 @@ impl Default for Config {
             create_provisioned_pv_interval: Duration::from_secs(10),
             operations: Mode::Spawn,
             wake_limit: 8,
+            detailed_events: false,
         }
     }
 }

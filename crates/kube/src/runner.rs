@@ -30,6 +30,8 @@ pub struct ControllerOptions {
     /// Provision for claims whose class names a provisioner (KCM's
     /// `--enable-dynamic-provisioning`).
     pub enable_dynamic_provisioning: bool,
+    /// Event texts that say more than upstream's ([`Config::detailed_events`]); off, as upstream.
+    pub detailed_events: bool,
 }
 
 impl Default for ControllerOptions {
@@ -40,6 +42,7 @@ impl Default for ControllerOptions {
             hostpath_root: None,
             pod_recyclers: None,
             enable_dynamic_provisioning: true,
+            detailed_events: false,
         }
     }
 }
@@ -62,6 +65,7 @@ pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
     let config = Config {
         resync_period: opts.resync_period,
         enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
+        detailed_events: opts.detailed_events,
         ..Default::default()
     };
     let mut plugins = pv_plugins::registry(opts.hostpath_root.clone());

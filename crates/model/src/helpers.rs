@@ -144,6 +144,27 @@ pub fn claim_ref(volume: &PersistentVolume) -> Option<&ObjectReference> {
     volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
 }
 
+/// True when no claim holds the volume: it has no claimRef, or one without a uid (pre-bound by a
+/// user to a claim that has not bound yet). The volume sync makes such a volume Available.
+pub fn is_volume_unclaimed(volume: &PersistentVolume) -> bool {
+    claim_ref(volume).is_none_or(|r| r.uid.as_deref().unwrap_or("").is_empty())
+}
+
+/// The phase the volume's next sync gives it before anything else happens, when that differs
+/// from its phase now: Available for an unclaimed volume (a new PV has no phase, or Pending, until
+/// then).
+pub fn phase_after_first_sync(volume: &PersistentVolume) -> Option<&'static str> {
+    (is_volume_unclaimed(volume) && volume_phase(volume) != pv_phase::AVAILABLE).then_some(pv_phase::AVAILABLE)
+}
+
+/// The phase the binder matches a volume by: its phase as its own sync leaves it
+/// ([`phase_after_first_sync`]), so that a claim synced before a new volume's first sync binds
+/// to that volume instead of provisioning another or reporting that none fits; and
+/// `explain` shows the same.
+pub fn settled_volume_phase(volume: &PersistentVolume) -> &str {
+    phase_after_first_sync(volume).unwrap_or_else(|| volume_phase(volume))
+}
+
 /// Reclaim policy of a volume ("" when unset; the API server defaults it to Retain).
 pub fn reclaim_policy(volume: &PersistentVolume) -> &str {
     volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()).unwrap_or("")

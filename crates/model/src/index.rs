@@ -2,13 +2,15 @@
 //! access-mode set and class, so the best match for a claim costs O(log n) in the common case.
 //!
 //! Upstream scans every volume of every access-mode set that could satisfy a claim. Here:
-//! - free volumes (no claimRef, phase Available, not being deleted) sit in a `BTreeSet` ordered by
+//! - free volumes (no claimRef, not being deleted; phase Available, or any phase that the volume's
+//!   own sync turns into Available, [`helpers::settled_volume_phase`]) sit in a `BTreeSet` ordered by
 //!   `(capacity, name)` under `(access-mode set, class)`; the best free match is the first entry at
 //!   or above the requested size that passes the remaining rules (volume mode, attributes class,
 //!   selector), so only a selector or mode mismatch makes the search walk further;
 //! - volumes with a claimRef are found through a map from claim key to volume names, which is how
 //!   a volume pre-bound to the claim wins;
-//! - Released, Failed, Bound and claimed volumes are never in the free sets at all.
+//! - claimed volumes (Bound, or Released and Failed ones still holding their claimRef) are never in
+//!   the free sets at all.
 //!
 //! The result is exactly [`crate::matching::best_match_by_scan`]'s; a property test holds them
 //! equal.
@@ -69,7 +71,7 @@ pub struct VolumeIndex {
 
 fn is_free(v: &PersistentVolume) -> bool {
     helpers::claim_ref(v).is_none()
-        && helpers::volume_phase(v) == helpers::pv_phase::AVAILABLE
+        && helpers::settled_volume_phase(v) == helpers::pv_phase::AVAILABLE
         && v.metadata.deletion_timestamp.is_none()
 }
 
@@ -406,6 +408,26 @@ mod tests {
     }
 
     #[test]
+    fn a_volume_not_synced_yet_matches_as_its_sync_will_leave_it() {
+        // A new volume has no phase (or Pending) until its first sync makes it Available; a claim
+        // synced first must still find it. One still holding a claimRef stays out.
+        let mut fresh = pv("fresh", 2, 1, "", "", None, None, false);
+        fresh.status = None;
+        let i = index(&[
+            fresh,
+            pv("pending", 3, 1, "", "Pending", None, None, false),
+            pv("released", 1, 1, "", "Released", Some(("gone", "uid-gone")), None, false),
+            // Its claimRef removed by hand: its sync makes it Available, whatever its phase.
+            pv("unclaimed", 4, 1, "", "Failed", None, None, false),
+        ]);
+        assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)).as_deref(), Some("fresh"));
+        assert_eq!(best(&i, &pvc("c", 3, 1, Some(""), None)).as_deref(), Some("pending"));
+        assert_eq!(best(&i, &pvc("c", 4, 1, Some(""), None)).as_deref(), Some("unclaimed"));
+        let counts = i.verdict_counts(&pvc("c", 1, 1, Some(""), None), false, &|_| false);
+        assert_eq!(counts.get(&VerdictKind::Phase), None, "{counts:?}");
+    }
+
+    #[test]
     fn fewer_modes_beat_a_smaller_volume_with_more_modes() {
         let i = index(&[
             pv("rwo-big", 10, 1, "", "Available", None, None, false),
@@ -427,7 +449,7 @@ mod tests {
     fn claimed_released_and_other_class_volumes_are_never_chosen() {
         let i = index(&[
             pv("other", 5, 1, "", "Bound", Some(("x", "uid-x")), None, false),
-            pv("released", 5, 1, "", "Released", None, None, false),
+            pv("released", 5, 1, "", "Released", Some(("gone", "uid-gone")), None, false),
             pv("gold", 5, 1, "gold", "Available", None, None, false),
         ]);
         assert_eq!(best(&i, &pvc("c", 1, 1, Some(""), None)), None);

@@ -39,6 +39,10 @@ pub struct SimulationOptions {
     /// response, as can happen over a network (a watch stream is another connection). The
     /// default delivers them at the next step, after the response.
     pub watch_before_response: bool,
+    /// Sync queued claims before queued volumes, as upstream's two workers (and `run`'s) may: a
+    /// claim is then synced before the volume created with it has had its first sync. The
+    /// default syncs volumes first.
+    pub claims_first: bool,
 }
 
 impl Default for SimulationOptions {
@@ -47,8 +51,10 @@ impl Default for SimulationOptions {
             max_rounds: 100,
             min_rounds: 0,
             faults: None,
-            config: Config::default(),
+            // `simulate` is read by a person: the detailed event texts (see `Config`).
+            config: Config { detailed_events: true, ..Config::default() },
             watch_before_response: false,
+            claims_first: false,
         }
     }
 }
@@ -404,6 +410,13 @@ impl Simulation {
             return true;
         }
         let c = self.controller.clone();
+        if self.options.claims_first {
+            if let Some(k) = c.claim_queue.try_get() {
+                self.steps += 1;
+                c.process_claim(k).await;
+                return true;
+            }
+        }
         if let Some(k) = c.volume_queue.try_get() {
             self.steps += 1;
             c.process_volume(k).await;

@@ -38,6 +38,33 @@ pub struct Scenario {
     /// count, say).
     #[serde(default)]
     pub no_faults: bool,
+    /// The controller's detailed event texts (`simulate`'s default, true); false gives upstream's
+    /// texts exactly, as `run` by default.
+    #[serde(default = "yes")]
+    pub detailed_events: bool,
+    /// Sync queued claims before queued volumes ([`SimulationOptions::claims_first`]).
+    #[serde(default)]
+    pub claims_first: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Scenario {
+    /// Applies the fixture's settings (`resyncs`, `detailedEvents`, `claimsFirst`) to `opts`.
+    pub fn apply_options(&self, opts: &mut SimulationOptions) {
+        opts.min_rounds = opts.min_rounds.max(self.resyncs);
+        opts.config.detailed_events = self.detailed_events;
+        opts.claims_first = self.claims_first;
+    }
+
+    /// The default options with the fixture's settings.
+    pub fn options(&self) -> SimulationOptions {
+        let mut opts = SimulationOptions::default();
+        self.apply_options(&mut opts);
+        opts
+    }
 }
 
 /// Host-path setup.
@@ -204,7 +231,7 @@ pub fn run(s: &Scenario, root: &Path, faults: Option<(FaultSpec, u64)>) -> Resul
 
 /// Runs a scenario's input under `root` with these options.
 pub fn run_with(s: &Scenario, root: &Path, mut opts: SimulationOptions) -> Result<Outcome, String> {
-    opts.min_rounds = opts.min_rounds.max(s.resyncs);
+    s.apply_options(&mut opts);
     let objects = prepare(s, root)?;
     let mut sim =
         Simulation::new(objects, pv_plugins::registry(Some(root.to_path_buf())), opts).map_err(|e| e.to_string())?;

@@ -7,7 +7,7 @@ mod common;
 
 use pv_sim::invariants::{self, GuardPlugin};
 use pv_sim::scenario::{load_fixture, normalized_objects, outcome, prepare, setup_names};
-use pv_sim::{Simulation, SimulationOptions};
+use pv_sim::Simulation;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ fn crash_points(f: &Path, rt: &tokio::runtime::Runtime) -> Result<(usize, Vec<St
     let objects = prepare(&s, root.path())?;
     let (store, clock) = Simulation::load(objects).map_err(|e| e.to_string())?;
     let (plugins, _) = registry(root.path(), &store);
-    let mut clean = Simulation::with_store(store, clock, plugins, SimulationOptions::default());
+    let mut clean = Simulation::with_store(store, clock, plugins, s.options());
     rt.block_on(clean.run()).map_err(|e| format!("the clean run failed: {e}"))?;
     let want = normalized(&clean, root.path());
     // Inputs that start broken in a way upstream leaves alone keep those violations; only
@@ -57,12 +57,12 @@ fn crash_points(f: &Path, rt: &tokio::runtime::Runtime) -> Result<(usize, Vec<St
         let objects = prepare(&s, root.path())?;
         let (store, clock) = Simulation::load(objects).map_err(|e| e.to_string())?;
         let (plugins, v1) = registry(root.path(), &store);
-        let mut first = Simulation::with_store(store.clone(), clock.clone(), plugins, SimulationOptions::default());
+        let mut first = Simulation::with_store(store.clone(), clock.clone(), plugins, s.options());
         first.api().crash_after(n);
         rt.block_on(first.run()).map_err(|e| format!("crash after {n} writes: the first run failed: {e}"))?;
         drop(first);
         let (plugins, v2) = registry(root.path(), &store);
-        let mut second = Simulation::with_store(store.clone(), clock, plugins, SimulationOptions::default());
+        let mut second = Simulation::with_store(store.clone(), clock, plugins, s.options());
         if let Err(e) = rt.block_on(second.run()) {
             failures.push(format!("crash after {n} writes: restart did not converge: {e}"));
             continue;

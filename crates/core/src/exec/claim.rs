@@ -16,12 +16,27 @@ pub const NO_CLASS_MESSAGE: &str = "no persistent volumes available for this cla
 /// Upstream's WaitForFirstConsumer event message.
 pub const WAITING_FOR_FIRST_CONSUMER: &str = "waiting for first consumer to be created before binding";
 
-/// What ends the wait for a first consumer, appended to upstream's message. Where no scheduler
-/// runs (`pv-controller up`), a user can do what the scheduler would.
+/// What ends the wait for a first consumer, appended to upstream's message with detailed events
+/// (`Config::detailed_events`). Where no scheduler runs (`pv-controller up`), a user can do what
+/// the scheduler would.
 pub const FIRST_CONSUMER_HINT: &str = "a scheduler ends the wait when it places a pod that uses the claim, by \
      setting annotation volume.kubernetes.io/selected-node=NODE on the claim (then a volume is provisioned \
      for that node) or by pre-binding a matching volume (claim spec.volumeName); with no scheduler, do \
      either by hand";
+
+/// The reason and message of the event of a claim waiting for its first consumer, given the
+/// unscheduled pods that use it: upstream's, and with `detailed` (where no scheduler may run,
+/// `up`) what ends the wait after upstream's WaitForFirstConsumer text.
+pub fn waiting_for_consumer_event(pods: &[String], detailed: bool) -> (&'static str, String) {
+    match pods {
+        [] if detailed => {
+            (reasons::WAIT_FOR_FIRST_CONSUMER, format!("{WAITING_FOR_FIRST_CONSUMER}; {FIRST_CONSUMER_HINT}"))
+        }
+        [] => (reasons::WAIT_FOR_FIRST_CONSUMER, WAITING_FOR_FIRST_CONSUMER.to_string()),
+        [pod] => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pod {pod} to be scheduled")),
+        _ => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pods {} to be scheduled", pods.join(","))),
+    }
+}
 
 impl Controller {
     async fn update_claim_migration_annotations(
@@ -88,7 +103,8 @@ impl Controller {
                 self.stay_pending(&claim).await
             }
             UnboundClaimPlan::NoClass => {
-                let why = self.rejection_breakdown(&claim);
+                // Upstream's text; with detailed events, why each volume was rejected too.
+                let why = if self.config.detailed_events { self.rejection_breakdown(&claim) } else { String::new() };
                 let (normal, reason) = (reasons::NORMAL, reasons::FAILED_BINDING);
                 self.recorder.event_with_detail(&*claim, normal, reason, NO_CLASS_MESSAGE, &why).await;
                 self.stay_pending(&claim).await
@@ -164,13 +180,7 @@ impl Controller {
     }
 
     async fn emit_waiting_for_consumer(&self, claim: &Arc<PersistentVolumeClaim>, pods: &[String]) {
-        let (reason, msg) = match pods.len() {
-            // Upstream's text, then what ends the wait: where no scheduler runs (`up`), the
-            // user can set the annotation a scheduler would.
-            0 => (reasons::WAIT_FOR_FIRST_CONSUMER, format!("{WAITING_FOR_FIRST_CONSUMER}; {FIRST_CONSUMER_HINT}")),
-            1 => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pod {} to be scheduled", pods[0])),
-            _ => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pods {} to be scheduled", pods.join(","))),
-        };
+        let (reason, msg) = waiting_for_consumer_event(pods, self.config.detailed_events);
         self.recorder.event(&**claim, reasons::NORMAL, reason, msg).await;
     }
 
@@ -192,7 +202,8 @@ impl Controller {
     }
 
     /// " (12 volumes: 7 too small, 3 access modes, 2 class)" — why every volume was rejected; empty
-    /// when there are no volumes. Appended to upstream's FailedBinding message.
+    /// when there are no volumes. Appended to upstream's FailedBinding message with detailed
+    /// events (`Config::detailed_events`).
     pub fn rejection_breakdown(&self, claim: &PersistentVolumeClaim) -> String {
         let delay = plan::is_delay_binding(self, claim);
         let is_reserved = self.reserved_for_others(claim);
@@ -205,5 +216,35 @@ impl Controller {
         parts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
         let list: Vec<String> = parts.iter().map(|(n, l)| format!("{n} {l}")).collect();
         format!(" ({total} volume{}: {})", if total == 1 { "" } else { "s" }, list.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_waiting_for_its_first_consumer_gets_upstreams_text_and_the_hint_only_when_detailed() {
+        assert_eq!(
+            waiting_for_consumer_event(&[], false),
+            ("WaitForFirstConsumer", "waiting for first consumer to be created before binding".to_string())
+        );
+        let (reason, detailed) = waiting_for_consumer_event(&[], true);
+        assert_eq!(reason, "WaitForFirstConsumer");
+        assert_eq!(detailed, format!("waiting for first consumer to be created before binding; {FIRST_CONSUMER_HINT}"));
+    }
+
+    #[test]
+    fn unscheduled_pods_are_named_as_upstream_names_them_either_way() {
+        for detailed in [false, true] {
+            assert_eq!(
+                waiting_for_consumer_event(&["web-0".into()], detailed),
+                ("WaitForPodScheduled", "waiting for pod web-0 to be scheduled".to_string())
+            );
+            assert_eq!(
+                waiting_for_consumer_event(&["a".into(), "b".into()], detailed),
+                ("WaitForPodScheduled", "waiting for pods a,b to be scheduled".to_string())
+            );
+        }
     }
 }

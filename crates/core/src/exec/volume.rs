@@ -9,18 +9,6 @@ use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
 
-/// True when no claim holds the volume: it has no claimRef, or one without a uid (pre-bound by a
-/// user to a claim that has not bound yet). The volume sync makes such a volume Available.
-pub fn is_volume_unclaimed(volume: &PersistentVolume) -> bool {
-    helpers::claim_ref(volume).is_none_or(|r| r.uid.as_deref().unwrap_or("").is_empty())
-}
-
-/// The phase the volume's next sync gives it before anything else happens, when that differs
-/// from its phase now: Available for an unclaimed volume (a new PV has no phase until then).
-pub fn phase_after_first_sync(volume: &PersistentVolume) -> Option<&'static str> {
-    (is_volume_unclaimed(volume) && helpers::volume_phase(volume) != pv_phase::AVAILABLE).then_some(pv_phase::AVAILABLE)
-}
-
 impl Controller {
     /// Keeps `migrated-to` and the deletion-protection finalizer of a provisioned volume right.
     async fn update_volume_migration_and_finalizers(
