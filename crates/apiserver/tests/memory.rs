@@ -8,13 +8,16 @@ use axum::body::{Body, BodyDataStream};
 use axum::extract::State;
 use axum::http::Request;
 use futures_util::StreamExt;
-use pv_apiserver::limits::{self, Limits};
+use pv_apiserver::limits;
 use pv_apiserver::{dispatch, AppState};
 use pv_store::Store;
 use serde_json::json;
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::alloc::System;
 use std::sync::Arc;
+
+mod inproc;
+use inproc::app_state;
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -23,21 +26,6 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 fn live(r: &Region<'_, System>) -> isize {
     let c = r.change();
     c.bytes_allocated as isize - c.bytes_deallocated as isize
-}
-
-fn app_state(store: Store) -> Arc<AppState> {
-    // Watches end when the shutdown sender goes: it stays for the test's life.
-    let (stop, shutdown) = tokio::sync::watch::channel(false);
-    std::mem::forget(stop);
-    Arc::new(AppState {
-        store: Arc::new(store),
-        token: "t".into(),
-        server_address: "127.0.0.1:1".into(),
-        shutdown,
-        pages: Default::default(),
-        writes: tokio_util::task::TaskTracker::new(),
-        limits: Limits::default(),
-    })
 }
 
 /// Sends a GET and reads the first piece of the answer's body, as a client that reads a little

@@ -7,26 +7,14 @@ use axum::body::{Body, BodyDataStream};
 use axum::extract::State;
 use axum::http::Request;
 use futures_util::StreamExt;
-use pv_apiserver::limits::{self, Limits};
+use pv_apiserver::limits;
 use pv_apiserver::{dispatch, AppState};
 use pv_store::{Store, StoreLimits};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-fn app_state(store: Store) -> Arc<AppState> {
-    // Watches end when the shutdown sender goes: it stays for the test's life.
-    let (stop, shutdown) = tokio::sync::watch::channel(false);
-    std::mem::forget(stop);
-    Arc::new(AppState {
-        store: Arc::new(store),
-        token: "t".into(),
-        server_address: "127.0.0.1:1".into(),
-        shutdown,
-        pages: Default::default(),
-        writes: tokio_util::task::TaskTracker::new(),
-        limits: Limits::default(),
-    })
-}
+mod inproc;
+use inproc::app_state;
 
 async fn open(st: &Arc<AppState>, uri: &str, accept: &str) -> BodyDataStream {
     let req = Request::builder()
