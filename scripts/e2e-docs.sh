@@ -35,6 +35,7 @@ command -v kubectl >/dev/null 2>&1 || { echo "skip: kubectl not installed (.ci/r
 
 declare -A EXCEPTIONS=(
   ["cargo test --workspace"]="the test suite itself (.ci/run runs it, and this script)"
+  ["bash .ci/run"]="the whole suite, which runs this script"
   ["cargo build --profile dist"]="a full LTO build takes many minutes; the Docker build runs it, tests/cli/dist_profile.rs checks the profile"
   ["docker build -t registry.example.com/pv-controller:v0.1.0 ."]="no Docker daemon or registry here"
   ["docker push registry.example.com/pv-controller:v0.1.0"]="no Docker daemon or registry here"

@@ -4,12 +4,10 @@
 //!
 //! One test in its own binary, so that nothing else allocates while it counts.
 
-use axum::body::{Body, BodyDataStream};
-use axum::extract::State;
-use axum::http::Request;
+use axum::body::BodyDataStream;
 use futures_util::StreamExt;
 use pv_apiserver::limits;
-use pv_apiserver::{dispatch, AppState};
+use pv_apiserver::AppState;
 use pv_store::Store;
 use serde_json::json;
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -31,15 +29,7 @@ fn live(r: &Region<'_, System>) -> isize {
 /// Sends a GET and reads the first piece of the answer's body, as a client that reads a little
 /// and then stops; the rest of the body is returned unread.
 async fn open(st: &Arc<AppState>, uri: &str, accept: &str) -> (usize, BodyDataStream) {
-    let req = Request::builder()
-        .uri(uri)
-        .header("authorization", "Bearer t")
-        .header("accept", accept)
-        .body(Body::empty())
-        .unwrap();
-    let resp = dispatch::dispatch(State(st.clone()), req).await;
-    assert_eq!(resp.status(), 200, "{uri} as {accept}");
-    let mut body = resp.into_body().into_data_stream();
+    let mut body = inproc::open(st, uri, accept).await;
     let first = body.next().await.unwrap().unwrap();
     (first.len(), body)
 }

@@ -3,30 +3,14 @@
 //! while it is still taking its initial events ends after what it was sent, as any slow
 //! watcher does.
 
-use axum::body::{Body, BodyDataStream};
-use axum::extract::State;
-use axum::http::Request;
+use axum::body::BodyDataStream;
 use futures_util::StreamExt;
 use pv_apiserver::limits;
-use pv_apiserver::{dispatch, AppState};
 use pv_store::{Store, StoreLimits};
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 mod inproc;
-use inproc::app_state;
-
-async fn open(st: &Arc<AppState>, uri: &str, accept: &str) -> BodyDataStream {
-    let req = Request::builder()
-        .uri(uri)
-        .header("authorization", "Bearer t")
-        .header("accept", accept)
-        .body(Body::empty())
-        .unwrap();
-    let resp = dispatch::dispatch(State(st.clone()), req).await;
-    assert_eq!(resp.status(), 200, "{uri}");
-    resp.into_body().into_data_stream()
-}
+use inproc::{app_state, open};
 
 fn pv(name: &str, pad: usize) -> Value {
     json!({"metadata": {"name": name, "annotations": {"pad": "x".repeat(pad)}},

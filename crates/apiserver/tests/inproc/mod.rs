@@ -1,8 +1,11 @@
 //! The API server's state over a store, for tests that call `dispatch` in process (no socket):
 //! what they measure or pace is the answer's body itself.
 
+use axum::body::{Body, BodyDataStream};
+use axum::extract::State;
+use axum::http::Request;
 use pv_apiserver::limits::Limits;
-use pv_apiserver::AppState;
+use pv_apiserver::{dispatch, AppState};
 use pv_store::Store;
 use std::sync::Arc;
 
@@ -20,4 +23,17 @@ pub fn app_state(store: Store) -> Arc<AppState> {
         writes: tokio_util::task::TaskTracker::new(),
         limits: Limits::default(),
     })
+}
+
+/// Sends a GET with the token and `accept`, and returns the 200 answer's body unread.
+pub async fn open(st: &Arc<AppState>, uri: &str, accept: &str) -> BodyDataStream {
+    let req = Request::builder()
+        .uri(uri)
+        .header("authorization", "Bearer t")
+        .header("accept", accept)
+        .body(Body::empty())
+        .unwrap();
+    let resp = dispatch::dispatch(State(st.clone()), req).await;
+    assert_eq!(resp.status(), 200, "{uri} as {accept}");
+    resp.into_body().into_data_stream()
 }
