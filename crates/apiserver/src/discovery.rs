@@ -157,28 +157,24 @@ pub enum OpenApiV2 {
 /// one the server can produce wins; None (406) when none can be produced.
 pub fn openapi_v2_negotiate(accept: &str) -> Option<OpenApiV2> {
     let accept = if accept.trim().is_empty() { "*/*" } else { accept };
-    let mut clauses: Vec<(f32, u8, &str, &str)> = accept
+    let mut clauses: Vec<(f32, String)> = accept
         .split(',')
         .filter_map(|entry| {
-            let mut parts = entry.split(';');
-            let media = parts.next()?.trim();
-            let (ty, sub) = media.split_once('/').unwrap_or((media, "*"));
-            let q = parts
-                .filter_map(|p| p.split_once('='))
-                .find(|(k, _)| k.trim() == "q")
-                .and_then(|(_, v)| v.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
-            let specific = u8::from(ty != "*") + u8::from(sub != "*");
-            (q > 0.0).then_some((q, specific, ty, sub))
+            let (media, params) = crate::handlers::accept_entry(entry);
+            let q = params.get("q").and_then(|v| v.parse::<f32>().ok()).unwrap_or(1.0);
+            (q > 0.0).then_some((q, media))
         })
         .collect();
-    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    // At equal quality the more specific entry first (`application/json` before `*/*`).
+    let specificity = |m: &str| m.split('/').filter(|p| *p != "*").count();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(specificity(&b.1).cmp(&specificity(&a.1))));
     let offered = [
         ("json", OpenApiV2::Json),
         ("com.github.proto-openapi.spec.v2@v1.0+protobuf", OpenApiV2::Protobuf),
         ("com.github.proto-openapi.spec.v2.v1.0+protobuf", OpenApiV2::Protobuf),
     ];
-    clauses.iter().find_map(|&(_, _, ty, sub)| {
+    clauses.iter().find_map(|(_, media)| {
+        let (ty, sub) = media.split_once('/').unwrap_or((media.as_str(), "*"));
         if ty != "application" && ty != "*" {
             return None;
         }

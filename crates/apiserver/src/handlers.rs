@@ -66,7 +66,7 @@ pub struct Format {
 }
 
 /// One `Accept` entry: the media type and its `as`/`v`/`g` parameters.
-fn accept_entry(entry: &str) -> (String, HashMap<String, String>) {
+pub(crate) fn accept_entry(entry: &str) -> (String, HashMap<String, String>) {
     let mut parts = entry.split(';');
     let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
     let params = parts
