@@ -8,15 +8,15 @@
 use crate::api::ClusterApi;
 use crate::cache::{ClaimCache, Stored, VolumeCache};
 use crate::clock::Clock;
-use crate::events::Recorder;
+use crate::events::{Involved, Recorder};
 use crate::metrics::Metrics;
 use crate::operations::{Mode, Operations};
 use crate::plugin::PluginRegistry;
 use crate::queue::WorkQueue;
 use crate::writer::Writers;
-use pv_model::helpers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_model::ObjectKey;
+use pv_model::{helpers, reasons};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -149,6 +149,25 @@ impl Controller {
     /// The settings.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Another writer changed what only a binder writes (`fields`) on `obj`: a second binder
+    /// (kube-controller-manager's left on, another instance outside the Lease). Logged at WARN,
+    /// recorded as a Warning event on the object and counted by manager; the controller keeps
+    /// working and does not undo the write.
+    pub async fn foreign_binder_write(&self, obj: Involved, manager: &str, fields: &[&str]) {
+        tracing::warn!(
+            object = %obj.describe(),
+            manager,
+            fields = ?fields,
+            "another binder wrote binder-owned fields; two PersistentVolume binders must not run together (disable kube-controller-manager's with --controllers=*,-persistentvolume-binder-controller)"
+        );
+        self.metrics.foreign_binder_write(manager);
+        let message = format!(
+            "{manager} wrote {} (fields only a PersistentVolume binder writes): another binder is running beside pv-controller",
+            fields.join(", ")
+        );
+        self.recorder.event(obj, "Warning", reasons::FOREIGN_BINDER_WRITE, message).await;
     }
 
     // ---- watch-event handlers -------------------------------------------------------------

@@ -54,6 +54,16 @@ pub struct Involved {
     resource_version: String,
 }
 
+impl Involved {
+    /// `Kind namespace/name` (or `Kind name` for cluster-scoped objects), for logs.
+    pub fn describe(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+}
+
 impl From<&PersistentVolume> for Involved {
     fn from(v: &PersistentVolume) -> Self {
         Involved {

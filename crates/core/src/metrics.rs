@@ -108,6 +108,9 @@ pub struct Metrics {
     pub operations: Mutex<HashMap<(String, &'static str), OperationStats>>,
     end_to_end: Mutex<HashMap<(String, &'static str), EndToEnd>>,
     started: Mutex<HashMap<String, Started>>,
+    /// `pv_controller_foreign_binder_writes_total{manager}`: writes of binder-owned fields by
+    /// another writer.
+    foreign_binder_writes: Mutex<HashMap<String, u64>>,
 }
 
 fn plugin_label(plugin: &str) -> &str {
@@ -119,6 +122,24 @@ fn plugin_label(plugin: &str) -> &str {
 }
 
 impl Metrics {
+    /// Counts a write of binder-owned fields by `manager`, another binder.
+    pub fn foreign_binder_write(&self, manager: &str) {
+        *self
+            .foreign_binder_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(manager.to_string())
+            .or_default() += 1;
+    }
+
+    /// `manager` → writes of binder-owned fields by it.
+    pub fn foreign_binder_writes_snapshot(&self) -> Vec<(String, u64)> {
+        let m = self.foreign_binder_writes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<(String, u64)> = m.iter().map(|(k, n)| (k.clone(), *n)).collect();
+        v.sort();
+        v
+    }
+
     /// Records one finished plugin call (`storage_operation_duration_seconds`).
     pub fn observe(&self, plugin: &str, operation: &'static str, seconds: f64, failed: bool) {
         let mut m = self.operations.lock().unwrap_or_else(|e| e.into_inner());

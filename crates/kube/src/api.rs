@@ -5,6 +5,7 @@
 //! each call into one HTTP request, bounds it with a client-side timeout (a hung request must not
 //! hold a worker forever — the key is retried instead), and classifies the answer.
 
+use crate::foreign::OwnWrites;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -68,6 +69,7 @@ pub struct KubeApi {
     client: Client,
     timeout: Duration,
     requests: Arc<RequestCounts>,
+    own: Arc<OwnWrites>,
 }
 
 impl KubeApi {
@@ -78,12 +80,19 @@ impl KubeApi {
 
     /// An adapter whose requests time out after `timeout`.
     pub fn with_timeout(client: Client, timeout: Duration) -> Self {
-        KubeApi { client, timeout, requests: Arc::default() }
+        KubeApi { client, timeout, requests: Arc::default(), own: Arc::default() }
     }
 
     /// Counts requests into `requests` (shared with `/metrics`).
     pub fn with_request_counts(mut self, requests: Arc<RequestCounts>) -> Self {
         self.requests = requests;
+        self
+    }
+
+    /// Remembers the resourceVersions of its writes into `own` (shared with the watches that
+    /// notice another binder's).
+    pub fn with_own_writes(mut self, own: Arc<OwnWrites>) -> Self {
+        self.own = own;
         self
     }
 
@@ -109,6 +118,12 @@ impl KubeApi {
             .filter(|ns| !ns.is_empty())
             .unwrap_or(EVENT_DEFAULT_NAMESPACE);
         Api::namespaced(self.client.clone(), ns)
+    }
+
+    /// An object this process wrote: remembered, then trimmed for the cache.
+    fn own_write<K: kube::Resource>(&self, o: K) -> K {
+        self.own.record(o.meta().resource_version.as_deref());
+        trimmed(o)
     }
 
     /// Runs one request under the timeout and classifies its error.
@@ -184,20 +199,20 @@ impl ClusterApi for KubeApi {
 
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        let pp = PostParams::default();
-        self.call("create persistentvolume", api.create(&pp, volume)).await.map(trimmed)
+        let pp = post_params();
+        self.call("create persistentvolume", api.create(&pp, volume)).await.map(|o| self.own_write(o))
     }
 
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        let pp = PostParams::default();
+        let pp = post_params();
         let name = name_of(volume)?;
-        self.call("update persistentvolume", api.replace(name, &pp, volume)).await.map(trimmed)
+        self.call("update persistentvolume", api.replace(name, &pp, volume)).await.map(|o| self.own_write(o))
     }
 
     async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        let pp = PostParams::default();
+        let pp = post_params();
         let name = name_of(volume)?;
         self.call("update persistentvolume status", api.replace_status(name, &pp, volume)).await.map(trimmed)
     }
@@ -215,27 +230,27 @@ impl ClusterApi for KubeApi {
 
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
-        let pp = PostParams::default();
+        let pp = post_params();
         let name = name_of(claim)?;
-        self.call("update persistentvolumeclaim", api.replace(name, &pp, claim)).await.map(trimmed)
+        self.call("update persistentvolumeclaim", api.replace(name, &pp, claim)).await.map(|o| self.own_write(o))
     }
 
     async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
-        let pp = PostParams::default();
+        let pp = post_params();
         let name = name_of(claim)?;
         self.call("update persistentvolumeclaim status", api.replace_status(name, &pp, claim)).await.map(trimmed)
     }
 
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
         let api = self.events(event);
-        let pp = PostParams::default();
+        let pp = post_params();
         self.call("create event", api.create(&pp, event)).await.map(trimmed)
     }
 
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
         let api = self.events(event);
-        let pp = PostParams::default();
+        let pp = post_params();
         let name = name_of(event)?;
         self.call("update event", api.replace(name, &pp, event)).await.map(trimmed)
     }
@@ -245,6 +260,12 @@ impl ClusterApi for KubeApi {
         let list = self.call("list pods", api.list(&ListParams::default())).await?;
         Ok(list.items.into_iter().map(trimmed).collect())
     }
+}
+
+/// Every write names this project's field manager, so that `managedFields` tell its writes
+/// from another binder's.
+fn post_params() -> PostParams {
+    PostParams { field_manager: Some(pv_model::ownership::FIELD_MANAGER.to_string()), ..Default::default() }
 }
 
 /// The object without `metadata.managedFields`, which the controller never reads: on a real

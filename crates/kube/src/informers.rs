@@ -5,6 +5,7 @@
 //! The watcher resumes from the last resourceVersion, relists on 410, and retries with
 //! exponential backoff; every stream runs in its own tracing span.
 
+use crate::foreign::{ForeignBinders, OwnWrites};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -61,24 +62,60 @@ impl Drop for Informers {
 }
 
 /// Starts watching PVs, PVCs, StorageClasses, Pods and Nodes cluster-wide, delivering to
-/// `controller`'s handlers.
-pub fn start_informers(client: Client, controller: Arc<Controller>) -> Informers {
+/// `controller`'s handlers. Volumes and claims are also checked for another binder's writes
+/// (see [`crate::foreign`]); `own` holds this process's writes.
+pub fn start_informers(client: Client, controller: Arc<Controller>, own: Arc<OwnWrites>) -> Informers {
     let (tx, rx) = watch::channel(0usize);
     let tx = Arc::new(tx);
     let c = controller;
+    let volumes = Some(Arc::new(ForeignBinders::new(own.clone(), c.clone())));
+    let claims = Some(Arc::new(ForeignBinders::new(own, c.clone())));
     let tasks = vec![
-        spawn_watch::<PersistentVolume, _>(client.clone(), tx.clone(), c.clone()),
-        spawn_watch::<PersistentVolumeClaim, _>(client.clone(), tx.clone(), c.clone()),
-        spawn_watch::<StorageClass, _>(client.clone(), tx.clone(), c.clone()),
-        spawn_watch::<Pod, _>(client.clone(), tx.clone(), c.clone()),
-        spawn_watch::<Node, _>(client, tx, c),
+        spawn_watch::<PersistentVolume, _>(client.clone(), tx.clone(), c.clone(), volumes),
+        spawn_watch::<PersistentVolumeClaim, _>(client.clone(), tx.clone(), c.clone(), claims),
+        spawn_watch::<StorageClass, _>(client.clone(), tx.clone(), c.clone(), None),
+        spawn_watch::<Pod, _>(client.clone(), tx.clone(), c.clone(), None),
+        spawn_watch::<Node, _>(client, tx, c, None),
     ];
     Informers { synced: rx, tasks }
 }
 
-fn spawn_watch<K, H>(client: Client, synced: Arc<watch::Sender<usize>>, to: Arc<H>) -> JoinHandle<()>
+/// A kind whose watch may check for another binder's writes.
+trait Watched {
+    fn check(&self, _foreign: &ForeignBinders, _initial: bool) {}
+    fn forget(&self, _foreign: &ForeignBinders) {}
+}
+
+impl Watched for PersistentVolume {
+    fn check(&self, foreign: &ForeignBinders, initial: bool) {
+        foreign.applied(self, initial);
+    }
+    fn forget(&self, foreign: &ForeignBinders) {
+        foreign.deleted(self);
+    }
+}
+
+impl Watched for PersistentVolumeClaim {
+    fn check(&self, foreign: &ForeignBinders, initial: bool) {
+        foreign.applied(self, initial);
+    }
+    fn forget(&self, foreign: &ForeignBinders) {
+        foreign.deleted(self);
+    }
+}
+
+impl Watched for StorageClass {}
+impl Watched for Pod {}
+impl Watched for Node {}
+
+fn spawn_watch<K, H>(
+    client: Client,
+    synced: Arc<watch::Sender<usize>>,
+    to: Arc<H>,
+    foreign: Option<Arc<ForeignBinders>>,
+) -> JoinHandle<()>
 where
-    K: Resource<DynamicType = ()> + Tombstone + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: Resource<DynamicType = ()> + Tombstone + Watched + Clone + DeserializeOwned + Debug + Send + 'static,
     H: Handles<K>,
 {
     let kind = K::kind(&()).to_string();
@@ -90,6 +127,14 @@ where
             futures_util::pin_mut!(stream);
             let mut informer = Informer::<K>::new();
             while let Some(ev) = stream.next().await {
+                if let Some(f) = &foreign {
+                    match &ev {
+                        Ok(Event::Apply(o)) => o.check(f, false),
+                        Ok(Event::InitApply(o)) => o.check(f, true),
+                        Ok(Event::Delete(o)) => o.forget(f),
+                        _ => {}
+                    }
+                }
                 let step = match ev {
                     Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => Step::Applied(crate::api::trimmed(o)),
                     Ok(Event::Delete(o)) => Step::Deleted(o),

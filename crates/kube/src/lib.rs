@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod connect;
+pub mod foreign;
 pub mod http;
 pub mod informers;
 pub mod lease;

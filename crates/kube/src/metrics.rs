@@ -221,6 +221,16 @@ fn operations(out: &mut Out, c: &Controller) {
     );
     let errors = m.retroactive_storageclass_errors_total.load(Ordering::Relaxed);
     out.sample("retroactive_storageclass_errors_total", &[], errors as f64);
+    // This project's, beside upstream's: a second binder noticed (see pv_kube::foreign).
+    let name = "pv_controller_foreign_binder_writes_total";
+    out.header(
+        name,
+        "counter",
+        "Writes of fields only a PersistentVolume binder writes, made by another binder, by field manager",
+    );
+    for (manager, n) in m.foreign_binder_writes_snapshot() {
+        out.sample(name, &[("manager", manager.as_str())], n as f64);
+    }
 }
 
 /// A metric of a queue: name, help text and how to read it from the queue's metrics.
@@ -412,6 +422,7 @@ mod tests {
         c.metrics.operation_finished("ns/c", 2_000, false);
         c.metrics.observe("kubernetes.io/host-path", pv_core::metrics::PLUGIN_DELETE, 0.2, false);
         c.metrics.retroactive(true);
+        c.metrics.foreign_binder_write("kube-controller-manager");
         let text = render(&MetricsSource { controller: &c, requests: None, leader: None });
 
         for (name, kind, help, labels, buckets) in UPSTREAM {
@@ -458,6 +469,7 @@ mod tests {
             "volume_operation_errors_total{operation_name=\"provision\",plugin_name=\"example.com/ext\"} 1\n",
             "storage_operation_duration_seconds_count{migrated=\"false\",operation_name=\"volume_delete\",status=\"success\",volume_plugin=\"kubernetes.io/host-path\"} 1\n",
             "retroactive_storageclass_total 1\n",
+            "pv_controller_foreign_binder_writes_total{manager=\"kube-controller-manager\"} 1\n",
             "workqueue_depth{name=\"volumes\"} 4\n",
             "workqueue_depth{name=\"claims\"} 2\n",
         ] {

@@ -6,6 +6,7 @@
 //! bound volume's claim is gone). Upstream waits for its informers' caches for the same reason.
 
 use crate::api::{KubeApi, RequestCounts};
+use crate::foreign::OwnWrites;
 use crate::informers::{start_informers, Informers};
 use crate::recycler::PodRecyclers;
 use kube::Client;
@@ -61,7 +62,8 @@ pub struct Wiring {
 /// Nothing is written until [`run_workers`] runs.
 pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
     let requests = Arc::new(RequestCounts::new(host));
-    let api = KubeApi::new(client.clone()).with_request_counts(requests.clone());
+    let own = Arc::new(OwnWrites::default());
+    let api = KubeApi::new(client.clone()).with_request_counts(requests.clone()).with_own_writes(own.clone());
     let config = Config {
         resync_period: opts.resync_period,
         enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
@@ -73,7 +75,7 @@ pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
         recyclers.register(&client, &mut plugins);
     }
     let controller = Controller::new(Arc::new(api), plugins, SystemClock::new(), config);
-    let informers = start_informers(client, controller.clone());
+    let informers = start_informers(client, controller.clone(), own);
     Wiring { controller, informers, requests }
 }
 

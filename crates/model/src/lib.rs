@@ -13,6 +13,7 @@ pub mod hostpath;
 pub mod index;
 pub mod key;
 pub mod matching;
+pub mod ownership;
 pub mod packed;
 pub mod quantity;
 pub mod reasons;

@@ -37,3 +37,5 @@ pub const VOLUME_UNKNOWN_RECLAIM_POLICY: &str = "VolumeUnknownReclaimPolicy";
 pub const NORMAL: &str = "Normal";
 /// Event type of warnings.
 pub const WARNING: &str = "Warning";
+/// Another binder wrote fields only a binder writes (this project's, not upstream's).
+pub const FOREIGN_BINDER_WRITE: &str = "ForeignBinderWrite";

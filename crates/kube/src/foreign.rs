@@ -1,0 +1,126 @@
+//! Noticing a second binder: a watch event in which fields only a binder writes changed
+//! ([`pv_model::ownership`]) by a write that is not this controller's. The writer is named from
+//! the object's `managedFields`; a write under this project's own field manager that this
+//! process did not make comes from another instance outside the Lease.
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use pv_core::events::Involved;
+use pv_core::Controller;
+use pv_model::ownership::{self, BinderFields, FIELD_MANAGER};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How many of its own writes the controller remembers by resourceVersion.
+const REMEMBERED: usize = 16_384;
+/// How long a write under this project's field manager may take to be acknowledged to this
+/// process after its watch event arrived before it counts as another instance's.
+const ACK_GRACE: Duration = Duration::from_secs(5);
+
+/// The resourceVersions this process's writes produced (bounded, oldest forgotten first).
+#[derive(Default, Debug)]
+pub struct OwnWrites {
+    inner: Mutex<(HashSet<String>, VecDeque<String>)>,
+}
+
+impl OwnWrites {
+    /// Remembers a write's resulting resourceVersion.
+    pub fn record(&self, rv: Option<&str>) {
+        let Some(rv) = rv else { return };
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if g.0.insert(rv.to_string()) {
+            g.1.push_back(rv.to_string());
+            if g.1.len() > REMEMBERED {
+                if let Some(old) = g.1.pop_front() {
+                    g.0.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Whether this process wrote `rv`.
+    pub fn contains(&self, rv: &str) -> bool {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).0.contains(rv)
+    }
+}
+
+/// An object whose binder-owned fields can be watched.
+pub(crate) trait Bindable: Sized {
+    /// Its binder-owned fields.
+    fn binder_fields(&self) -> BinderFields;
+    /// The object for an event.
+    fn involved(&self) -> Involved;
+    /// Its metadata.
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+}
+
+impl Bindable for PersistentVolume {
+    fn binder_fields(&self) -> BinderFields {
+        ownership::volume_binder_fields(self)
+    }
+    fn involved(&self) -> Involved {
+        Involved::from(self)
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+}
+
+impl Bindable for PersistentVolumeClaim {
+    fn binder_fields(&self) -> BinderFields {
+        ownership::claim_binder_fields(self)
+    }
+    fn involved(&self) -> Involved {
+        Involved::from(self)
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+}
+
+/// The binder-owned fields last seen per object of one kind, and where to report.
+pub(crate) struct ForeignBinders {
+    own: Arc<OwnWrites>,
+    controller: Arc<Controller>,
+    seen: Mutex<HashMap<String, BinderFields>>,
+}
+
+impl ForeignBinders {
+    pub(crate) fn new(own: Arc<OwnWrites>, controller: Arc<Controller>) -> Self {
+        ForeignBinders { own, controller, seen: Mutex::default() }
+    }
+
+    /// An object listed (`initial`) or changed: compared with the version seen before.
+    pub(crate) fn applied<K: Bindable>(&self, obj: &K, initial: bool) {
+        let Some(uid) = obj.meta().uid.clone() else { return };
+        let fields = obj.binder_fields();
+        let before = self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(uid, fields.clone());
+        let Some(before) = before.filter(|_| !initial) else { return };
+        let changed = ownership::changed(&before, &fields);
+        if changed.is_empty() {
+            return;
+        }
+        let manager = ownership::last_writer(obj.meta(), &changed).unwrap_or_else(|| "unknown".to_string());
+        let rv = obj.meta().resource_version.clone().unwrap_or_default();
+        let (own, controller, involved) = (self.own.clone(), self.controller.clone(), obj.involved());
+        tokio::spawn(async move {
+            if manager == FIELD_MANAGER {
+                // This process's own write, whose answer may still be on its way.
+                tokio::time::sleep(ACK_GRACE).await;
+                if own.contains(&rv) {
+                    return;
+                }
+            }
+            let manager =
+                if manager == FIELD_MANAGER { format!("{FIELD_MANAGER} (another instance)") } else { manager };
+            controller.foreign_binder_write(involved, &manager, &changed).await;
+        });
+    }
+
+    /// An object deleted.
+    pub(crate) fn deleted<K: Bindable>(&self, obj: &K) {
+        if let Some(uid) = &obj.meta().uid {
+            self.seen.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! What only a PersistentVolume binder writes, and who wrote it.
+//!
+//! Two binders on one cluster fight: each takes claims the other is binding, and their events
+//! carry the same source. A binder notices the other by the fields only a binder writes — the
+//! bind annotations, a volume's `claimRef.uid`, the provisioner annotation of a claim — changing
+//! in a write that was not its own, and names the writer from the object's `managedFields`.
+//! A user pre-binding (a claim's `volumeName`, a volume's `claimRef` without a uid) or a
+//! provisioner creating a volume touches none of these on update.
+
+use crate::annotations::{BETA_STORAGE_PROVISIONER, BIND_COMPLETED, BOUND_BY_CONTROLLER, STORAGE_PROVISIONER};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// The field manager this project's writes carry.
+pub const FIELD_MANAGER: &str = "pv-controller";
+
+/// The binder-owned fields of an object, as (field, value) pairs; unset fields are absent.
+pub type BinderFields = Vec<(&'static str, String)>;
+
+fn annotations(meta: &ObjectMeta, keys: &[&'static str], out: &mut BinderFields) {
+    if let Some(a) = &meta.annotations {
+        for k in keys {
+            if let Some(v) = a.get(*k) {
+                out.push((k, v.clone()));
+            }
+        }
+    }
+}
+
+/// A volume's binder-owned fields: `pv.kubernetes.io/bound-by-controller`, `spec.claimRef.uid`.
+pub fn volume_binder_fields(pv: &PersistentVolume) -> BinderFields {
+    let mut out = Vec::new();
+    annotations(&pv.metadata, &[BOUND_BY_CONTROLLER], &mut out);
+    if let Some(uid) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.uid.clone()) {
+        out.push(("claimRef", uid));
+    }
+    out
+}
+
+/// A claim's binder-owned fields: the bind annotations and the provisioner annotations.
+pub fn claim_binder_fields(pvc: &PersistentVolumeClaim) -> BinderFields {
+    let mut out = Vec::new();
+    annotations(
+        &pvc.metadata,
+        &[BIND_COMPLETED, BOUND_BY_CONTROLLER, STORAGE_PROVISIONER, BETA_STORAGE_PROVISIONER],
+        &mut out,
+    );
+    out
+}
+
+/// The binder-owned fields that differ between two versions (set, changed or removed).
+pub fn changed(old: &BinderFields, new: &BinderFields) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for (k, v) in new {
+        if !old.iter().any(|(ok, ov)| ok == k && ov == v) && !out.contains(k) {
+            out.push(k);
+        }
+    }
+    for (k, _) in old {
+        if !new.iter().any(|(nk, _)| nk == k) && !out.contains(k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// The manager of the latest `Update` in `managedFields` that owns one of `fields` (the
+/// annotation key or `claimRef`), else of the latest `Update` at all.
+pub fn last_writer(meta: &ObjectMeta, fields: &[&str]) -> Option<String> {
+    let entries = meta.managed_fields.as_ref()?;
+    let updates = entries.iter().filter(|e| e.operation.as_deref() == Some("Update"));
+    let owns = |e: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
+        let text = e.fields_v1.as_ref().map(|f| f.0.to_string()).unwrap_or_default();
+        fields.iter().any(|f| text.contains(&format!("\"f:{f}\"")))
+    };
+    let latest = |it: &mut dyn Iterator<Item = &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>| {
+        it.max_by_key(|e| e.time.as_ref().map(|t| t.0)).and_then(|e| e.manager.clone())
+    };
+    latest(&mut updates.clone().filter(owns)).or_else(|| latest(&mut updates.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn claim(annotations: serde_json::Value, managed: serde_json::Value) -> PersistentVolumeClaim {
+        serde_json::from_value(json!({
+            "metadata": {"name": "c", "namespace": "ns", "annotations": annotations, "managedFields": managed},
+            "spec": {}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_bind_by_another_manager_is_seen_and_its_manager_named() {
+        let old = claim(json!({}), json!([]));
+        let new = claim(
+            json!({BIND_COMPLETED: "yes", BOUND_BY_CONTROLLER: "yes"}),
+            json!([
+                {"manager": "kubectl-create", "operation": "Update", "time": "2026-01-01T00:00:00Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:resources": {}}}},
+                {"manager": "kube-controller-manager", "operation": "Update", "time": "2026-01-01T00:00:05Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:annotations": {"f:pv.kubernetes.io/bind-completed": {}}}}},
+                {"manager": "kubectl-label", "operation": "Update", "time": "2026-01-01T00:00:09Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:x": {}}}}}
+            ]),
+        );
+        let fields = changed(&claim_binder_fields(&old), &claim_binder_fields(&new));
+        assert_eq!(fields, [BIND_COMPLETED, BOUND_BY_CONTROLLER]);
+        assert_eq!(last_writer(&new.metadata, &fields).as_deref(), Some("kube-controller-manager"));
+    }
+
+    #[test]
+    fn user_edits_and_unchanged_binder_fields_are_not_binder_writes() {
+        let bound = claim(json!({BIND_COMPLETED: "yes"}), json!([]));
+        let mut relabelled = bound.clone();
+        relabelled.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
+        assert!(changed(&claim_binder_fields(&bound), &claim_binder_fields(&relabelled)).is_empty());
+        let unbound = claim(json!({}), json!([]));
+        assert_eq!(changed(&claim_binder_fields(&bound), &claim_binder_fields(&unbound)), [BIND_COMPLETED]);
+        let pv: PersistentVolume = serde_json::from_value(json!({"metadata": {"name": "v"},
+            "spec": {"claimRef": {"namespace": "ns", "name": "c"}}}))
+        .unwrap();
+        assert!(volume_binder_fields(&pv).is_empty(), "a pre-bind without a uid is a user's");
+    }
+
+    #[test]
+    fn without_an_owner_of_the_fields_the_latest_update_is_named() {
+        let c = claim(
+            json!({}),
+            json!([{"manager": "a", "operation": "Update", "time": "2026-01-01T00:00:01Z"},
+                   {"manager": "b", "operation": "Update", "time": "2026-01-01T00:00:02Z"},
+                   {"manager": "c", "operation": "Apply", "time": "2026-01-01T00:00:03Z"}]),
+        );
+        assert_eq!(last_writer(&c.metadata, &["claimRef"]).as_deref(), Some("b"));
+    }
+}
