@@ -87,23 +87,13 @@ done
 k "dry run created nothing" get deployment,serviceaccount -n kube-system -l app.kubernetes.io/name=pv-controller -o name
 [[ ! -s "$WORK/out" ]] || fail "the server dry run created objects: $(cat "$WORK/out")"
 k "apply deploy/rbac.yaml" apply -f "$ROOT/deploy/rbac.yaml"
-k "token for the ServiceAccount" create token pv-controller -n kube-system --duration=2h
-TOKEN="$(cat "$WORK/out")"
 SA_KC="$WORK/pv-controller.kubeconfig"
-cat >"$SA_KC" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: real-cluster
-  cluster: {server: "$SERVER", certificate-authority-data: "$(base64 -w0 <"$CLUSTER/pki/ca.crt")"}
-users:
-- name: pv-controller
-  user: {token: "$TOKEN"}
-contexts:
-- name: pv-controller
-  context: {cluster: real-cluster, user: pv-controller}
-current-context: pv-controller
-EOF
+# As the README's walkthrough: a kubeconfig of the current context's cluster and a new token.
+"$BIN" kubeconfig --service-account kube-system/pv-controller --duration 2h >"$SA_KC" 2>"$WORK/err" \
+  || { cat "$WORK/err"; fail "pv-controller kubeconfig --service-account kube-system/pv-controller"; }
+pass "pv-controller kubeconfig wrote the ServiceAccount's kubeconfig"
+TOKEN="$(kubectl --kubeconfig "$SA_KC" config view --raw -o jsonpath='{.users[0].user.token}')"
+[[ -n "$TOKEN" ]] || fail "no token in $SA_KC"
 k "whoami with the token" --kubeconfig "$SA_KC" auth whoami
 expect 'system:serviceaccount:kube-system:pv-controller'
 for verb_res in "update persistentvolumes" "update persistentvolumeclaims/status" "create events" "list nodes" \

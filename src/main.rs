@@ -30,6 +30,9 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Say why a claim is Pending, Bound or Lost, from a file or a live cluster (read-only).
     Explain(cmd::explain::ExplainArgs),
+    /// Write a kubeconfig for `run` on stdout: the current context's cluster and a new token of
+    /// a ServiceAccount (e.g. `--service-account kube-system/pv-controller > pv-controller.kubeconfig`).
+    Kubeconfig(cmd::kubeconfig::KubeconfigCmdArgs),
     /// Measure how fast claims become Bound: against an API server, or in-process (--simulate).
     Bench(cmd::bench::BenchArgs),
     /// Print a shell completion script, e.g. `source <(pv-controller completion bash)`.
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Kubeconfig(a) => cmd::kubeconfig::run(a),
         Command::Completion(a) => cmd::docs::completion(a, Cli::command()),
         Command::Man(a) => cmd::docs::man(a, Cli::command()),
     });

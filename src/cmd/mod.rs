@@ -4,6 +4,7 @@ pub mod bench;
 pub mod docs;
 pub mod explain;
 pub mod feature_gates;
+pub mod kubeconfig;
 pub mod run;
 pub mod simulate;
 pub mod up;

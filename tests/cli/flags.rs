@@ -104,3 +104,24 @@ fn man_prints_the_manual_page_of_the_program_or_a_subcommand() {
     assert!(run.contains("leader\\-elect\\-namespace") && run.contains("leader\\-elect\\-resource\\-name"), "{run}");
     assert_user_error(&pv_controller(&["man", "nosuch"]), "no subcommand \"nosuch\"");
 }
+
+#[test]
+fn kubeconfig_names_what_is_wrong_with_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = pv_controller(&["kubeconfig", "--service-account", "pv-controller"]);
+    assert_user_error(&o, "--service-account \"pv-controller\": give it as NAMESPACE/NAME");
+    let missing = dir.path().join("nope.yaml");
+    let o = pv_controller(&["kubeconfig", "--service-account", "kube-system/pv-controller", "--kubeconfig", missing.to_str().unwrap()]);
+    assert_user_error(&o, &format!("{}:", missing.display()));
+    let kc = dir.path().join("kc.yaml");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', certificate-authority: ca.crt}\n\
+         contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user: {token: t}\n",
+    )
+    .unwrap();
+    let o = pv_controller(&["kubeconfig", "--service-account", "kube-system/pv-controller", "--kubeconfig", kc.to_str().unwrap()]);
+    assert_user_error(&o, "cluster \"c\": certificate-authority");
+    let o = pv_controller(&["kubeconfig", "--service-account", "a/b", "--kubeconfig", kc.to_str().unwrap(), "--context", "y"]);
+    assert_user_error(&o, "context \"y\" not found");
+}

@@ -223,6 +223,9 @@ async fn run_binds_a_claim_over_http_and_metrics_count_the_objects() {
     })
     .await;
     assert!(ready);
+    // Each check on its own line, as kube-controller-manager lists them (no leader election here).
+    let verbose = http_get(r.metrics, "/readyz?verbose").await;
+    assert_eq!(verbose, Some((200, "[+]ping ok\n[+]informer-sync ok\nreadyz check passed\n".to_string())));
     let m = r.metrics().await;
     let expect = [
         ("pv_collector_bound_pv_count{storage_class=\"manual\"}", 1.0),
@@ -282,6 +285,11 @@ async fn two_replicas_elect_one_writer_and_the_standby_takes_over_after_kill_9()
     assert_eq!(writes(&standby_metrics), 0, "standby wrote:\n{standby_metrics}");
     assert!(writes(&replicas[leader].metrics().await) > 0);
     let holder_before = lease_holder(&c).await;
+    // Each replica logs its own Lease identity; the holder is one of them.
+    let holder = holder_before.clone().expect("a holder");
+    assert!(replicas[leader].logs().contains(&format!("identity={holder}")), "{}", replicas[leader].logs());
+    let verbose = http_get(replicas[standby].metrics, "/readyz?verbose").await.map(|(_, b)| b).unwrap_or_default();
+    assert!(verbose.contains("[+]leaderElection ok\n"), "{verbose}");
 
     // kill -9 the leader, then give the standby pending work.
     let _ = replicas[leader].child.kill();

@@ -8,6 +8,7 @@ use pv_core::events::Involved;
 use pv_core::Controller;
 use pv_model::ownership::{self, BinderFields, FIELD_MANAGER};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,13 +18,26 @@ const REMEMBERED: usize = 16_384;
 /// process after its watch event arrived before it counts as another instance's.
 const ACK_GRACE: Duration = Duration::from_secs(5);
 
-/// The resourceVersions this process's writes produced (bounded, oldest forgotten first).
+/// The resourceVersions this process's writes produced (bounded, oldest forgotten first), and
+/// whether this process is the writing replica: a standby sees the leader's writes, which are
+/// not another binder's.
 #[derive(Default, Debug)]
 pub struct OwnWrites {
     inner: Mutex<(HashSet<String>, VecDeque<String>)>,
+    active: AtomicBool,
 }
 
 impl OwnWrites {
+    /// Marks this process as writing (its workers run) or not.
+    pub fn set_active(&self, active: bool) {
+        self.active.store(active, Ordering::SeqCst);
+    }
+
+    /// Whether this process is writing.
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::SeqCst)
+    }
+
     /// Remembers a write's resulting resourceVersion.
     pub fn record(&self, rv: Option<&str>) {
         let Some(rv) = rv else { return };
@@ -95,7 +109,7 @@ impl ForeignBinders {
         let Some(uid) = obj.meta().uid.clone() else { return };
         let fields = obj.binder_fields();
         let before = self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(uid, fields.clone());
-        let Some(before) = before.filter(|_| !initial) else { return };
+        let Some(before) = before.filter(|_| !initial && self.own.active()) else { return };
         let changed = ownership::changed(&before, &fields);
         if changed.is_empty() {
             return;
@@ -107,7 +121,7 @@ impl ForeignBinders {
             if manager == FIELD_MANAGER {
                 // This process's own write, whose answer may still be on its way.
                 tokio::time::sleep(ACK_GRACE).await;
-                if own.contains(&rv) {
+                if own.contains(&rv) || !own.active() {
                     return;
                 }
             }

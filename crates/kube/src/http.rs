@@ -8,12 +8,13 @@
 use crate::api::RequestCounts;
 use crate::lease::LeaderState;
 use crate::metrics::{render, MetricsSource, CONTENT_TYPE};
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use pv_core::Controller;
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,21 +48,32 @@ pub struct Health {
 }
 
 impl Health {
-    fn ready(&self) -> Result<(), String> {
+    /// Each readiness check, as kube-controller-manager names its own: `ping`, `informer-sync`
+    /// and, with leader election, `leaderElection`; `Err` says why a check fails.
+    fn checks(&self) -> Vec<(&'static str, Result<(), String>)> {
         let synced = *self.synced.borrow();
-        if synced < crate::informers::KINDS {
-            return Err(format!("informers not synced ({synced}/{})", crate::informers::KINDS));
-        }
+        let informers = if synced < crate::informers::KINDS {
+            Err(format!("informers not synced ({synced}/{})", crate::informers::KINDS))
+        } else {
+            Ok(())
+        };
+        let mut checks = vec![("ping", Ok(())), ("informer-sync", informers)];
         if let Some(l) = &self.leader {
             let s = l.borrow().clone();
-            if !s.is_known() {
-                return Err("leadership not known yet".into());
-            }
-            if s == LeaderState::Lost {
-                return Err("leadership lost".into());
-            }
+            let leader = if !s.is_known() {
+                Err("leadership not known yet".into())
+            } else if s == LeaderState::Lost {
+                Err("leadership lost".into())
+            } else {
+                Ok(())
+            };
+            checks.push(("leaderElection", leader));
         }
-        Ok(())
+        checks
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        self.checks().into_iter().try_for_each(|(_, r)| r)
     }
 }
 
@@ -89,11 +101,23 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(h): State<Health>) -> (StatusCode, String) {
-    match h.ready() {
-        Ok(()) => (StatusCode::OK, "ok".into()),
-        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+/// `/readyz`: `ok`, or 503 with why; with `?verbose`, each check on its own line as
+/// kube-controller-manager lists them (`[+]ping ok`, `[-]informer-sync failed: ...`).
+async fn readyz(State(h): State<Health>, Query(q): Query<HashMap<String, String>>) -> (StatusCode, String) {
+    let ready = h.ready();
+    let code = if ready.is_ok() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    if !q.contains_key("verbose") {
+        return (code, ready.err().unwrap_or_else(|| "ok".into()));
     }
+    let mut body = String::new();
+    for (name, r) in h.checks() {
+        match r {
+            Ok(()) => body.push_str(&format!("[+]{name} ok\n")),
+            Err(why) => body.push_str(&format!("[-]{name} failed: {why}\n")),
+        }
+    }
+    body.push_str(if ready.is_ok() { "readyz check passed\n" } else { "readyz check failed\n" });
+    (code, body)
 }
 
 /// Binds `addr` and serves the endpoints until `shutdown` resolves. Returns the bound address

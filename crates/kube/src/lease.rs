@@ -273,7 +273,7 @@ impl<S: LeaseStore> Elector<S> {
             if *cur == s {
                 return false;
             }
-            tracing::info!(lease = %self.config.key(), state = ?s, "leader election state changed");
+            tracing::info!(lease = %self.config.key(), identity = %self.config.identity, state = ?s, "leader election state changed");
             *cur = s;
             true
         });
@@ -358,6 +358,7 @@ impl<S: LeaseStore> Elector<S> {
 
     /// Waits until this replica holds the Lease, or `stop` resolves (then `false`).
     pub async fn acquire(&mut self, stop: &mut watch::Receiver<bool>) -> bool {
+        tracing::info!(lease = %self.config.key(), identity = %self.config.identity, "leader election: this replica's identity");
         loop {
             match self.try_acquire_or_renew().await {
                 Attempt::Held => {

@@ -56,6 +56,8 @@ pub struct Wiring {
     pub informers: Informers,
     /// Requests the controller made (for `rest_client_requests_total`).
     pub requests: Arc<RequestCounts>,
+    /// The controller's own writes, and whether it is writing (see [`crate::foreign`]).
+    pub own: Arc<OwnWrites>,
 }
 
 /// Builds the controller over `client` and starts its informers. `host` labels request metrics.
@@ -75,8 +77,8 @@ pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
         recyclers.register(&client, &mut plugins);
     }
     let controller = Controller::new(Arc::new(api), plugins, SystemClock::new(), config);
-    let informers = start_informers(client, controller.clone(), own);
-    Wiring { controller, informers, requests }
+    let informers = start_informers(client, controller.clone(), own.clone());
+    Wiring { controller, informers, requests, own }
 }
 
 /// Waits for the informers' initial lists, then runs `workers` workers per queue until
@@ -89,6 +91,15 @@ pub async fn run_workers(wiring: &Wiring, workers: usize, shutdown: impl Future<
     }
     tracing::info!(workers, "caches synced, starting workers");
     wiring.controller.resync();
+    // Writing until the workers stop, also when this future is dropped (leadership lost).
+    struct Active<'a>(&'a OwnWrites);
+    impl Drop for Active<'_> {
+        fn drop(&mut self) {
+            self.0.set_active(false);
+        }
+    }
+    wiring.own.set_active(true);
+    let _active = Active(&wiring.own);
     pv_core::runtime::run(wiring.controller.clone(), workers, shutdown).await;
     tracing::info!("workers stopped");
     true
