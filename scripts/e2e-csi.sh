@@ -81,7 +81,7 @@ PASSED=0
 
 # --- the README's commands ----------------------------------------------------------------------
 # The ```sh block under the README's heading, one command a line, comments dropped.
-python3 - "$ROOT/README.md" >"$WORK/readme.sh" <<'PY'
+python3 - "$ROOT/README.md" >"$WORK/readme.sh" <<'PY' || fail "cannot read the commands of README.md's CSI section"
 import re, sys
 lines, inside, fence = [], False, False
 for line in open(sys.argv[1], encoding="utf-8"):
@@ -102,7 +102,6 @@ if not lines:
     sys.exit("README.md has no ```sh block under '## Testing a CSI driver against `up`'")
 print("\n".join(lines))
 PY
-[[ -s "$WORK/readme.sh" ]] || fail "no commands read from the README"
 
 # The scratch directory plays the repository's: the README's paths are relative to it.
 mkdir -p "$WORK/repo/target"
