@@ -161,7 +161,11 @@ kubeconfig "$DIR/scheduler.kubeconfig" system:kube-scheduler
 start() {
   local name="$1"; shift
   nohup "$BIN/$name" "$@" >>"$DIR/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$PIDS/$name.pid"
+  local pid=$! t0; t0=$(now_ms)
+  echo "$pid" >"$PIDS/$name.pid"
+  # Until the child has exec'd the binary, /proc shows this script's command line and is_ours
+  # says no: on a loaded machine wait_for would take that for an exit.
+  while ! is_ours "$name" "$pid" && kill -0 "$pid" 2>/dev/null && (( $(now_ms) - t0 < 10000 )); do sleep 0.01; done
 }
 fail_up() {
   local name="$1"; shift

@@ -1,0 +1,365 @@
+#!/usr/bin/env bash
+# Upstream's CSI sidecars, unmodified and with their default flags, and csi-test's mock driver
+# over a unix socket (all built by conformance/build.sh into conformance/bin/), first against the
+# real cluster with `pv-controller run` (kube-apiserver, KCM without its PV binder, kube-scheduler;
+# scripts/real-cluster.sh), then against `pv-controller up` (its controller in-process).
+#
+# Both halves run the commands of README.md's "Testing a CSI driver against `up`" as written (read
+# from the README, so they cannot drift): on the real cluster all but `up`'s own lines, with
+# KUBECONFIG and CSI_ENDPOINT pointing at the real cluster; on `up` every one of them. Then, on
+# each server, the same checks:
+# - provisioning, Immediate class: the claim handed off to csi-provisioner by the controller,
+#   a volume with the driver's topology as its node affinity, Bound;
+# - WaitForFirstConsumer: the claim waits (event WaitForFirstConsumer) until it names the node
+#   a scheduler would pick (the Node and CSINode a kubelet registers are in examples/csi/), then a
+#   volume for that node's topology;
+# - attach and detach: a VolumeAttachment as the attach-detach controller creates it, attached
+#   by csi-attacher (status.attached, the attacher's finalizers), deleted, detached;
+# - expansion: the claim's request raised in a class with allowVolumeExpansion, csi-resizer
+#   resizes the volume, and the claim's status ends as on kube-apiserver (compared);
+# - deletion: the claims deleted, their volumes deleted by csi-provisioner (Delete policy).
+# On `up`, no request may get a 409 or a 5xx answer (its request log), and no sidecar may log an
+# error line that the real cluster's run did not also cause (lines compared with names, uids and
+# numbers masked). Stops at the first failure and says why.
+#
+# Skipped (exit 0, saying so) when the CSI binaries are missing and Go is not installed to build
+# them; with Go, conformance/build.sh builds what is missing (a no-op when up to date).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CONF_BIN="$ROOT/conformance/bin"
+GO="$(command -v go || echo /usr/local/go/bin/go)"
+CSI_BINARIES=(csi-provisioner csi-attacher csi-resizer mock-driver)
+missing=()
+for b in "${CSI_BINARIES[@]}"; do [[ -x "$CONF_BIN/$b" ]] || missing+=("$b"); done
+if [[ ! -x "$GO" ]]; then
+  if (( ${#missing[@]} )); then
+    echo "e2e-csi: skipped: Go not installed, and conformance/bin/ lacks ${missing[*]} (conformance/build.sh builds them from the Go module proxy)"
+  else
+    echo "e2e-csi: skipped: Go not installed (the real cluster of scripts/real-cluster.sh is built with Go)"
+  fi
+  exit 0
+fi
+
+WORK="$(mktemp -d)"
+BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/release"
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  "$ROOT/scripts/real-cluster.sh" down "$WORK/real" >/dev/null 2>&1 || true
+  [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SERVER=""  # which half runs: "real" or "up"
+fail() {
+  echo "FAIL${SERVER:+ ($SERVER)}: $*" >&2
+  if [[ -n "${KUBECONFIG:-}" && -f "${KUBECONFIG:-}" ]]; then
+    { echo "--- state at failure:"; kubectl get pv,pvc,volumeattachments -A -o wide; kubectl get events -A
+    } >&2 2>&1 || true
+  fi
+  local f
+  for f in "$WORK/$SERVER"-logs/*.log; do
+    [[ -f "$f" ]] || continue
+    { echo "--- $(basename "$f") (last lines):"; sed 's/\x1b\[[0-9;]*m//g' "$f" | tail -15; } >&2
+  done
+  exit 1
+}
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
+
+command -v kubectl >/dev/null || fail "kubectl not on PATH"
+(cd "$ROOT" && cargo build --quiet --release --workspace) || fail "cargo build --release"
+[[ -x "$BIN_DIR/pv-controller" ]] || fail "$BIN_DIR/pv-controller missing after the build"
+"$ROOT/conformance/build.sh" >"$WORK/build.out" 2>&1 || { cat "$WORK/build.out" >&2; fail "conformance/build.sh"; }
+for b in "${CSI_BINARIES[@]}"; do [[ -x "$CONF_BIN/$b" ]] || fail "conformance/build.sh did not build $b"; done
+SECONDS=0
+PASSED=0
+
+# --- the README's commands ----------------------------------------------------------------------
+# The ```sh block under the README's heading, one command a line, comments dropped.
+python3 - "$ROOT/README.md" >"$WORK/readme.sh" <<'PY' || fail "cannot read the commands of README.md's CSI section"
+import re, sys
+lines, inside, fence = [], False, False
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.rstrip("\n")
+    if line.startswith("## "):
+        inside = line == "## Testing a CSI driver against `up`"
+        continue
+    if inside and line.startswith("```"):
+        if fence:
+            break
+        fence = line == "```sh"
+        continue
+    if inside and fence:
+        c = re.sub(r"\s+#.*$", "", line).strip()
+        if c and not c.startswith("#"):
+            lines.append(c)
+if not lines:
+    sys.exit("README.md has no ```sh block under '## Testing a CSI driver against `up`'")
+print("\n".join(lines))
+PY
+
+# The scratch directory plays the repository's: the README's paths are relative to it.
+mkdir -p "$WORK/repo/target"
+ln -s "$BIN_DIR" "$WORK/repo/target/release"
+for d in examples conformance; do ln -s "$ROOT/$d" "$WORK/repo/$d"; done
+cd "$WORK/repo"
+export KUBECACHEDIR="$WORK/kube-cache"
+unset KUBECONFIG CSI_ENDPOINT
+
+
+# readme_run SKIP_REGEX [ONLY_REGEX]: runs the README's commands in order, in this shell (as the
+# reader's shell runs them: `export` lines stay), but those matching SKIP_REGEX, and only those
+# matching ONLY_REGEX when given. A command ending in `&` runs in the background, its output in
+# $LOGS/NAME.log (NAME: the program), its pid kept; `pv-controller up` is awaited until it
+# prints its server line. Every other command must exit 0; its output is kept in $WORK/out.
+readme_run() {
+  local skip="$1" only="${2:-}" cmd name
+  while IFS= read -r -u 3 cmd; do
+    [[ -z "$only" || "$cmd" =~ $only ]] || continue
+    if [[ -n "$skip" && "$cmd" =~ $skip ]]; then echo "   (not on this server: $cmd)"; continue; fi
+    echo "   \$ $cmd"
+    if [[ "$cmd" == *"&" ]]; then
+      name="$(awk '{for (i = 1; i <= NF; i++) if ($i !~ /=/) {print $i; exit}}' <<<"$cmd")"
+      eval "${cmd%&} </dev/null >>\"\$LOGS/$name.log\" 2>&1 &"
+      PIDS+=("$!")
+      if [[ "$name" == pv-controller ]]; then wait_line "$LOGS/$name.log" '^server: ' "$!" 30; fi
+    elif ! eval "$cmd" >"$WORK/out" 2>"$WORK/err"; then
+      cat "$WORK/out" "$WORK/err" >&2; fail "README command failed: $cmd"
+    fi
+  done 3<"$WORK/readme.sh"
+}
+
+# stop_all: stops every process this script started (SIGTERM, then SIGKILL after 15 s).
+stop_all() {
+  local p t0
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  t0=$(now_ms)
+  for p in "${PIDS[@]}"; do
+    while kill -0 "$p" 2>/dev/null && (( $(now_ms) - t0 < 15000 )); do sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  PIDS=()
+}
+
+DRIVER=io.kubernetes.storage.mock
+NODE=csi-node                           # examples/csi/: the Node and CSINode a kubelet registers
+TOPOLOGY="$DRIVER/node=some-mock-node"  # the mock driver's one topology segment
+claim_events() { q get events -n csi -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason}{"\n"}{end}'; }
+has_event() { local ev; ev="$(claim_events)"; grep -qx "$1 $2" <<<"$ev"; }
+claim_bound() { claim_phase_is "$1" Bound csi; }
+claim_gone() { [[ -z "$(q get pvc -n csi "$1" --ignore-not-found -o name)" ]]; }
+pv_capacity_is() { [[ "$(q get pv "$1" -o jsonpath='{.spec.capacity.storage}')" == "$2" ]]; }
+claim_capacity_is() { [[ "$(q get pvc -n csi "$1" -o jsonpath='{.status.capacity.storage}')" == "$2" ]]; }
+va_attached() { [[ "$(q get volumeattachment "$1" -o jsonpath='{.status.attached}')" == true ]]; }
+va_gone() { [[ -z "$(q get volumeattachment "$1" --ignore-not-found -o name)" ]]; }
+AFFINITY='{.spec.nodeAffinity.required.nodeSelectorTerms[*].matchExpressions[*].key}={.spec.nodeAffinity.required.nodeSelectorTerms[*].matchExpressions[*].values[*]}'
+
+# csi_checks: the checks that follow the README's commands, on the server KUBECONFIG names.
+csi_checks() {
+  # --- provisioning, Immediate (the README's claim) ---------------------------------------------
+  k "csi/data Bound, handed off to the driver" get pvc -n csi data \
+    -o jsonpath='{.status.phase} {.spec.volumeName} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner} {.status.capacity.storage}'
+  expect "^Bound pvc-[0-9a-f-]{36} $DRIVER 1Gi\$"
+  DATA_PV="$(cut -d' ' -f2 "$WORK/out")"
+  k "data's volume: the driver's, with its topology" get pv "$DATA_PV" \
+    -o jsonpath="{.spec.csi.driver} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} $AFFINITY {.spec.persistentVolumeReclaimPolicy} {.spec.claimRef.name} {.status.phase}"
+  expect "^$DRIVER $DRIVER $TOPOLOGY Delete data Bound\$"
+  k "data's volume carries the provisioner's finalizer" get pv "$DATA_PV" -o jsonpath='{.metadata.finalizers}'
+  expect 'external-provisioner\.volume\.kubernetes\.io/finalizer'
+  DATA_HANDLE="$(q get pv "$DATA_PV" -o jsonpath='{.spec.csi.volumeHandle}')"
+  [[ -n "$DATA_HANDLE" ]] || fail "$DATA_PV has no volumeHandle"
+  provisioning_events() { has_event data ExternalProvisioning && has_event data ProvisioningSucceeded; }
+  wait_until "events ExternalProvisioning and ProvisioningSucceeded on csi/data" 30 provisioning_events
+  pass "events: ExternalProvisioning by the controller, ProvisioningSucceeded by csi-provisioner"
+
+  # --- WaitForFirstConsumer, topology -----------------------------------------------------------
+  k "a WaitForFirstConsumer class and a claim" create -f - <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: csi-mock-wait}
+provisioner: $DRIVER
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: later, namespace: csi}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: csi-mock-wait
+  resources: {requests: {storage: 1Gi}}
+EOF
+  wait_until "WaitForFirstConsumer event on csi/later" 30 has_event later WaitForFirstConsumer
+  sleep 1
+  k "csi/later waits, not handed off" get pvc -n csi later \
+    -o jsonpath='{.status.phase} {.spec.volumeName}|{.metadata.annotations.volume\.kubernetes\.io/storage-provisioner}'
+  expect '^Pending \|$'
+  k "the scheduler's part: csi/later's selected node" annotate pvc -n csi later "volume.kubernetes.io/selected-node=$NODE"
+  wait_until "csi/later Bound" 60 claim_bound later
+  pass "csi/later Bound once its node was selected (${WAITED_MS} ms)"
+  LATER_PV="$(q get pvc -n csi later -o jsonpath='{.spec.volumeName}')"
+  k "later's volume: the selected node's topology" get pv "$LATER_PV" \
+    -o jsonpath="{.spec.csi.driver} $AFFINITY {.spec.claimRef.name}"
+  expect "^$DRIVER $TOPOLOGY later\$"
+
+  # --- attach and detach ------------------------------------------------------------------------
+  # Named as the attach-detach controller names it: csi-<sha256(volume handle, driver, node)>.
+  VA="csi-$(printf '%s%s%s' "$DATA_HANDLE" "$DRIVER" "$NODE" | sha256sum | cut -d' ' -f1)"
+  k "a VolumeAttachment for data's volume on $NODE" create -f - <<EOF
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: $VA}
+spec:
+  attacher: $DRIVER
+  nodeName: $NODE
+  source: {persistentVolumeName: $DATA_PV}
+EOF
+  wait_until "VolumeAttachment attached" 30 va_attached "$VA"
+  pass "csi-attacher attached the volume (${WAITED_MS} ms)"
+  k "the attacher's finalizer on the VolumeAttachment" get volumeattachment "$VA" -o jsonpath='{.metadata.finalizers}'
+  expect "external-attacher/io-kubernetes-storage-mock"
+  k "the attacher's finalizer on the volume" get pv "$DATA_PV" -o jsonpath='{.metadata.finalizers}'
+  expect "external-attacher/io-kubernetes-storage-mock"
+  k "delete the VolumeAttachment" delete volumeattachment "$VA" --wait=false
+  wait_until "VolumeAttachment detached and gone" 30 va_gone "$VA"
+  pass "csi-attacher detached the volume (${WAITED_MS} ms)"
+  # The attacher lifts its finalizer from the volume when the volume is deleted (below).
+
+  # --- expansion --------------------------------------------------------------------------------
+  k "raise csi/data's request to 2Gi" patch pvc -n csi data --type=merge -p '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}'
+  wait_until "data's volume resized to 2Gi" 60 pv_capacity_is "$DATA_PV" 2Gi
+  pass "csi-resizer resized the volume (${WAITED_MS} ms)"
+  wait_until "csi/data's status.capacity 2Gi" 30 claim_capacity_is data 2Gi
+  pass "the claim's capacity followed"
+  k "csi/data's status after the resize" get pvc -n csi data \
+    -o jsonpath='capacity={.status.capacity.storage} allocated={.status.allocatedResources.storage} statuses={.status.allocatedResourceStatuses} conditions={.status.conditions} phase={.status.phase}'
+  cp "$WORK/out" "$WORK/$SERVER-resized-status"
+  echo "   $(cat "$WORK/out")"
+
+  # --- deletion ---------------------------------------------------------------------------------
+  k "delete both claims" delete pvc -n csi data later --wait=false
+  volumes_gone() { pv_gone "$DATA_PV" && pv_gone "$LATER_PV"; }
+  wait_until "$DATA_PV and $LATER_PV deleted by csi-provisioner" 60 volumes_gone
+  pass "Delete policy: both volumes deleted by csi-provisioner (${WAITED_MS} ms)"
+  claims_gone() { claim_gone data && claim_gone later; }
+  wait_until "both claims gone" 30 claims_gone
+}
+
+# error_lines LOGDIR: the sidecars' klog error lines (E...), with times, pids, line numbers,
+# uids, names and numbers masked, one per line, prefixed by the sidecar.
+error_lines() {
+  local f
+  for f in "$1"/csi-provisioner.log "$1"/csi-attacher.log "$1"/csi-resizer.log; do
+    [[ -f "$f" ]] || continue
+    { grep -E '^E[0-9]{4} ' "$f" || true; } | sed -E \
+      -e 's/^E[0-9]{4} [0-9:.]+ +[0-9]+ ([^:]+):[0-9]+\] /\1] /' \
+      -e 's/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/UID/g' \
+      -e 's/csi-[0-9a-f]{64}/csi-VA/g' -e 's/[0-9]+/N/g' \
+      -e "s|^|$(basename "$f" .log): |"
+  done | sort -u
+}
+# Error lines that depend only on timing: a sidecar acting on its cache while the object changes
+# or goes. `up` answers faster, so they show there more often; kube-apiserver gives the same
+# answers in the same interleaving. Masked line (regex) -> why.
+declare -A RACES=(
+  ['^csi-attacher: csi_handler\.go\] "Failed to remove finalizer from PersistentVolume" err="the JSON patch could not be applied']="the attacher removes its finalizer by index behind a JSON-patch test of that index; when another finalizer went first its cached index is stale, the test fails with 422 (kube-apiserver's code too; the message differs, conformance/DIFFERENCES.md) and it retries"
+  ["^csi-provisioner: clone_controller\\.go\\] \"Unhandled Error\" err=\"item '[^']+' in work queue no longer exists\""]="the claim was deleted before the clone-protection worker took it from its queue"
+  ['^csi-provisioner: controller\.go\] "Unhandled Error" err="error syncing volume \\"pvc-UID\\": persistentvolumes \\"pvc-UID\\" not found"']="the volume was deleted while still queued in the provisioner"
+)
+warn_count() { cat "$1"/csi-*.log 2>/dev/null | grep -cE '^W[0-9]{4} ' || true; }
+
+# === the real cluster, `pv-controller run` =======================================================
+SERVER=real
+LOGS="$WORK/real-logs"; mkdir -p "$LOGS"
+echo "== real cluster (kube-apiserver, KCM without its PV binder, kube-scheduler), pv-controller run"
+T0=$(now_ms)
+"$ROOT/scripts/real-cluster.sh" up "$WORK/real" --kcm '*,-persistentvolume-binder-controller' --scheduler \
+  >"$WORK/real-up.out" 2>&1 || { cat "$WORK/real-up.out" >&2; fail "real-cluster.sh up"; }
+echo "   real cluster up in $(( $(now_ms) - T0 )) ms"
+export KUBECONFIG="$WORK/real/kubeconfig" CSI_ENDPOINT="$WORK/real-csi.sock"
+"$BIN_DIR/pv-controller" run --kubeconfig "$KUBECONFIG" --metrics-addr 127.0.0.1:0 </dev/null >"$LOGS/pv-controller.log" 2>&1 &
+PIDS+=("$!")
+# The README's commands but `up`'s own: the build (done above), `up`, its kubeconfig and socket
+# (this cluster's are exported above), and the final kill (stop_all below).
+readme_run '^(conformance/build\.sh|pv-controller up|export KUBECONFIG=|kill )'
+expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
+pass "the README's commands on the real cluster"
+csi_checks
+error_lines "$LOGS" >"$WORK/real-errors"
+echo "   sidecars: $(wc -l <"$WORK/real-errors") distinct error line(s), $(warn_count "$LOGS") warning line(s)"
+sed 's/^/     /' "$WORK/real-errors"
+python3 - "$WORK/real/logs/audit.log" <<'PY'
+import json, sys, collections
+codes = collections.Counter(json.loads(l).get("responseStatus", {}).get("code", 0) for l in open(sys.argv[1]))
+print("   kube-apiserver's answers: " + ", ".join(f"{n}×{c}" for c, n in sorted(codes.items())))
+PY
+stop_all
+"$ROOT/scripts/real-cluster.sh" down "$WORK/real" >/dev/null 2>&1 || fail "real-cluster.sh down"
+unset KUBECONFIG CSI_ENDPOINT
+echo "   real cluster done after ${SECONDS}s"
+
+# === `pv-controller up` ==========================================================================
+SERVER=up
+LOGS="$WORK/up-logs"; mkdir -p "$LOGS"
+echo "== pv-controller up (the API server and the controller in one process)"
+# One debug line per request with its status code, for the check of 409s and 5xxs below.
+export RUST_LOG="warn,kube_client=off,pv_kube=info,pv_core=info,pv_controller=info,pv_apiserver::dispatch=debug"
+readme_run '^kill '
+expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
+pass "the README's commands on up"
+csi_checks
+if ! diff -u "$WORK/real-resized-status" "$WORK/up-resized-status" >"$WORK/diff"; then
+  cat "$WORK/diff" >&2; fail "the claim's status after the resize differs from kube-apiserver's (- real, + up)"
+fi
+pass "the claim's status after the resize is kube-apiserver's"
+
+# Every answer `up` gave: none may be a 409 (a client's write lost to a race kube-apiserver would
+# have retried) or a 5xx.
+LOG="$LOGS/pv-controller.log"
+sed -i 's/\x1b\[[0-9;]*m//g' "$LOG"
+grep -oE 'pv_apiserver::dispatch: request method=[A-Z]+ path=[^ ]+ status=[0-9]+' "$LOG" >"$WORK/requests" || true
+echo "   up's answers: $(sed -E 's/.* status=//' "$WORK/requests" | sort | uniq -c | awk '{printf "%s%s×%s", sep, $1, $2; sep=", "}')"
+grep -q 'status=201$' "$WORK/requests" || fail "up's request log (RUST_LOG ...dispatch=debug) shows no create: is the log format still method= path= status=?"
+if grep -E 'status=(409|5[0-9][0-9])$' "$WORK/requests" >"$WORK/bad"; then
+  cat "$WORK/bad" >&2; fail "up answered $(wc -l <"$WORK/bad") request(s) with a 409 or a 5xx"
+fi
+pass "up answered no request with a 409 or a 5xx"
+error_lines "$LOGS" >"$WORK/up-errors"
+echo "   sidecars: $(wc -l <"$WORK/up-errors") distinct error line(s), $(warn_count "$LOGS") warning line(s)"
+comm -23 "$WORK/up-errors" "$WORK/real-errors" >"$WORK/new-errors"
+unexplained=0
+while IFS= read -r line; do
+  reason=""
+  for re in "${!RACES[@]}"; do [[ "$line" =~ $re ]] && reason="${RACES[$re]}"; done
+  if [[ -n "$reason" ]]; then
+    echo "   note: not in the real cluster's run, a race kube-apiserver runs into too: $line"
+    echo "         ($reason)"
+  else
+    echo "   error not in the real cluster's run: $line" >&2
+    unexplained=$((unexplained + 1))
+  fi
+done <"$WORK/new-errors"
+(( unexplained == 0 )) || fail "the sidecars logged $unexplained error(s) on up that the real cluster's run did not cause"
+pass "no sidecar error beyond those the real cluster's run (or its races) causes"
+
+# The README's last command stops the driver, the sidecars and up (SIGTERM: up stops gracefully).
+readme_run '' '^kill '
+UP_PID="${PIDS[0]}"
+t0=$(now_ms)
+for p in "${PIDS[@]}"; do
+  while kill -0 "$p" 2>/dev/null; do
+    (( $(now_ms) - t0 < 15000 )) || fail "pid $p still runs 15 s after the README's kill"
+    sleep 0.1
+  done
+done
+wait "$UP_PID" || fail "up exited with status $? on SIGTERM"
+PIDS=()
+pass "the README's kill stopped everything; up exited 0"
+
+echo "e2e-csi: $PASSED checks passed (${SECONDS}s)"
