@@ -288,7 +288,7 @@ async fn two_replicas_elect_one_writer_and_the_standby_takes_over_after_kill_9()
     // Each replica logs its own Lease identity; the holder is one of them.
     let holder = holder_before.clone().expect("a holder");
     assert!(replicas[leader].logs().contains(&format!("identity={holder}")), "{}", replicas[leader].logs());
-    let verbose = http_get(replicas[standby].metrics, "/readyz?verbose").await.map(|(_, b)| b).unwrap_or_default();
+    let verbose = http_get(replicas[leader].metrics, "/readyz?verbose").await.map(|(_, b)| b).unwrap_or_default();
     assert!(verbose.contains("[+]leaderElection ok\n"), "{verbose}");
 
     // kill -9 the leader, then give the standby pending work.
