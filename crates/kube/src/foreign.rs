@@ -14,8 +14,8 @@ use std::time::Duration;
 
 /// How many of its own writes the controller remembers by resourceVersion.
 const REMEMBERED: usize = 16_384;
-/// How long a write under this project's field manager may take to be acknowledged to this
-/// process after its watch event arrived before it counts as another instance's.
+/// How long a write of this process may take to be acknowledged to it after its watch event
+/// arrived, before the write counts as another writer's.
 const ACK_GRACE: Duration = Duration::from_secs(5);
 
 /// The resourceVersions this process's writes produced (bounded, oldest forgotten first), and
@@ -115,18 +115,19 @@ impl ForeignBinders {
             return;
         }
         let manager = ownership::last_writer(obj.meta(), &changed).unwrap_or_else(|| "unknown".to_string());
+        if !ownership::is_foreign_binder(&manager) {
+            return;
+        }
         let rv = obj.meta().resource_version.clone().unwrap_or_default();
         let (own, controller, involved) = (self.own.clone(), self.controller.clone(), obj.involved());
         tokio::spawn(async move {
-            if manager == FIELD_MANAGER {
-                // This process's own write, whose answer may still be on its way.
-                tokio::time::sleep(ACK_GRACE).await;
-                if own.contains(&rv) || !own.active() {
-                    return;
-                }
+            // This process's own write may be seen before its answer arrives; and a field it
+            // removed may still name an earlier writer in managedFields.
+            tokio::time::sleep(ACK_GRACE).await;
+            if own.contains(&rv) || !own.active() {
+                return;
             }
-            let manager =
-                if manager == FIELD_MANAGER { format!("{FIELD_MANAGER} (another instance)") } else { manager };
+            let manager = if manager == FIELD_MANAGER { format!("{FIELD_MANAGER} (another instance)") } else { manager };
             controller.foreign_binder_write(involved, &manager, &changed).await;
         });
     }

@@ -14,6 +14,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// The field manager this project's writes carry.
 pub const FIELD_MANAGER: &str = "pv-controller";
 
+/// Writers that write binder-owned fields by design: kube-scheduler's volume binding pre-binds a
+/// static volume to a WaitForFirstConsumer claim (`claimRef` with its uid,
+/// `pv.kubernetes.io/bound-by-controller`), which the binder then completes.
+pub const BINDING_PARTNERS: &[&str] = &["kube-scheduler"];
+
+/// Whether a write of binder-owned fields by `manager` means a second binder.
+pub fn is_foreign_binder(manager: &str) -> bool {
+    !BINDING_PARTNERS.contains(&manager)
+}
+
 /// The binder-owned fields of an object, as (field, value) pairs; unset fields are absent.
 pub type BinderFields = Vec<(&'static str, String)>;
 
@@ -123,6 +133,13 @@ mod tests {
             "spec": {"claimRef": {"namespace": "ns", "name": "c"}}}))
         .unwrap();
         assert!(volume_binder_fields(&pv).is_empty(), "a pre-bind without a uid is a user's");
+    }
+
+    #[test]
+    fn the_schedulers_pre_binding_is_not_a_second_binder() {
+        assert!(!is_foreign_binder("kube-scheduler"));
+        assert!(is_foreign_binder("kube-controller-manager"));
+        assert!(is_foreign_binder(FIELD_MANAGER));
     }
 
     #[test]
