@@ -16,6 +16,7 @@ mod pv;
 mod pvc;
 mod selectors;
 mod service;
+pub mod storage;
 mod storage_class;
 
 use crate::error::FieldError;
