@@ -627,7 +627,7 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply
         st.store.delete(t.served.plural(), ns_of(t), name, uid, rv)?
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
-    if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease") {
+    if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease" | "CSIStorageCapacity") {
         // Gone at once: for these kinds kube-apiserver answers with a success Status naming
         // what went (for the others, with the deleted object).
         return Ok((StatusCode::OK, deleted_status(t, &o)));

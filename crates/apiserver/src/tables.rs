@@ -149,35 +149,37 @@ impl Row<'_> {
 }
 
 /// A column: its header, its priority (1: shown by `-o wide` only), its type and format as
-/// kube-apiserver's printers declare them, and how a row's cell reads. A cell is read as text;
-/// a `boolean` or `integer` column sends it as a JSON boolean or number, as upstream's typed
-/// cells are.
+/// kube-apiserver's printers declare them, and how a row's cell reads. A cell is read as text
+/// and sent as the JSON its Go value is (`enc`: a `boolean` or `integer` cell is a JSON boolean
+/// or number), which is not always the declared type (a class's `AllowVolumeExpansion` is
+/// declared a string and sent as a boolean).
 struct Column {
     name: &'static str,
     priority: u8,
     ty: &'static str,
     format: &'static str,
+    enc: &'static str,
     cell: fn(&Row) -> String,
 }
 
 const fn col(name: &'static str, cell: fn(&Row) -> String) -> Column {
-    Column { name, priority: 0, ty: "string", format: "", cell }
+    Column { name, priority: 0, ty: "string", format: "", enc: "string", cell }
 }
 
 const fn wide(name: &'static str, cell: fn(&Row) -> String) -> Column {
-    Column { name, priority: 1, ty: "string", format: "", cell }
+    Column { name, priority: 1, ty: "string", format: "", enc: "string", cell }
 }
 
 /// A column of another type than string (`boolean`, `integer`).
 const fn typed(name: &'static str, ty: &'static str, cell: fn(&Row) -> String) -> Column {
-    Column { name, priority: 0, ty, format: "", cell }
+    Column { name, priority: 0, ty, format: "", enc: ty, cell }
 }
 
 impl Column {
     /// The cell of a row, typed as the column is.
     fn value(&self, row: &Row) -> Value {
         let text = (self.cell)(row);
-        match self.ty {
+        match self.enc {
             "boolean" => Value::Bool(text == "true"),
             "integer" => text.parse::<i64>().map_or(Value::String(text), Value::from),
             _ => Value::String(text),
@@ -199,7 +201,7 @@ fn strings_at<'a>(o: &'a Value, pointer: &str) -> Option<Vec<&'a str>> {
 
 /// A column that names the object (format `name`).
 const fn name_col(name: &'static str, cell: fn(&Row) -> String) -> Column {
-    Column { name, priority: 0, ty: "string", format: "name", cell }
+    Column { name, priority: 0, ty: "string", format: "name", enc: "string", cell }
 }
 
 const NAME: Column = name_col("Name", |r| r.f("metadata.name"));
@@ -252,7 +254,7 @@ const STORAGE_CLASS: &[Column] = &[
     col("Provisioner", |r| r.f("provisioner")),
     col("ReclaimPolicy", |r| r.f("reclaimPolicy")),
     col("VolumeBindingMode", |r| r.f("volumeBindingMode")),
-    col("AllowVolumeExpansion", |r| or(r.f("allowVolumeExpansion"), "false")),
+    Column { enc: "boolean", ..col("AllowVolumeExpansion", |r| or(r.f("allowVolumeExpansion"), "false")) },
     AGE,
 ];
 
@@ -293,11 +295,11 @@ const VOLUME_ATTACHMENT: &[Column] = &[
     AGE,
 ];
 
-/// upstream's `printCSIStorageCapacity` (no age).
-const CSI_STORAGE_CAPACITY: &[Column] = &[
+/// kube-apiserver's default table convertor: the name and the creation time (as a date). It
+/// serves CSIStorageCapacities, whose registry does not use the printer kubectl's own code has.
+const DEFAULT_CONVERTOR: &[Column] = &[
     NAME,
-    col("StorageClassName", |r| r.f("storageClassName")),
-    col("Capacity", |r| or(r.f("capacity"), "<unset>")),
+    Column { name: "Created At", priority: 0, ty: "date", format: "", enc: "string", cell: |r| r.f("metadata.creationTimestamp") },
 ];
 
 /// upstream's `printVolumeAttributesClass`.
@@ -321,7 +323,7 @@ const EVENT: &[Column] = &[
     }),
     col("Message", |r| r.f("message").trim().to_string()),
     wide("First Seen", |r| event_time(r.o, r.now, true)),
-    wide("Count", |r| or(r.f("count"), &or(r.f("series.count"), "1"))),
+    Column { enc: "integer", ..wide("Count", |r| or(r.f("count"), &or(r.f("series.count"), "1"))) },
     Column { priority: 1, ..NAME },
 ];
 
@@ -389,7 +391,7 @@ fn printer(kind: &str) -> &'static [Column] {
         "CSIDriver" => CSI_DRIVER,
         "CSINode" => CSI_NODE,
         "VolumeAttachment" => VOLUME_ATTACHMENT,
-        "CSIStorageCapacity" => CSI_STORAGE_CAPACITY,
+        "CSIStorageCapacity" => DEFAULT_CONVERTOR,
         "VolumeAttributesClass" => VOLUME_ATTRIBUTES_CLASS,
         "Event" => EVENT,
         "Pod" => POD,
@@ -459,16 +461,37 @@ pub fn table_head(kind: &str, resource_version: &str, continue_token: Option<&st
 pub fn row(kind: &str, o: &Value, inc: IncludeObject, now: Timestamp) -> Value {
     let row = Row { o, now };
     let cells: Vec<Value> = printer(kind).iter().map(|c| c.value(&row)).collect();
-    let mut r = json!({"cells": cells});
-    if let Some(obj) = row_object(o, inc) {
-        r["object"] = obj;
-    }
-    r
+    // Without an object (`includeObject=None`) the row's `object` is null.
+    json!({"cells": cells, "object": row_object(o, inc)})
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csi_rows_carry_booleans_and_counts_as_upstream_types_them() {
+        let driver = json!({"metadata": {"name": "d"}, "spec": {"podInfoOnMount": true, "volumeLifecycleModes": ["Persistent", "Ephemeral"],
+                                                                "tokenRequests": [{"audience": "a"}, {"audience": "b"}]}});
+        let t = table("CSIDriver", &[&driver], "1", IncludeObject::None, None);
+        assert_eq!(t["rows"][0]["cells"], json!(["d", true, true, false, "a,b", false, "Persistent,Ephemeral", "<unknown>"]));
+        assert_eq!(t["rows"][0]["object"], Value::Null);
+        assert_eq!(t["columnDefinitions"][1]["type"], "boolean");
+        let node = json!({"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "a"}, {"name": "b"}]}});
+        assert_eq!(table("CSINode", &[&node], "1", IncludeObject::None, None)["rows"][0]["cells"][1], 2);
+        let va = json!({"metadata": {"name": "v"}, "spec": {"attacher": "x", "source": {"persistentVolumeName": "pv"}, "nodeName": "n"},
+                        "status": {"attached": true}});
+        let t = table("VolumeAttachment", &[&va], "1", IncludeObject::None, None);
+        assert_eq!(t["rows"][0]["cells"], json!(["v", "x", "pv", "n", true, "<unknown>"]));
+        assert_eq!(t["columnDefinitions"][1]["format"], "name");
+        let capacity = json!({"metadata": {"name": "c", "creationTimestamp": "2020-01-01T00:00:00Z"}, "storageClassName": "fast"});
+        let t = table("CSIStorageCapacity", &[&capacity], "1", IncludeObject::None, None);
+        assert_eq!(t["rows"][0]["cells"], json!(["c", "2020-01-01T00:00:00Z"]));
+        assert_eq!(t["columnDefinitions"][1]["type"], "date");
+        let sc = json!({"metadata": {"name": "s"}, "provisioner": "p"});
+        let t = table("StorageClass", &[&sc], "1", IncludeObject::None, None);
+        assert_eq!((&t["columnDefinitions"][4]["type"], &t["rows"][0]["cells"][4]), (&json!("string"), &json!(false)));
+    }
 
     #[test]
     fn human_durations_match_kubernetes() {
