@@ -61,96 +61,24 @@ impl ResourceType {
     }
 }
 
-/// Every resource type the store serves. `events.k8s.io/v1` Events share the `events` storage.
-pub const RESOURCE_TYPES: &[ResourceType] = &[
-    ResourceType {
-        group: "",
-        version: "v1",
-        kind: "PersistentVolume",
-        plural: "persistentvolumes",
-        singular: "persistentvolume",
-        namespaced: false,
-        status_subresource: true,
-        short_names: &["pv"],
-    },
-    ResourceType {
-        group: "",
-        version: "v1",
-        kind: "PersistentVolumeClaim",
-        plural: "persistentvolumeclaims",
-        singular: "persistentvolumeclaim",
-        namespaced: true,
-        status_subresource: true,
-        short_names: &["pvc"],
-    },
-    ResourceType {
-        group: "",
-        version: "v1",
-        kind: "Pod",
-        plural: "pods",
-        singular: "pod",
-        namespaced: true,
-        status_subresource: true,
-        short_names: &["po"],
-    },
-    ResourceType {
-        group: "",
-        version: "v1",
-        kind: "Node",
-        plural: "nodes",
-        singular: "node",
-        namespaced: false,
-        status_subresource: true,
-        short_names: &["no"],
-    },
-    ResourceType {
-        group: "",
-        version: "v1",
-        kind: "Namespace",
-        plural: "namespaces",
-        singular: "namespace",
-        namespaced: false,
-        status_subresource: true,
-        short_names: &["ns"],
-    },
-    ResourceType {
-        group: "",
-        version: "v1",
-        kind: "Service",
-        plural: "services",
-        singular: "service",
-        namespaced: true,
-        status_subresource: true,
-        short_names: &["svc"],
-    },
-    ResourceType {
-        group: "",
-        version: "v1",
-        kind: "Event",
-        plural: "events",
-        singular: "event",
-        namespaced: true,
-        status_subresource: false,
-        short_names: &["ev"],
-    },
-    ResourceType {
-        group: "storage.k8s.io",
-        version: "v1",
-        kind: "StorageClass",
-        plural: "storageclasses",
-        singular: "storageclass",
-        namespaced: false,
-        status_subresource: false,
-        short_names: &["sc"],
-    },
-    ResourceType {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        singular: "lease",
-        namespaced: true,
-        status_subresource: false,
-        short_names: &[],
-    },
-];
+/// Every resource type the store serves, each declared beside its strategy in
+/// [`crate::registry`]. `events.k8s.io/v1` Events share the `events` storage.
+pub const RESOURCE_TYPES: &[ResourceType] = {
+    use crate::registry::*;
+    &[
+        persistent_volume::RESOURCE,
+        persistent_volume_claim::RESOURCE,
+        pod::RESOURCE,
+        node::RESOURCE,
+        namespace::RESOURCE,
+        service::RESOURCE,
+        event::RESOURCE,
+        storage_class::RESOURCE,
+        csi_driver::RESOURCE,
+        csi_node::RESOURCE,
+        volume_attachment::RESOURCE,
+        csi_storage_capacity::RESOURCE,
+        volume_attributes_class::RESOURCE,
+        lease::RESOURCE,
+    ]
+};

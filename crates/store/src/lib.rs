@@ -19,8 +19,8 @@ pub mod kinds;
 mod meta;
 pub mod namespaces;
 mod object;
+mod registry;
 pub mod store;
-mod strategy;
 pub mod validation;
 pub mod watch;
 

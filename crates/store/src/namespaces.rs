@@ -79,15 +79,13 @@ pub(crate) fn keep_spec_finalizers(old: &Value, new: &mut Value) {
 }
 
 /// A namespace marked for deletion is Terminating.
-pub(crate) fn mark_terminating(rt: &ResourceType, obj: &mut Value) {
-    if rt.kind == "Namespace" {
-        if let Some(o) = obj.as_object_mut() {
-            let status = o.entry("status").or_insert_with(|| json!({}));
-            if !status.is_object() {
-                *status = json!({});
-            }
-            status["phase"] = json!(TERMINATING);
+pub(crate) fn mark_terminating(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        let status = o.entry("status").or_insert_with(|| json!({}));
+        if !status.is_object() {
+            *status = json!({});
         }
+        status["phase"] = json!(TERMINATING);
     }
 }
 

@@ -6,7 +6,7 @@ use crate::faults::{FaultInjector, FaultKind, FaultSpec};
 use crate::kinds::ResourceType;
 use crate::meta::{finalizers, keep_fields, keep_server_metadata, meta, meta_mut, meta_str};
 use crate::object::Object;
-use crate::strategy;
+use crate::registry;
 use crate::validation;
 use crate::watch::{self, History, StoreLimits, Watcher};
 use crate::Result;
@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 mod builder;
 mod commit;
 mod content;
+mod delete;
 
 pub use builder::StoreBuilder;
 use commit::Durability;
@@ -319,7 +320,7 @@ impl Store {
     }
 
     fn draw_fault(&self, rt: &ResourceType) -> Option<FaultKind> {
-        if !strategy::faulted(rt) {
+        if !registry::of(rt).faulted() {
             return None;
         }
         self.faults.lock().unwrap().as_mut().and_then(FaultInjector::draw)
@@ -453,7 +454,7 @@ impl Store {
             m.insert("creationTimestamp".into(), Value::String(format_time((self.now)())));
         }
         // Only kinds whose strategy tracks a generation set one; others keep what was given.
-        if strategy::tracks_generation(rt) {
+        if registry::of(rt).tracks_generation() {
             m.insert("generation".into(), Value::from(1));
         }
     }
@@ -476,7 +477,7 @@ impl Store {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
         }
         let name = meta_str(&obj, "name").to_string();
-        strategy::reset_status_for_create(rt, &mut obj);
+        registry::of(rt).reset_status_for_create(&mut obj);
         {
             let m = meta_mut(&mut obj);
             for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"] {
@@ -485,7 +486,7 @@ impl Store {
             m.remove("uid");
             m.remove("creationTimestamp");
         }
-        strategy::prepare_for_create(rt, &mut obj);
+        registry::of(rt).prepare_for_create(&mut obj);
         validation::default(rt, &mut obj);
         if self.admission != Admission::none() {
             let classes = self.inner.lock().unwrap().all("storageclasses");
@@ -504,7 +505,7 @@ impl Store {
         }
         crate::namespaces::admit_create(&inner.objects, rt, &ns, &name)?;
         self.prepare_new(&mut inner, rt, &mut obj);
-        strategy::created(rt, &mut obj, &format_time((self.now)()));
+        registry::of(rt).created(&mut obj, &format_time((self.now)()));
         if dry_run {
             return Ok(Arc::new(obj));
         }
@@ -607,7 +608,7 @@ impl Store {
             };
             let mut m = meta(&obj).cloned().unwrap_or_default();
             keep_server_metadata(&old, &mut m);
-            keep_fields(&old, &mut m, strategy::kept_by_status_update(rt));
+            keep_fields(&old, &mut m, registry::of(rt).kept_by_status_update());
             n.as_object_mut().unwrap().insert("metadata".into(), Value::Object(m));
             n
         } else if part == Part::Finalize {
@@ -616,7 +617,7 @@ impl Store {
             n.as_object_mut().unwrap().entry("spec").or_insert_with(|| Value::Object(Map::new()))["finalizers"] = fin;
             n
         } else {
-            strategy::prepare_for_update(rt, &old, &mut obj);
+            registry::of(rt).prepare_for_update(&old, &mut obj);
             if rt.status_subresource {
                 match old.get("status") {
                     Some(s) => obj.as_object_mut().unwrap().insert("status".into(), s.clone()),
@@ -667,7 +668,7 @@ impl Store {
             }
             return Ok(Arc::new(old));
         }
-        strategy::updated(rt, &old, &mut new, status, &format_time((self.now)()));
+        registry::updated(rt, &old, &mut new, status, &format_time((self.now)()));
         let rv = inner.rv + 1;
         Self::stamp(&mut new, rv);
         let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
@@ -681,121 +682,6 @@ impl Store {
             return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
         }
         Ok(new)
-    }
-
-    /// Deletes an object. With finalizers it only gets a deletionTimestamp; it goes when the last
-    /// finalizer is removed. Preconditions (`uid`, `resourceVersion`) give 409 when they fail.
-    pub fn delete(
-        &self,
-        resource: &str,
-        namespace: &str,
-        name: &str,
-        uid: Option<&str>,
-        rv_pre: Option<&str>,
-    ) -> Result<Arc<Value>> {
-        self.delete_inner(resource, namespace, name, uid, rv_pre, false)
-    }
-
-    /// Everything [`Store::delete`] does but the write: the object as the deletion would leave
-    /// or mark it, or the error it would answer.
-    pub fn delete_dry_run(
-        &self,
-        resource: &str,
-        namespace: &str,
-        name: &str,
-        uid: Option<&str>,
-        rv_pre: Option<&str>,
-    ) -> Result<Arc<Value>> {
-        self.delete_inner(resource, namespace, name, uid, rv_pre, true)
-    }
-
-    fn delete_inner(
-        &self,
-        resource: &str,
-        namespace: &str,
-        name: &str,
-        uid: Option<&str>,
-        rv_pre: Option<&str>,
-        dry_run: bool,
-    ) -> Result<Arc<Value>> {
-        let rt = Self::rt(resource)?;
-        let ns = if rt.namespaced { namespace } else { "" };
-        crate::namespaces::admit_delete(rt, name)?;
-        let fault = if dry_run { None } else { self.draw_fault(rt) };
-        if let Some(f) = fault.filter(|f| *f != FaultKind::LostResponse) {
-            return Err(f.error(&rt.qualified(), name));
-        }
-        let mut inner = self.inner.lock().unwrap();
-        let old = inner
-            .latest(rt.plural, ns, name)
-            .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })?
-            .value();
-        if let Some(u) = uid.filter(|u| !u.is_empty()) {
-            if u != meta_str(&old, "uid") {
-                // Named by kind, as kube-apiserver's delete preconditions name it.
-                return Err(StoreError::Conflict {
-                    resource: rt.qualified_kind(),
-                    name: name.into(),
-                    message: format!(
-                        "the UID in the precondition ({u}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                        meta_str(&old, "uid")
-                    ),
-                });
-            }
-        }
-        if let Some(r) = rv_pre.filter(|r| !r.is_empty()) {
-            if r != meta_str(&old, "resourceVersion") {
-                return Err(StoreError::Conflict {
-                    resource: rt.qualified_kind(),
-                    name: name.into(),
-                    message: format!(
-                        "the ResourceVersion in the precondition ({r}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                        meta_str(&old, "resourceVersion")
-                    ),
-                });
-            }
-        }
-        let rv = inner.rv + 1;
-        if dry_run {
-            let mut would = old.clone();
-            if !finalizers(&old).is_empty() && !meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
-                self.mark_deleted(rt, &mut would);
-            }
-            return Ok(Arc::new(would));
-        }
-        let result = if finalizers(&old).is_empty() {
-            let mut gone = old;
-            Self::stamp(&mut gone, rv);
-            self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, &gone, rv)?;
-            Arc::new(gone)
-        } else if meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
-            Arc::new(old)
-        } else {
-            let mut marked = old;
-            self.mark_deleted(rt, &mut marked);
-            Self::stamp(&mut marked, rv);
-            self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, &marked, rv)?;
-            Arc::new(marked)
-        };
-        let committed = inner.rv == rv;
-        drop(inner);
-        if committed {
-            self.wait_durable(rv)?;
-        }
-        if fault == Some(FaultKind::LostResponse) {
-            return Err(FaultKind::LostResponse.error(&rt.qualified(), name));
-        }
-        Ok(result)
-    }
-}
-
-impl Store {
-    /// Marks an object that finalizers hold as being deleted: its deletion timestamp, then what
-    /// its kind's strategy adds.
-    fn mark_deleted(&self, rt: &ResourceType, obj: &mut Value) {
-        let m = meta_mut(obj);
-        m.insert("deletionTimestamp".into(), Value::String(format_time((self.now)())));
-        strategy::mark_deleted(rt, obj);
     }
 }
 

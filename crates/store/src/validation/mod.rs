@@ -8,19 +8,20 @@
 //! Kubernetes user expects and a script can compare the two servers' answers.
 
 mod godiff;
-mod meta;
+pub(crate) mod meta;
 pub mod names;
 pub(crate) mod other;
-mod pod;
-mod pv;
-mod pvc;
+pub(crate) mod pod;
+pub(crate) mod pv;
+pub(crate) mod pvc;
 mod selectors;
-mod service;
+pub(crate) mod service;
 pub mod storage;
-mod storage_class;
+pub(crate) mod storage_class;
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::registry;
 use pv_model::quantity::Quantity;
 use serde_json::{Map, Value};
 
@@ -104,88 +105,44 @@ fn validate_quantity_positive(path: &str, v: &Value, errs: &mut Vec<FieldError>)
     }
 }
 
-/// Validates an object being created.
+/// Validates an object being created: its metadata, then the kind's rules.
 pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if !obj.is_object() {
         errs.push(FieldError::invalid("", obj.to_string(), "must be an object"));
         return errs;
     }
-    if rt.kind == "Event" {
-        // core/v1 Events get no metadata validation upstream beyond a usable name.
-        let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
-        if name.is_empty() {
-            errs.push(FieldError::required("metadata.name", "name or generateName is required"));
-        }
-        return errs;
-    }
-    meta::validate_meta(rt, obj, &mut errs);
-    validate_spec(rt, obj, &mut errs);
+    registry::of(rt).validate(obj, &mut errs);
     errs
-}
-
-fn validate_spec(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
-    match rt.kind {
-        "PersistentVolume" => pv::validate_pv(obj, errs),
-        "PersistentVolumeClaim" => pvc::validate_pvc(obj, errs),
-        "StorageClass" => storage_class::validate_storage_class(obj, errs),
-        "Pod" => pod::validate_pod(obj, errs),
-        "Service" => service::validate_service(obj, errs),
-        "Lease" => other::validate_lease(obj, errs),
-        _ => {}
-    }
 }
 
 /// Validates a write of the main resource against the stored object: the create rules, then
 /// what the kind forbids to change.
 pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if rt.kind == "Event" {
-        return validate(rt, new);
-    }
-    meta::validate_meta_update(rt, old, new, &mut errs);
-    validate_spec(rt, new, &mut errs);
-    match rt.kind {
-        "PersistentVolumeClaim" => pvc::validate_pvc_update(old, new, &mut errs),
-        "PersistentVolume" => pv::validate_pv_update(old, new, &mut errs),
-        "StorageClass" => storage_class::validate_storage_class_update(old, new, &mut errs),
-        "Pod" => other::validate_pod_update(old, new, &mut errs),
-        _ => {}
-    }
+    registry::of(rt).validate_update(old, new, &mut errs);
     errs
 }
 
 /// Validates a status write (the spec is the stored one).
 pub fn validate_status_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    meta::validate_meta_update(rt, old, new, &mut errs);
-    if rt.kind == "PersistentVolumeClaim" {
-        pvc::validate_pvc_status(new, &mut errs);
-    }
+    registry::of(rt).validate_status_update(old, new, &mut errs);
     errs
 }
 
-/// The kind's preparation of a new object's spec (the claim strategy normalises its data
+/// The kind's normalisation of a new object's spec (the claim strategy normalises its data
 /// sources), before validation.
 pub fn prepare_create(rt: &ResourceType, obj: &mut Value) {
-    if rt.kind == "PersistentVolumeClaim" {
-        if let Some(spec) = obj.get_mut("spec") {
-            pvc::prepare(spec, None);
-        }
-    }
+    registry::of(rt).normalize(None, obj);
 }
 
-/// The kind's preparation of an updated object's spec, given the stored one.
+/// The kind's normalisation of an updated object's spec, given the stored one.
 pub fn prepare_update(rt: &ResourceType, old: &Value, obj: &mut Value) {
-    if rt.kind == "PersistentVolumeClaim" {
-        let old_spec = old.get("spec");
-        if let Some(spec) = obj.get_mut("spec") {
-            pvc::prepare(spec, old_spec);
-        }
-    }
+    registry::of(rt).normalize(Some(old), obj);
 }
 
-fn obj_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+pub(crate) fn obj_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
     let o = v.as_object_mut().expect("object");
     let e = o.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
     if !e.is_object() {
@@ -194,7 +151,7 @@ fn obj_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
     e.as_object_mut().expect("object")
 }
 
-fn default_if_unset(m: &mut Map<String, Value>, key: &str, value: &str, empty_counts: bool) {
+pub(crate) fn default_if_unset(m: &mut Map<String, Value>, key: &str, value: &str, empty_counts: bool) {
     let unset = match m.get(key) {
         None | Some(Value::Null) => true,
         Some(Value::String(s)) => empty_counts && s.is_empty(),
@@ -208,46 +165,8 @@ fn default_if_unset(m: &mut Map<String, Value>, key: &str, value: &str, empty_co
 /// Applies kube-apiserver's defaults (reclaim policy Retain, volume mode Filesystem, phase
 /// Pending, class defaults, ...).
 pub fn default(rt: &ResourceType, obj: &mut Value) {
-    if !obj.is_object() {
-        return;
-    }
-    match rt.kind {
-        "PersistentVolume" => {
-            let spec = obj_mut(obj, "spec");
-            // An empty reclaim policy is defaulted too (the v1 defaulting treats "" as unset).
-            default_if_unset(spec, "persistentVolumeReclaimPolicy", "Retain", true);
-            default_if_unset(spec, "volumeMode", "Filesystem", false);
-            if let Some(hp) = spec.get_mut("hostPath").and_then(Value::as_object_mut) {
-                default_if_unset(hp, "type", "", false);
-            }
-            let status = obj_mut(obj, "status");
-            default_if_unset(status, "phase", "Pending", false);
-        }
-        "PersistentVolumeClaim" => {
-            let spec = obj_mut(obj, "spec");
-            default_if_unset(spec, "volumeMode", "Filesystem", false);
-            let status = obj_mut(obj, "status");
-            default_if_unset(status, "phase", "Pending", false);
-        }
-        "StorageClass" => {
-            let o = obj.as_object_mut().expect("object");
-            // Only an unset policy is defaulted; an empty one is kept as given.
-            default_if_unset(o, "reclaimPolicy", "Delete", false);
-            default_if_unset(o, "volumeBindingMode", "Immediate", false);
-        }
-        "Namespace" => {
-            crate::namespaces::set_name_label(obj);
-            let status = obj_mut(obj, "status");
-            default_if_unset(status, "phase", "Active", false);
-        }
-        "Pod" => {
-            other::default_pod(obj);
-            let status = obj_mut(obj, "status");
-            default_if_unset(status, "phase", "Pending", false);
-        }
-        "Node" => other::default_node(obj),
-        "Service" => service::default_service(obj),
-        _ => {}
+    if obj.is_object() {
+        registry::of(rt).default(obj);
     }
 }
 

@@ -1,0 +1,29 @@
+//! Leases (`pkg/registry/coordination/lease`): namespaced, durations validated.
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::other;
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "coordination.k8s.io",
+    version: "v1",
+    kind: "Lease",
+    plural: "leases",
+    singular: "lease",
+    namespaced: true,
+    status_subresource: false,
+    short_names: &[],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        other::validate_lease(obj, errs);
+    }
+}

@@ -1,0 +1,43 @@
+//! Namespaces (`pkg/registry/core/namespace`): the `kubernetes` finalizer from creation,
+//! `spec.finalizers` changed only through `finalize`, Terminating instead of a grace period.
+
+use crate::kinds::ResourceType;
+use crate::namespaces;
+use crate::validation::{default_if_unset, obj_mut};
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "Namespace",
+    plural: "namespaces",
+    singular: "namespace",
+    namespaced: false,
+    status_subresource: true,
+    short_names: &["ns"],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        namespaces::prepare_for_create(obj);
+    }
+
+    fn prepare_for_update(&self, old: &Value, obj: &mut Value) {
+        namespaces::keep_spec_finalizers(old, obj);
+    }
+
+    fn default(&self, obj: &mut Value) {
+        namespaces::set_name_label(obj);
+        default_if_unset(obj_mut(obj, "status"), "phase", "Active", false);
+    }
+
+    fn mark_deleted(&self, obj: &mut Value) {
+        namespaces::mark_terminating(obj);
+    }
+}

@@ -1,0 +1,51 @@
+//! PersistentVolumeClaims (`pkg/registry/core/persistentvolumeclaim`): namespaced, status
+//! through its subresource, data sources normalised before validation.
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::{default_if_unset, obj_mut, pvc};
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "PersistentVolumeClaim",
+    plural: "persistentvolumeclaims",
+    singular: "persistentvolumeclaim",
+    namespaced: true,
+    status_subresource: true,
+    short_names: &["pvc"],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn default(&self, obj: &mut Value) {
+        default_if_unset(obj_mut(obj, "spec"), "volumeMode", "Filesystem", false);
+        default_if_unset(obj_mut(obj, "status"), "phase", "Pending", false);
+    }
+
+    fn normalize(&self, old: Option<&Value>, obj: &mut Value) {
+        let old_spec = old.and_then(|o| o.get("spec"));
+        if let Some(spec) = obj.get_mut("spec") {
+            pvc::prepare(spec, old_spec);
+        }
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        pvc::validate_pvc(obj, errs);
+    }
+
+    fn validate_spec_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        pvc::validate_pvc_update(old, new, errs);
+    }
+
+    fn validate_status_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        crate::validation::meta::validate_meta_update(&RESOURCE, old, new, errs);
+        pvc::validate_pvc_status(new, errs);
+    }
+}

@@ -1,0 +1,33 @@
+//! Services (`pkg/registry/core/service`): namespaced, ports defaulted and validated.
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::service;
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "Service",
+    plural: "services",
+    singular: "service",
+    namespaced: true,
+    status_subresource: true,
+    short_names: &["svc"],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn default(&self, obj: &mut Value) {
+        service::default_service(obj);
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        service::validate_service(obj, errs);
+    }
+}
