@@ -551,6 +551,6 @@ mod tests {
             "provisioner": "p", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"});
         let t = table("StorageClass", &[&sc], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"][0], "std (default)");
-        assert_eq!(t["rows"][0]["cells"][4], "false");
+        assert_eq!(t["rows"][0]["cells"][4], false);
     }
 }
