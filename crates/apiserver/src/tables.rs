@@ -299,7 +299,14 @@ const VOLUME_ATTACHMENT: &[Column] = &[
 /// serves CSIStorageCapacities, whose registry does not use the printer kubectl's own code has.
 const DEFAULT_CONVERTOR: &[Column] = &[
     NAME,
-    Column { name: "Created At", priority: 0, ty: "date", format: "", enc: "string", cell: |r| r.f("metadata.creationTimestamp") },
+    Column {
+        name: "Created At",
+        priority: 0,
+        ty: "date",
+        format: "",
+        enc: "string",
+        cell: |r| r.f("metadata.creationTimestamp"),
+    },
 ];
 
 /// upstream's `printVolumeAttributesClass`.
@@ -474,7 +481,10 @@ mod tests {
         let driver = json!({"metadata": {"name": "d"}, "spec": {"podInfoOnMount": true, "volumeLifecycleModes": ["Persistent", "Ephemeral"],
                                                                 "tokenRequests": [{"audience": "a"}, {"audience": "b"}]}});
         let t = table("CSIDriver", &[&driver], "1", IncludeObject::None, None);
-        assert_eq!(t["rows"][0]["cells"], json!(["d", true, true, false, "a,b", false, "Persistent,Ephemeral", "<unknown>"]));
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["d", true, true, false, "a,b", false, "Persistent,Ephemeral", "<unknown>"])
+        );
         assert_eq!(t["rows"][0]["object"], Value::Null);
         assert_eq!(t["columnDefinitions"][1]["type"], "boolean");
         let node = json!({"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "a"}, {"name": "b"}]}});
@@ -484,7 +494,8 @@ mod tests {
         let t = table("VolumeAttachment", &[&va], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"], json!(["v", "x", "pv", "n", true, "<unknown>"]));
         assert_eq!(t["columnDefinitions"][1]["format"], "name");
-        let capacity = json!({"metadata": {"name": "c", "creationTimestamp": "2020-01-01T00:00:00Z"}, "storageClassName": "fast"});
+        let capacity =
+            json!({"metadata": {"name": "c", "creationTimestamp": "2020-01-01T00:00:00Z"}, "storageClassName": "fast"});
         let t = table("CSIStorageCapacity", &[&capacity], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"], json!(["c", "2020-01-01T00:00:00Z"]));
         assert_eq!(t["columnDefinitions"][1]["type"], "date");

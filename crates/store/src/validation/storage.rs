@@ -257,7 +257,9 @@ pub fn validate_csi_driver(obj: &Value, errs: &mut Vec<FieldError>) {
 /// `spec.attachedRequired`) and the lifecycle modes.
 pub fn validate_csi_driver_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
     let field = |o: &Value, f: &str| set(o.get("spec").and_then(|s| s.get(f))).cloned();
-    for (f, path) in [("attachRequired", "spec.attachedRequired"), ("volumeLifecycleModes", "spec.volumeLifecycleModes")] {
+    for (f, path) in
+        [("attachRequired", "spec.attachedRequired"), ("volumeLifecycleModes", "spec.volumeLifecycleModes")]
+    {
         let n = field(new, f);
         if field(old, f) != n {
             errs.push(FieldError::invalid_value(path, shown(n.as_ref()), "field is immutable"));
@@ -519,7 +521,10 @@ fn validate_inline_volume_spec(spec: &Value, path: &str, errs: &mut Vec<FieldErr
     }
     if let Some(vac) = spec.get("volumeAttributesClassName").and_then(Value::as_str) {
         if vac.is_empty() {
-            errs.push(FieldError::required(format!("{path}.volumeAttributesClassName"), "an empty string is disallowed"));
+            errs.push(FieldError::required(
+                format!("{path}.volumeAttributesClassName"),
+                "an empty string is disallowed",
+            ));
         } else {
             for m in names::dns1123_subdomain(vac) {
                 errs.push(FieldError::invalid(format!("{path}.volumeAttributesClassName"), vac, m));
@@ -698,7 +703,10 @@ mod tests {
             {"name": "Bad_D!", "nodeID": long},
             {"name": ""}]}});
         let e = check(|e| validate_csi_node(&n, e));
-        assert!(e[0].starts_with("spec.drivers[0].name: Invalid value: \"Bad_D!\": a lowercase RFC 1123 subdomain"), "{e:?}");
+        assert!(
+            e[0].starts_with("spec.drivers[0].name: Invalid value: \"Bad_D!\": a lowercase RFC 1123 subdomain"),
+            "{e:?}"
+        );
         assert_eq!(e[1], "spec.drivers[0].nodeID: Required value");
         assert_eq!(e[2], "spec.drivers[0].allocatable.count: Invalid value: -1: must be greater than or equal to 0");
         assert_eq!(e[3], "spec.drivers[0]: Required value");
@@ -732,7 +740,10 @@ mod tests {
     #[test]
     fn an_attachment_needs_one_source_a_node_and_an_attacher() {
         let e = check(|e| validate_volume_attachment(&json!({"spec": {}}), true, e));
-        assert_eq!(e[0], "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName");
+        assert_eq!(
+            e[0],
+            "spec.source: Required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName"
+        );
         assert!(e[1].starts_with("spec.nodeName: Invalid value: \"\": a lowercase RFC 1123 subdomain"), "{e:?}");
         assert_eq!(e[2], "spec.attacher: Required value");
         let a = attachment(json!({"persistentVolumeName": "Bad_PV"}), "Bad_Attacher!", "n");
@@ -742,7 +753,10 @@ mod tests {
         let long = format!("{}.com", "a".repeat(70));
         let a = attachment(json!({"persistentVolumeName": "", "inlineVolumeSpec": {}}), &long, "n");
         let e = check(|e| validate_volume_attachment(&a, true, e));
-        assert_eq!(e[0], "spec.source: Forbidden: must specify exactly one of inlineVolumeSpec and persistentVolumeName");
+        assert_eq!(
+            e[0],
+            "spec.source: Forbidden: must specify exactly one of inlineVolumeSpec and persistentVolumeName"
+        );
         assert_eq!(e[2], "spec.attacher: Too long: may not be more than 63 characters");
         let ok = attachment(json!({"persistentVolumeName": "pv1"}), "csi.example.com", "n1");
         assert!(check(|e| validate_volume_attachment(&ok, true, e)).is_empty());
@@ -783,7 +797,10 @@ mod tests {
         assert_eq!(old["status"], json!({"attached": false}));
         let mut moved = old.clone();
         moved["spec"]["nodeName"] = json!("n2");
-        assert_eq!(check(|e| validate_volume_attachment_update(&old, &moved, e)), ["spec: Invalid value: null: field is immutable"]);
+        assert_eq!(
+            check(|e| validate_volume_attachment_update(&old, &moved, e)),
+            ["spec: Invalid value: null: field is immutable"]
+        );
         let mut status = old.clone();
         status["status"] = json!({"attached": true, "attachError": {"message": "m", "errorCode": -1},
                                   "detachError": {"message": "x".repeat(1025)}});
@@ -803,7 +820,10 @@ mod tests {
         let c = json!({"storageClassName": "Bad_SC", "capacity": "-1", "maximumVolumeSize": "-2",
             "nodeTopology": {"matchExpressions": [{"key": "k", "operator": "Bogus"}]}});
         let e = check(|e| validate_csi_storage_capacity(&c, e));
-        assert_eq!(e[0], "nodeTopology.matchExpressions[0].operator: Invalid value: \"Bogus\": not a valid selector operator");
+        assert_eq!(
+            e[0],
+            "nodeTopology.matchExpressions[0].operator: Invalid value: \"Bogus\": not a valid selector operator"
+        );
         assert!(e[1].starts_with("storageClassName: Invalid value: \"Bad_SC\""), "{e:?}");
         assert_eq!(e[2], "capacity: Invalid value: \"-1\": must be greater than or equal to 0");
         assert_eq!(e.len(), 3);

@@ -14,7 +14,11 @@ const MAX_PARAMETERS_SIZE: usize = 256 * 1024;
 
 /// A class.
 pub fn validate_storage_class(obj: &Value, errs: &mut Vec<FieldError>) {
-    super::storage::validate_provisioner(obj.get("provisioner").and_then(Value::as_str).unwrap_or(""), "provisioner", errs);
+    super::storage::validate_provisioner(
+        obj.get("provisioner").and_then(Value::as_str).unwrap_or(""),
+        "provisioner",
+        errs,
+    );
     if let Some(p) = obj.get("parameters").filter(|p| !p.is_null()) {
         match p.as_object() {
             Some(m) if m.len() > MAX_PARAMETERS => errs.push(FieldError {
