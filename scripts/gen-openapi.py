@@ -23,7 +23,8 @@ from api_differential import Server  # noqa: E402
 
 SERVED = {
     "api/v1": ["persistentvolumes", "persistentvolumeclaims", "pods", "nodes", "namespaces", "services", "events"],
-    "apis/storage.k8s.io/v1": ["storageclasses"],
+    "apis/storage.k8s.io/v1": ["storageclasses", "csidrivers", "csinodes", "volumeattachments", "csistoragecapacities",
+                               "volumeattributesclasses"],
     "apis/coordination.k8s.io/v1": ["leases"],
     "apis/events.k8s.io/v1": ["events"],
 }

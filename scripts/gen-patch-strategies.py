@@ -22,6 +22,11 @@ ROOTS = {
     "Event": "io.k8s.api.core.v1.Event",
     "Service": "io.k8s.api.core.v1.Service",
     "StorageClass": "io.k8s.api.storage.v1.StorageClass",
+    "CSIDriver": "io.k8s.api.storage.v1.CSIDriver",
+    "CSINode": "io.k8s.api.storage.v1.CSINode",
+    "VolumeAttachment": "io.k8s.api.storage.v1.VolumeAttachment",
+    "CSIStorageCapacity": "io.k8s.api.storage.v1.CSIStorageCapacity",
+    "VolumeAttributesClass": "io.k8s.api.storage.v1.VolumeAttributesClass",
     "Lease": "io.k8s.api.coordination.v1.Lease",
     "events.k8s.io/Event": "io.k8s.api.events.v1.Event",
 }

@@ -262,6 +262,11 @@ fn roundtrip(served: &Served, value: &Value) -> std::result::Result<Value, Strin
         (_, "Event") => through::<core::v1::Event>(value),
         (_, "Service") => through::<core::v1::Service>(value),
         (_, "StorageClass") => through::<storage::v1::StorageClass>(value),
+        (_, "CSIDriver") => through::<storage::v1::CSIDriver>(value),
+        (_, "CSINode") => through::<storage::v1::CSINode>(value),
+        (_, "VolumeAttachment") => through::<storage::v1::VolumeAttachment>(value),
+        (_, "CSIStorageCapacity") => through::<storage::v1::CSIStorageCapacity>(value),
+        (_, "VolumeAttributesClass") => through::<storage::v1::VolumeAttributesClass>(value),
         (_, "Lease") => through::<coordination::v1::Lease>(value),
         (_, other) => Err(format!("no type is known for kind {other}")),
     }

@@ -92,6 +92,9 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
             }));
         }
     }
+    // kube-apiserver lists a group version's resources by name (a subresource after its
+    // resource).
+    res.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}))
 }
@@ -227,7 +230,33 @@ mod tests {
         let names: Vec<&str> = l["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
         assert!(names.contains(&"persistentvolumes/status"));
         assert!(!names.contains(&"storageclasses"));
-        assert_eq!(l["resources"][0]["shortNames"][0], "pv");
+        let pv = l["resources"].as_array().unwrap().iter().find(|r| r["name"] == "persistentvolumes").unwrap();
+        assert_eq!(pv["shortNames"][0], "pv");
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn the_storage_group_serves_every_kind_of_storage_k8s_io_v1_by_name() {
+        let l = resource_list("storage.k8s.io", "v1").unwrap();
+        let names: Vec<&str> = l["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "csidrivers",
+                "csinodes",
+                "csinodes/status",
+                "csistoragecapacities",
+                "storageclasses",
+                "volumeattachments",
+                "volumeattachments/status",
+                "volumeattributesclasses"
+            ]
+        );
+        let capacities = &l["resources"][3];
+        assert_eq!(capacities["namespaced"], true);
+        assert_eq!(l["resources"][7]["shortNames"], json!(["vac"]));
     }
 
     #[test]

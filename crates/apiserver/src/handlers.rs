@@ -445,7 +445,7 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
         match result {
             Ok(o) => {
                 let mut warnings = decoded.warnings;
-                warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
+                warnings.extend(crate::warnings::for_write(t.served.kind(), None, &o));
                 return Ok(((StatusCode::CREATED, out(t, &o)), warnings));
             }
             Err(StoreError::AlreadyExists { .. }) if !named && !prefix.is_empty() => continue,
@@ -463,6 +463,8 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     let decoded = decode::decode(&t.served, ct, body, opts.fields)?;
     let mut obj = into_store(t, decoded.object);
     pin_identity(t, &mut obj)?;
+    // The stored object, for the warnings that depend on what an update changes.
+    let old = st.store.get_latest(t.served.plural(), ns_of(t), name_of(t)?).ok().map(|c| c.value());
     let o = if t.subresource.as_deref() == Some("finalize") {
         st.store.finalize_namespace(obj, opts.dry_run)?
     } else if opts.dry_run {
@@ -472,7 +474,7 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     };
     let mut warnings = decoded.warnings;
     if !status {
-        warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
+        warnings.extend(crate::warnings::for_write(t.served.kind(), old.as_ref(), &o));
     }
     Ok(((StatusCode::OK, out(t, &o)), warnings))
 }
@@ -538,7 +540,7 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
             Ok(o) => {
                 let mut warnings = decoded.warnings;
                 if !status {
-                    warnings.extend(crate::warnings::for_write(t.served.kind(), &o));
+                    warnings.extend(crate::warnings::for_write(t.served.kind(), Some(&current), &o));
                 }
                 return Ok(((StatusCode::OK, out(t, &o)), warnings));
             }
@@ -625,7 +627,7 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply
         st.store.delete(t.served.plural(), ns_of(t), name, uid, rv)?
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
-    if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease") {
+    if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease" | "CSIStorageCapacity") {
         // Gone at once: for these kinds kube-apiserver answers with a success Status naming
         // what went (for the others, with the deleted object).
         return Ok((StatusCode::OK, deleted_status(t, &o)));

@@ -148,23 +148,63 @@ impl Row<'_> {
     }
 }
 
-/// A column: its header, its priority (1: shown by `-o wide` only) and how a row's cell reads.
-/// Every column is of type string, as kube-apiserver's printers declare these.
+/// A column: its header, its priority (1: shown by `-o wide` only), its type and format as
+/// kube-apiserver's printers declare them, and how a row's cell reads. A cell is read as text
+/// and sent as the JSON its Go value is (`enc`: a `boolean` or `integer` cell is a JSON boolean
+/// or number), which is not always the declared type (a class's `AllowVolumeExpansion` is
+/// declared a string and sent as a boolean).
 struct Column {
     name: &'static str,
     priority: u8,
+    ty: &'static str,
+    format: &'static str,
+    enc: &'static str,
     cell: fn(&Row) -> String,
 }
 
 const fn col(name: &'static str, cell: fn(&Row) -> String) -> Column {
-    Column { name, priority: 0, cell }
+    Column { name, priority: 0, ty: "string", format: "", enc: "string", cell }
 }
 
 const fn wide(name: &'static str, cell: fn(&Row) -> String) -> Column {
-    Column { name, priority: 1, cell }
+    Column { name, priority: 1, ty: "string", format: "", enc: "string", cell }
 }
 
-const NAME: Column = col("Name", |r| r.f("metadata.name"));
+/// A column of another type than string (`boolean`, `integer`).
+const fn typed(name: &'static str, ty: &'static str, cell: fn(&Row) -> String) -> Column {
+    Column { name, priority: 0, ty, format: "", enc: ty, cell }
+}
+
+impl Column {
+    /// The cell of a row, typed as the column is.
+    fn value(&self, row: &Row) -> Value {
+        let text = (self.cell)(row);
+        match self.enc {
+            "boolean" => Value::Bool(text == "true"),
+            "integer" => text.parse::<i64>().map_or(Value::String(text), Value::from),
+            _ => Value::String(text),
+        }
+    }
+}
+
+/// A boolean field, with the value upstream's printer assumes when it is unset.
+fn flag(r: &Row, path: &str, unset: bool) -> String {
+    match r.f(path).as_str() {
+        "" => unset.to_string(),
+        v => v.to_string(),
+    }
+}
+
+fn strings_at<'a>(o: &'a Value, pointer: &str) -> Option<Vec<&'a str>> {
+    o.pointer(pointer).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect())
+}
+
+/// A column that names the object (format `name`).
+const fn name_col(name: &'static str, cell: fn(&Row) -> String) -> Column {
+    Column { name, priority: 0, ty: "string", format: "name", enc: "string", cell }
+}
+
+const NAME: Column = name_col("Name", |r| r.f("metadata.name"));
 const AGE: Column = col("Age", |r| r.age());
 
 /// upstream's `printPersistentVolume`.
@@ -203,7 +243,7 @@ const PERSISTENT_VOLUME_CLAIM: &[Column] = &[
 
 /// upstream's `printStorageClass`.
 const STORAGE_CLASS: &[Column] = &[
-    col("Name", |r| {
+    name_col("Name", |r| {
         let name = r.f("metadata.name");
         if is_default_class(r.o) {
             format!("{name} (default)")
@@ -214,9 +254,63 @@ const STORAGE_CLASS: &[Column] = &[
     col("Provisioner", |r| r.f("provisioner")),
     col("ReclaimPolicy", |r| r.f("reclaimPolicy")),
     col("VolumeBindingMode", |r| r.f("volumeBindingMode")),
-    col("AllowVolumeExpansion", |r| or(r.f("allowVolumeExpansion"), "false")),
+    Column { enc: "boolean", ..col("AllowVolumeExpansion", |r| or(r.f("allowVolumeExpansion"), "false")) },
     AGE,
 ];
+
+/// upstream's `printCSIDriver`.
+const CSI_DRIVER: &[Column] = &[
+    NAME,
+    typed("AttachRequired", "boolean", |r| flag(r, "spec.attachRequired", true)),
+    typed("PodInfoOnMount", "boolean", |r| flag(r, "spec.podInfoOnMount", false)),
+    typed("StorageCapacity", "boolean", |r| flag(r, "spec.storageCapacity", false)),
+    col("TokenRequests", |r| {
+        let audiences = r.o.pointer("/spec/tokenRequests").and_then(Value::as_array).filter(|a| !a.is_empty());
+        match audiences {
+            Some(a) => a.iter().map(|t| field(t, "audience")).collect::<Vec<_>>().join(","),
+            None => "<unset>".into(),
+        }
+    }),
+    typed("RequiresRepublish", "boolean", |r| flag(r, "spec.requiresRepublish", false)),
+    col("Modes", |r| or(strings_at(r.o, "/spec/volumeLifecycleModes").unwrap_or_default().join(","), "<none>")),
+    AGE,
+];
+
+/// upstream's `printCSINode`.
+const CSI_NODE: &[Column] = &[
+    NAME,
+    typed("Drivers", "integer", |r| {
+        r.o.pointer("/spec/drivers").and_then(Value::as_array).map_or(0, Vec::len).to_string()
+    }),
+    AGE,
+];
+
+/// upstream's `printVolumeAttachment`.
+const VOLUME_ATTACHMENT: &[Column] = &[
+    NAME,
+    name_col("Attacher", |r| r.f("spec.attacher")),
+    col("PV", |r| r.f("spec.source.persistentVolumeName")),
+    col("Node", |r| r.f("spec.nodeName")),
+    typed("Attached", "boolean", |r| flag(r, "status.attached", false)),
+    AGE,
+];
+
+/// kube-apiserver's default table convertor: the name and the creation time (as a date). It
+/// serves CSIStorageCapacities, whose registry does not use the printer kubectl's own code has.
+const DEFAULT_CONVERTOR: &[Column] = &[
+    NAME,
+    Column {
+        name: "Created At",
+        priority: 0,
+        ty: "date",
+        format: "",
+        enc: "string",
+        cell: |r| r.f("metadata.creationTimestamp"),
+    },
+];
+
+/// upstream's `printVolumeAttributesClass`.
+const VOLUME_ATTRIBUTES_CLASS: &[Column] = &[NAME, col("DriverName", |r| r.f("driverName")), AGE];
 
 /// upstream's `printEvent`.
 const EVENT: &[Column] = &[
@@ -236,8 +330,8 @@ const EVENT: &[Column] = &[
     }),
     col("Message", |r| r.f("message").trim().to_string()),
     wide("First Seen", |r| event_time(r.o, r.now, true)),
-    wide("Count", |r| or(r.f("count"), &or(r.f("series.count"), "1"))),
-    wide("Name", |r| r.f("metadata.name")),
+    Column { enc: "integer", ..wide("Count", |r| or(r.f("count"), &or(r.f("series.count"), "1"))) },
+    Column { priority: 1, ..NAME },
 ];
 
 fn container_statuses(o: &Value) -> &[Value] {
@@ -301,6 +395,11 @@ fn printer(kind: &str) -> &'static [Column] {
         "PersistentVolume" => PERSISTENT_VOLUME,
         "PersistentVolumeClaim" => PERSISTENT_VOLUME_CLAIM,
         "StorageClass" => STORAGE_CLASS,
+        "CSIDriver" => CSI_DRIVER,
+        "CSINode" => CSI_NODE,
+        "VolumeAttachment" => VOLUME_ATTACHMENT,
+        "CSIStorageCapacity" => DEFAULT_CONVERTOR,
+        "VolumeAttributesClass" => VOLUME_ATTRIBUTES_CLASS,
         "Event" => EVENT,
         "Pod" => POD,
         "Node" => NODE,
@@ -355,10 +454,7 @@ pub fn table(
 pub fn table_head(kind: &str, resource_version: &str, continue_token: Option<&str>) -> Value {
     let defs: Vec<Value> = printer(kind)
         .iter()
-        .map(|c| {
-            let format = if c.name == "Name" { "name" } else { "" };
-            json!({"name": c.name, "type": "string", "format": format, "description": "", "priority": c.priority})
-        })
+        .map(|c| json!({"name": c.name, "type": c.ty, "format": c.format, "description": "", "priority": c.priority}))
         .collect();
     let mut meta = json!({"resourceVersion": resource_version});
     if let Some(c) = continue_token {
@@ -371,17 +467,42 @@ pub fn table_head(kind: &str, resource_version: &str, continue_token: Option<&st
 /// The row of one object of `kind` in a Table made at `now` (ages are measured from it).
 pub fn row(kind: &str, o: &Value, inc: IncludeObject, now: Timestamp) -> Value {
     let row = Row { o, now };
-    let cells: Vec<Value> = printer(kind).iter().map(|c| Value::String((c.cell)(&row))).collect();
-    let mut r = json!({"cells": cells});
-    if let Some(obj) = row_object(o, inc) {
-        r["object"] = obj;
-    }
-    r
+    let cells: Vec<Value> = printer(kind).iter().map(|c| c.value(&row)).collect();
+    // Without an object (`includeObject=None`) the row's `object` is null.
+    json!({"cells": cells, "object": row_object(o, inc)})
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csi_rows_carry_booleans_and_counts_as_upstream_types_them() {
+        let driver = json!({"metadata": {"name": "d"}, "spec": {"podInfoOnMount": true, "volumeLifecycleModes": ["Persistent", "Ephemeral"],
+                                                                "tokenRequests": [{"audience": "a"}, {"audience": "b"}]}});
+        let t = table("CSIDriver", &[&driver], "1", IncludeObject::None, None);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["d", true, true, false, "a,b", false, "Persistent,Ephemeral", "<unknown>"])
+        );
+        assert_eq!(t["rows"][0]["object"], Value::Null);
+        assert_eq!(t["columnDefinitions"][1]["type"], "boolean");
+        let node = json!({"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "a"}, {"name": "b"}]}});
+        assert_eq!(table("CSINode", &[&node], "1", IncludeObject::None, None)["rows"][0]["cells"][1], 2);
+        let va = json!({"metadata": {"name": "v"}, "spec": {"attacher": "x", "source": {"persistentVolumeName": "pv"}, "nodeName": "n"},
+                        "status": {"attached": true}});
+        let t = table("VolumeAttachment", &[&va], "1", IncludeObject::None, None);
+        assert_eq!(t["rows"][0]["cells"], json!(["v", "x", "pv", "n", true, "<unknown>"]));
+        assert_eq!(t["columnDefinitions"][1]["format"], "name");
+        let capacity =
+            json!({"metadata": {"name": "c", "creationTimestamp": "2020-01-01T00:00:00Z"}, "storageClassName": "fast"});
+        let t = table("CSIStorageCapacity", &[&capacity], "1", IncludeObject::None, None);
+        assert_eq!(t["rows"][0]["cells"], json!(["c", "2020-01-01T00:00:00Z"]));
+        assert_eq!(t["columnDefinitions"][1]["type"], "date");
+        let sc = json!({"metadata": {"name": "s"}, "provisioner": "p"});
+        let t = table("StorageClass", &[&sc], "1", IncludeObject::None, None);
+        assert_eq!((&t["columnDefinitions"][4]["type"], &t["rows"][0]["cells"][4]), (&json!("string"), &json!(false)));
+    }
 
     #[test]
     fn human_durations_match_kubernetes() {
@@ -441,6 +562,6 @@ mod tests {
             "provisioner": "p", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"});
         let t = table("StorageClass", &[&sc], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"][0], "std (default)");
-        assert_eq!(t["rows"][0]["cells"][4], "false");
+        assert_eq!(t["rows"][0]["cells"][4], false);
     }
 }

@@ -1,7 +1,8 @@
 //! The `Warning` headers kube-apiserver's storage strategies attach to accepted writes: the
 //! deprecated Recycle reclaim policy, the beta storage-class and mount-options annotations,
 //! deprecated volume plugins and deprecated node labels in a volume's node affinity or a
-//! class's allowed topologies. They are sent on create and update of the main resource (not
+//! class's allowed topologies or a CSIStorageCapacity's node topology; a CSIDriver that requests
+//! tokens without `serviceAccountTokenInSecrets`. They are sent on create and update of the main resource (not
 //! on status writes), for the object as written, in upstream's order and wording.
 
 use serde_json::Value;
@@ -91,12 +92,32 @@ fn storage_class(sc: &Value) -> Vec<String> {
     out
 }
 
-/// The warnings for a create or update of `obj` (a stored object of `kind`).
-pub fn for_write(kind: &str, obj: &Value) -> Vec<String> {
+/// A CSIStorageCapacity's node topology (upstream's `GetWarningsForNodeSelector`): deprecated
+/// node labels in its expressions, then in its labels.
+fn storage_capacity(csc: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, expr) in items(csc.pointer("/nodeTopology/matchExpressions")).iter().enumerate() {
+        let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
+        if let Some(m) = node_label_message(key) {
+            out.push(format!("nodeTopology.matchExpressions[{i}].key: {key} is {m}"));
+        }
+    }
+    for key in csc.pointer("/nodeTopology/matchLabels").and_then(Value::as_object).into_iter().flat_map(|m| m.keys()) {
+        if let Some(m) = node_label_message(key) {
+            out.push(format!("nodeTopology.matchLabels.{key}: {m}"));
+        }
+    }
+    out
+}
+
+/// The warnings for a create (`old` None) or update of `obj` (a stored object of `kind`).
+pub fn for_write(kind: &str, old: Option<&Value>, obj: &Value) -> Vec<String> {
     match kind {
         "PersistentVolume" => persistent_volume(obj),
         "PersistentVolumeClaim" => annotation_warnings(obj, &[STORAGE_CLASS_ANNOTATION]),
         "StorageClass" => storage_class(obj),
+        "CSIDriver" => pv_store::validation::storage::csi_driver_warnings(old, obj),
+        "CSIStorageCapacity" => storage_capacity(obj),
         _ => Vec::new(),
     }
 }
@@ -113,7 +134,7 @@ mod tests {
                                  "nodeAffinity": {"required": {"nodeSelectorTerms": [
                                      {"matchExpressions": [{"key": "failure-domain.beta.kubernetes.io/zone"}]}]}}}});
         assert_eq!(
-            for_write("PersistentVolume", &pv),
+            for_write("PersistentVolume", None, &pv),
             [
                 "metadata.annotations[volume.beta.kubernetes.io/mount-options]: deprecated since v1.31; use \"mountOptions\" attribute instead",
                 "spec.persistentVolumeReclaimPolicy: The Recycle reclaim policy is deprecated. Instead, the recommended approach is to use dynamic provisioning.",
@@ -122,13 +143,32 @@ mod tests {
             ]
         );
         let retain = json!({"spec": {"persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": "/x"}}});
-        assert!(for_write("PersistentVolume", &retain).is_empty());
+        assert!(for_write("PersistentVolume", None, &retain).is_empty());
         let claim = json!({"metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": "gold"}}});
-        assert_eq!(for_write("PersistentVolumeClaim", &claim).len(), 1);
+        assert_eq!(for_write("PersistentVolumeClaim", None, &claim).len(), 1);
         let sc = json!({"allowedTopologies": [{"matchLabelExpressions": [{"key": "beta.kubernetes.io/os"}]}]});
         assert_eq!(
-            for_write("StorageClass", &sc),
+            for_write("StorageClass", None, &sc),
             ["allowedTopologies[0].matchLabelExpressions[0].key: deprecated since v1.14; use \"kubernetes.io/os\" instead"]
         );
+        let csc = json!({"nodeTopology": {"matchLabels": {"beta.kubernetes.io/os": "linux", "kubernetes.io/hostname": "x"},
+                                          "matchExpressions": [{"key": "failure-domain.beta.kubernetes.io/zone", "operator": "Exists"}]}});
+        assert_eq!(
+            for_write("CSIStorageCapacity", None, &csc),
+            [
+                "nodeTopology.matchExpressions[0].key: failure-domain.beta.kubernetes.io/zone is deprecated since v1.17; use \"topology.kubernetes.io/zone\" instead",
+                "nodeTopology.matchLabels.beta.kubernetes.io/os: deprecated since v1.14; use \"kubernetes.io/os\" instead",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_driver_asking_for_tokens_is_told_where_to_keep_them_once() {
+        let plain = json!({"spec": {"attachRequired": true}});
+        let tokens = json!({"spec": {"attachRequired": true, "tokenRequests": [{"audience": "a"}]}});
+        assert_eq!(for_write("CSIDriver", None, &tokens).len(), 1);
+        assert_eq!(for_write("CSIDriver", Some(&plain), &tokens).len(), 1);
+        assert!(for_write("CSIDriver", Some(&tokens), &tokens).is_empty());
+        assert!(for_write("CSIDriver", None, &plain).is_empty());
     }
 }

@@ -65,7 +65,20 @@ async fn discovery_answers_what_kubectl_asks() {
         .iter()
         .any(|r| r["name"] == "persistentvolumeclaims" && r["namespaced"] == true && r["shortNames"][0] == "pvc"));
     let (_, st) = a.get("/apis/storage.k8s.io/v1").await;
-    assert_eq!(st["resources"][0]["kind"], "StorageClass");
+    let kinds: Vec<&str> = st["resources"].as_array().unwrap().iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "CSIDriver",
+            "CSINode",
+            "CSINode",
+            "CSIStorageCapacity",
+            "StorageClass",
+            "VolumeAttachment",
+            "VolumeAttachment",
+            "VolumeAttributesClass"
+        ]
+    );
     let (code, v3) = a.get("/openapi/v3").await;
     assert_eq!(code, StatusCode::OK);
     assert!(v3["paths"]["api/v1"]["serverRelativeURL"].is_string());

@@ -16,8 +16,10 @@ pub enum FieldErrorKind {
     NotSupportedValue(String, Vec<String>),
     /// The field may not be set or changed.
     Forbidden,
-    /// The value is too long.
+    /// The value is too long (in bytes).
     TooLong(usize),
+    /// The value is too long in characters (the declarative `maxLength`).
+    TooLongChars(usize),
     /// Like `Invalid`, for a value already written as upstream prints it (a number, or JSON
     /// for a structure).
     InvalidValue(String),
@@ -73,7 +75,7 @@ impl FieldError {
             FieldErrorKind::Duplicate(_) => "FieldValueDuplicate",
             FieldErrorKind::NotSupported(..) | FieldErrorKind::NotSupportedValue(..) => "FieldValueNotSupported",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
-            FieldErrorKind::TooLong(_) => "FieldValueTooLong",
+            FieldErrorKind::TooLong(_) | FieldErrorKind::TooLongChars(_) => "FieldValueTooLong",
         }
     }
 }
@@ -96,6 +98,7 @@ impl fmt::Display for FieldError {
             }
             FieldErrorKind::Forbidden => write!(f, "Forbidden")?,
             FieldErrorKind::TooLong(n) => write!(f, "Too long: may not be more than {n} bytes")?,
+            FieldErrorKind::TooLongChars(n) => write!(f, "Too long: may not be more than {n} characters")?,
         }
         if !self.detail.is_empty() {
             write!(f, ": {}", self.detail)?;

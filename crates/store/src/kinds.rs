@@ -74,6 +74,11 @@ pub const RESOURCE_TYPES: &[ResourceType] = {
         service::RESOURCE,
         event::RESOURCE,
         storage_class::RESOURCE,
+        csi_driver::RESOURCE,
+        csi_node::RESOURCE,
+        volume_attachment::RESOURCE,
+        csi_storage_capacity::RESOURCE,
+        volume_attributes_class::RESOURCE,
         lease::RESOURCE,
     ]
 };

@@ -6,6 +6,9 @@
 //! Adding a kind is adding a file here: its [`ResourceType`] and its `impl Strategy`, listed in
 //! [`STRATEGIES`] (and its resource in [`crate::kinds::RESOURCE_TYPES`]).
 
+pub(crate) mod csi_driver;
+pub(crate) mod csi_node;
+pub(crate) mod csi_storage_capacity;
 pub(crate) mod event;
 pub(crate) mod lease;
 pub(crate) mod namespace;
@@ -15,6 +18,8 @@ pub(crate) mod persistent_volume_claim;
 pub(crate) mod pod;
 pub(crate) mod service;
 pub(crate) mod storage_class;
+pub(crate) mod volume_attachment;
+pub(crate) mod volume_attributes_class;
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
@@ -114,6 +119,11 @@ pub(crate) const STRATEGIES: &[&dyn Strategy] = &[
     &service::Strategy,
     &event::Strategy,
     &storage_class::Strategy,
+    &csi_driver::Strategy,
+    &csi_node::Strategy,
+    &volume_attachment::Strategy,
+    &csi_storage_capacity::Strategy,
+    &volume_attributes_class::Strategy,
     &lease::Strategy,
 ];
 

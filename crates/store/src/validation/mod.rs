@@ -16,6 +16,7 @@ pub(crate) mod pv;
 pub(crate) mod pvc;
 mod selectors;
 pub(crate) mod service;
+pub mod storage;
 pub(crate) mod storage_class;
 
 use crate::error::FieldError;

@@ -201,6 +201,25 @@ fn validate_source(name: &str, src: &Value, spec: &Value, errs: &mut Vec<FieldEr
     }
 }
 
+/// The volume source of `obj.spec`: exactly one, each checked as its kind wants (paths under
+/// `spec`; an inline volume of a VolumeAttachment is checked with them moved).
+pub(super) fn validate_sources(obj: &Value, errs: &mut Vec<FieldError>) {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let mut count = 0;
+    for name in PV_SOURCES {
+        let Some(src) = set(spec.get(*name)) else { continue };
+        if count > 0 && *name != "flexVolume" {
+            errs.push(FieldError::forbidden(format!("spec.{name}"), "may not specify more than 1 volume type"));
+            continue;
+        }
+        count += 1;
+        validate_source(name, src, spec, errs);
+    }
+    if count == 0 {
+        errs.push(FieldError::required("spec", "must specify a volume type"));
+    }
+}
+
 /// A PV's spec and metadata annotations (create and update share these).
 pub fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
     let Some(spec) = obj.get("spec").filter(|s| s.is_object()) else {
@@ -217,19 +236,7 @@ pub fn validate_pv(obj: &Value, errs: &mut Vec<FieldError>) {
     if let Some(na) = set(spec.get("nodeAffinity")) {
         validate_node_affinity(na, "spec.nodeAffinity", errs);
     }
-    let mut count = 0;
-    for name in PV_SOURCES {
-        let Some(src) = set(spec.get(*name)) else { continue };
-        if count > 0 && *name != "flexVolume" {
-            errs.push(FieldError::forbidden(format!("spec.{name}"), "may not specify more than 1 volume type"));
-            continue;
-        }
-        count += 1;
-        validate_source(name, src, spec, errs);
-    }
-    if count == 0 {
-        errs.push(FieldError::required("spec", "must specify a volume type"));
-    }
+    validate_sources(obj, errs);
     let recycle = spec.get("persistentVolumeReclaimPolicy").and_then(Value::as_str) == Some("Recycle");
     if recycle && set(spec.get("hostPath")).is_some_and(|hp| cleans_to_root(s(hp, "path"))) {
         errs.push(FieldError::forbidden(

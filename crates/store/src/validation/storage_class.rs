@@ -3,7 +3,6 @@
 //! allowed and kept) and binding mode, valid allowed topologies; on update the provisioner,
 //! parameters, reclaim policy and binding mode never change.
 
-use super::names;
 use super::selectors::validate_allowed_topologies;
 use crate::error::FieldError;
 use serde_json::Value;
@@ -15,14 +14,11 @@ const MAX_PARAMETERS_SIZE: usize = 256 * 1024;
 
 /// A class.
 pub fn validate_storage_class(obj: &Value, errs: &mut Vec<FieldError>) {
-    match obj.get("provisioner").and_then(Value::as_str).unwrap_or("") {
-        "" => errs.push(FieldError::required("provisioner", "")),
-        p => {
-            for m in names::qualified_name(&p.to_lowercase()) {
-                errs.push(FieldError::invalid("provisioner", p, m));
-            }
-        }
-    }
+    super::storage::validate_provisioner(
+        obj.get("provisioner").and_then(Value::as_str).unwrap_or(""),
+        "provisioner",
+        errs,
+    );
     if let Some(p) = obj.get("parameters").filter(|p| !p.is_null()) {
         match p.as_object() {
             Some(m) if m.len() > MAX_PARAMETERS => errs.push(FieldError {

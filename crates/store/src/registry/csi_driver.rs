@@ -1,0 +1,47 @@
+//! CSIDrivers (`pkg/registry/storage/csidriver`): cluster-scoped, every optional field defaulted,
+//! `attachRequired` and the lifecycle modes fixed at creation. The generation is not set on
+//! create; a change of the spec counts it up from none.
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::meta::{meta, meta_mut};
+use crate::validation::storage;
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "storage.k8s.io",
+    version: "v1",
+    kind: "CSIDriver",
+    plural: "csidrivers",
+    singular: "csidriver",
+    namespaced: false,
+    status_subresource: false,
+    short_names: &[],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn default(&self, obj: &mut Value) {
+        storage::default_csi_driver(obj);
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        storage::validate_csi_driver(obj, errs);
+    }
+
+    fn validate_spec_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        storage::validate_csi_driver_update(old, new, errs);
+    }
+
+    fn updated(&self, old: &Value, new: &mut Value, status: bool, _now: &str) {
+        if !status && storage::csi_driver_spec_changed(old, new) {
+            let g = meta(old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0);
+            meta_mut(new).insert("generation".into(), Value::from(g + 1));
+        }
+    }
+}

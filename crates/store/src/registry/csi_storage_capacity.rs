@@ -1,0 +1,35 @@
+//! CSIStorageCapacities (`pkg/registry/storage/csistoragecapacity`): namespaced, published by
+//! external-provisioner; the node topology and class (the inputs of the CSI `GetCapacity` call)
+//! fixed at creation, the capacities free to change.
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::storage;
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "storage.k8s.io",
+    version: "v1",
+    kind: "CSIStorageCapacity",
+    plural: "csistoragecapacities",
+    singular: "csistoragecapacity",
+    namespaced: true,
+    status_subresource: false,
+    short_names: &[],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        storage::validate_csi_storage_capacity(obj, errs);
+    }
+
+    fn validate_spec_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        storage::validate_csi_storage_capacity_update(old, new, errs);
+    }
+}

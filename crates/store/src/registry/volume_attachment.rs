@@ -1,0 +1,53 @@
+//! VolumeAttachments (`pkg/registry/storage/volumeattachment`): cluster-scoped, created by the
+//! attach-detach controller with an empty status that external-attacher fills through the status
+//! subresource. The spec never changes; a status write is validated as a whole update and keeps
+//! the stored metadata (`ResetObjectMetaForStatus`).
+
+use super::csi_node::RESET_FOR_STATUS;
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::meta::{validate_meta, validate_meta_update};
+use crate::validation::storage;
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "storage.k8s.io",
+    version: "v1",
+    kind: "VolumeAttachment",
+    plural: "volumeattachments",
+    singular: "volumeattachment",
+    namespaced: false,
+    status_subresource: true,
+    short_names: &[],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn default(&self, obj: &mut Value) {
+        storage::default_volume_attachment(obj);
+    }
+
+    fn validate(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        validate_meta(&RESOURCE, obj, errs);
+        storage::validate_volume_attachment(obj, true, errs);
+    }
+
+    fn validate_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        validate_meta_update(&RESOURCE, old, new, errs);
+        storage::validate_volume_attachment_update(old, new, errs);
+    }
+
+    fn validate_status_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        validate_meta_update(&RESOURCE, old, new, errs);
+        storage::validate_volume_attachment_update(old, new, errs);
+    }
+
+    fn kept_by_status_update(&self) -> &'static [&'static str] {
+        RESET_FOR_STATUS
+    }
+}

@@ -1,0 +1,37 @@
+//! VolumeAttributesClasses (`pkg/registry/storage/volumeattributesclass`): cluster-scoped, a
+//! driver and its parameters fixed at creation (a change is Forbidden, checked before the
+//! class's own rules, as upstream orders them).
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::meta::validate_meta_update;
+use crate::validation::storage;
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "storage.k8s.io",
+    version: "v1",
+    kind: "VolumeAttributesClass",
+    plural: "volumeattributesclasses",
+    singular: "volumeattributesclass",
+    namespaced: false,
+    status_subresource: false,
+    short_names: &["vac"],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        storage::validate_volume_attributes_class(obj, errs);
+    }
+
+    fn validate_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        validate_meta_update(&RESOURCE, old, new, errs);
+        storage::validate_volume_attributes_class_update(old, new, errs);
+    }
+}
