@@ -49,12 +49,17 @@ fn cluster_of(kc: &Kubeconfig, path: Option<&Path>, kube: &KubeconfigArgs) -> Re
     let cluster_name = match &kube.cluster {
         Some(c) => c.clone(),
         None => {
-            let ctx_name = kube.context.clone().or_else(|| kc.current_context.clone()).ok_or_else(|| {
-                user(format!("{shown}: no current context (give --context)"))
-            })?;
-            let ctx = kc.contexts.iter().find(|c| c.name == ctx_name).and_then(|c| c.context.as_ref()).ok_or_else(
-                || user(format!("{shown}: context {ctx_name:?} not found")),
-            )?;
+            let ctx_name = kube
+                .context
+                .clone()
+                .or_else(|| kc.current_context.clone())
+                .ok_or_else(|| user(format!("{shown}: no current context (give --context)")))?;
+            let ctx = kc
+                .contexts
+                .iter()
+                .find(|c| c.name == ctx_name)
+                .and_then(|c| c.context.as_ref())
+                .ok_or_else(|| user(format!("{shown}: context {ctx_name:?} not found")))?;
             ctx.cluster.clone()
         }
     };
@@ -64,14 +69,16 @@ fn cluster_of(kc: &Kubeconfig, path: Option<&Path>, kube: &KubeconfigArgs) -> Re
         .find(|c| c.name == cluster_name)
         .cloned()
         .ok_or_else(|| user(format!("{shown}: cluster {cluster_name:?} not found")))?;
-    let cluster: &mut Cluster = named.cluster.as_mut().ok_or_else(|| user(format!("{shown}: cluster {cluster_name:?} is empty")))?;
+    let cluster: &mut Cluster =
+        named.cluster.as_mut().ok_or_else(|| user(format!("{shown}: cluster {cluster_name:?} is empty")))?;
     if let Some(ca) = cluster.certificate_authority.take() {
         let ca_path = match path.and_then(Path::parent) {
             Some(dir) if Path::new(&ca).is_relative() => dir.join(&ca),
             _ => PathBuf::from(&ca),
         };
-        let pem = std::fs::read(&ca_path)
-            .map_err(|e| user(format!("{shown}: cluster {cluster_name:?}: certificate-authority {}: {e}", ca_path.display())))?;
+        let pem = std::fs::read(&ca_path).map_err(|e| {
+            user(format!("{shown}: cluster {cluster_name:?}: certificate-authority {}: {e}", ca_path.display()))
+        })?;
         // Kubernetes' byte encoding is base64, as kubeconfig's `-data` fields are.
         let data = serde_json::to_value(k8s_openapi::ByteString(pem))?;
         cluster.certificate_authority_data = data.as_str().map(str::to_string);
@@ -93,7 +100,10 @@ pub fn run(args: KubeconfigCmdArgs) -> Result<ExitCode> {
         let (client, url, _) = args.kube.connect(Duration::from_secs(10)).await?;
         let api: Api<ServiceAccount> = Api::namespaced(client, ns);
         let request = TokenRequest {
-            spec: Some(TokenRequestSpec { expiration_seconds: Some(args.duration.as_secs() as i64), ..Default::default() }),
+            spec: Some(TokenRequestSpec {
+                expiration_seconds: Some(args.duration.as_secs() as i64),
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let answer = api

@@ -111,7 +111,13 @@ fn kubeconfig_names_what_is_wrong_with_its_input() {
     let o = pv_controller(&["kubeconfig", "--service-account", "pv-controller"]);
     assert_user_error(&o, "--service-account \"pv-controller\": give it as NAMESPACE/NAME");
     let missing = dir.path().join("nope.yaml");
-    let o = pv_controller(&["kubeconfig", "--service-account", "kube-system/pv-controller", "--kubeconfig", missing.to_str().unwrap()]);
+    let o = pv_controller(&[
+        "kubeconfig",
+        "--service-account",
+        "kube-system/pv-controller",
+        "--kubeconfig",
+        missing.to_str().unwrap(),
+    ]);
     assert_user_error(&o, &format!("{}:", missing.display()));
     let kc = dir.path().join("kc.yaml");
     std::fs::write(
@@ -120,8 +126,22 @@ fn kubeconfig_names_what_is_wrong_with_its_input() {
          contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user: {token: t}\n",
     )
     .unwrap();
-    let o = pv_controller(&["kubeconfig", "--service-account", "kube-system/pv-controller", "--kubeconfig", kc.to_str().unwrap()]);
+    let o = pv_controller(&[
+        "kubeconfig",
+        "--service-account",
+        "kube-system/pv-controller",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
     assert_user_error(&o, "cluster \"c\": certificate-authority");
-    let o = pv_controller(&["kubeconfig", "--service-account", "a/b", "--kubeconfig", kc.to_str().unwrap(), "--context", "y"]);
+    let o = pv_controller(&[
+        "kubeconfig",
+        "--service-account",
+        "a/b",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "--context",
+        "y",
+    ]);
     assert_user_error(&o, "context \"y\" not found");
 }

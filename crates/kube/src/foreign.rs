@@ -127,7 +127,8 @@ impl ForeignBinders {
             if own.contains(&rv) || !own.active() {
                 return;
             }
-            let manager = if manager == FIELD_MANAGER { format!("{FIELD_MANAGER} (another instance)") } else { manager };
+            let manager =
+                if manager == FIELD_MANAGER { format!("{FIELD_MANAGER} (another instance)") } else { manager };
             controller.foreign_binder_write(involved, &manager, &changed).await;
         });
     }
