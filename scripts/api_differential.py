@@ -334,8 +334,9 @@ def load_case(path):
     raise SystemExit(f"{path}: neither a case (a mapping with steps) nor a manifest of a served kind")
 
 
-def listed_patterns(differences_md):
-    """The patterns that open `- \`CASE[:LINE]\`, \`...\` reason` lines under `## API server...`."""
+def listed_patterns(differences_md, heading="## API server"):
+    """The patterns that open `- \`CASE[:LINE]\`, \`...\` reason` lines under the headings that
+    start with `heading`."""
     patterns = []
     try:
         with open(differences_md) as f:
@@ -345,7 +346,7 @@ def listed_patterns(differences_md):
     section = False
     for line in text.splitlines():
         if line.startswith("## "):
-            section = line.startswith("## API server")
+            section = line.startswith(heading)
             continue
         m = re.match(r"\s*[-*] ((?:`[^`]+`(?:,\s*|\s+)?)+)", line) if section else None
         for pat in re.findall(r"`([^`]+)`", m.group(1)) if m else []:

@@ -589,6 +589,18 @@ impl Store {
             });
         }
         let given_rv = meta_str(&obj, "resourceVersion").to_string();
+        if given_rv.is_empty() && !registry::of(rt).allow_unconditional_update() {
+            // kube-apiserver names the resource, not the kind, in this one refusal.
+            return Err(StoreError::Invalid {
+                kind: rt.qualified(),
+                name,
+                errors: vec![FieldError::invalid_value(
+                    "metadata.resourceVersion",
+                    "0",
+                    "must be specified for an update",
+                )],
+            });
+        }
         if !given_rv.is_empty() && given_rv != meta_str(&old, "resourceVersion") {
             return Err(StoreError::Conflict {
                 resource: rt.qualified(),

@@ -23,6 +23,10 @@ impl super::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
     fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
         other::validate_lease(obj, errs);
     }

@@ -38,6 +38,13 @@ pub(crate) trait Strategy: Sync {
         true
     }
 
+    /// Whether a write of the main resource or its status may leave out
+    /// `metadata.resourceVersion` and apply to the latest object (upstream's
+    /// `AllowUnconditionalUpdate`); a kind that says no answers such a write with 422.
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
     /// A new object before anything else (a Namespace's `kubernetes` finalizer).
     fn prepare_for_create(&self, _obj: &mut Value) {}
 

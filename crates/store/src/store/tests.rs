@@ -179,6 +179,30 @@ fn stale_update_conflicts_and_versions_increase() {
 }
 
 #[test]
+fn an_update_without_a_resource_version_applies_only_where_the_kind_allows_it() {
+    let s = Store::new();
+    let o = s.create("persistentvolumes", pv("a")).unwrap();
+    let mut a = (*o).clone();
+    meta_mut(&mut a).remove("resourceVersion");
+    a["metadata"]["labels"] = json!({"x": "1"});
+    let o2 = s.update("persistentvolumes", a, false).unwrap();
+    assert_eq!(o2["metadata"]["labels"], json!({"x": "1"}), "a volume's update is unconditional");
+    // A Lease's strategy refuses an unconditional update (upstream's AllowUnconditionalUpdate).
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                       "metadata": {"name": "l", "namespace": "ns"}, "spec": {"holderIdentity": "a"}});
+    s.create("leases", lease.clone()).unwrap();
+    let mut renewed = lease;
+    renewed["spec"]["holderIdentity"] = json!("b");
+    let err = s.update("leases", renewed, false).unwrap_err();
+    assert_eq!(err.code(), 422);
+    assert_eq!(
+        err.to_string(),
+        "leases.coordination.k8s.io \"l\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+    );
+    assert_eq!(s.get("leases", "ns", "l").unwrap().value()["spec"]["holderIdentity"], "a");
+}
+
+#[test]
 fn main_update_ignores_status_and_status_update_ignores_spec() {
     let s = Store::new();
     let o = s.create("persistentvolumes", pv("a")).unwrap();
