@@ -270,6 +270,7 @@ error_lines() {
 declare -A RACES=(
   ['^csi-attacher: csi_handler\.go\] "Failed to remove finalizer from PersistentVolume" err="the JSON patch could not be applied']="the attacher removes its finalizer by index behind a JSON-patch test of that index; when another finalizer went first its cached index is stale, the test fails with 422 (kube-apiserver's code too; the message differs, conformance/DIFFERENCES.md) and it retries"
   ["^csi-provisioner: clone_controller\\.go\\] \"Unhandled Error\" err=\"item '[^']+' in work queue no longer exists\""]="the claim was deleted before the clone-protection worker took it from its queue"
+  ['^csi-provisioner: controller\.go\] "Unhandled Error" err="claim \\"UID\\" in work queue no longer exists"']="the claim was deleted before the provisioner's claim worker took it from its queue"
   ['^csi-provisioner: controller\.go\] "Unhandled Error" err="error syncing volume \\"pvc-UID\\": persistentvolumes \\"pvc-UID\\" not found"']="the volume was deleted while still queued in the provisioner"
 )
 warn_count() { cat "$1"/csi-*.log 2>/dev/null | grep -cE '^W[0-9]{4} ' || true; }
