@@ -80,6 +80,11 @@ wait_until "a ForeignBinderWrite event" 30 evented
 kubectl get events -n default --field-selector reason=ForeignBinderWrite -o jsonpath='{range .items[*]}{.type} {.involvedObject.kind}/{.involvedObject.name}: {.message}{"\n"}{end}' >"$WORK/out"
 expect '^Warning PersistentVolumeClaim/kcm-[123]: kube-controller-manager wrote pv\.kubernetes\.io/bind-completed'
 pass "a Warning event ForeignBinderWrite on the claims"
+IDENTITY="$(grep "this replica's identity" "$WORK/run.log" | grep -o 'identity=[^ ]*' | head -1 | cut -d= -f2 | tr -d '"')"
+[[ -n "$IDENTITY" ]] || fail "run did not log its identity"
+kubectl get events -n default --field-selector reason=ForeignBinderWrite -o jsonpath='{range .items[*]}{.source.component} instance={.reportingInstance}{"\n"}{end}' >"$WORK/out"
+expect "^persistentvolume-controller instance=$IDENTITY\$"
+pass "run's events carry its identity as reportingInstance ($IDENTITY); source stays persistentvolume-controller"
 counted() {
   curl -fsS "http://127.0.0.1:$PORT/metrics" >"$WORK/metrics" 2>/dev/null \
     && grep -Eq '^pv_controller_foreign_binder_writes_total\{manager="kube-controller-manager"\} [1-9]' "$WORK/metrics"

@@ -460,5 +460,51 @@ PY
 cat "$WORK/audit.txt"
 pass "no request refused by RBAC, no errors logged"
 
+# --- a refused token, renewed without a restart (the README's walkthrough) ----------------------
+# The standby stops, so that the run below is the only binder; it runs as a ServiceAccount of its
+# own, so that revoking its tokens (re-creating it) touches nothing else.
+kill "${RPID[$STANDBY]}"; wait "${RPID[$STANDBY]}" 2>/dev/null || true
+unset "RPID[$STANDBY]"
+k "renewal ServiceAccount" create serviceaccount pv-renew -n kube-system
+k "bind it to the pv-controller ClusterRole" create clusterrolebinding pv-renew \
+  --clusterrole=pv-controller --serviceaccount=kube-system:pv-renew
+RENEW_KC="$WORK/renew.kubeconfig"
+"$BIN" kubeconfig --service-account kube-system/pv-renew >"$RENEW_KC" 2>"$WORK/err" || { cat "$WORK/err"; fail "kubeconfig for pv-renew"; }
+"$BIN" run --kubeconfig "$RENEW_KC" --metrics-addr 127.0.0.1:0 --resync-period 60s >/dev/null 2>"$WORK/replica-renew.log" &
+RPID[renew]=$!
+renew_synced() { grep -q 'caches synced' "$WORK/replica-renew.log"; }
+wait_until "run with pv-renew's token to sync" 60 renew_synced
+# Re-creating the ServiceAccount revokes every token of the old one: run is answered 401.
+k "revoke: delete the ServiceAccount" delete serviceaccount pv-renew -n kube-system
+k "re-create it" create serviceaccount pv-renew -n kube-system
+# kube-apiserver caches a token's successful authentication for 10 s.
+token_refused() { ! kubectl --kubeconfig "$RENEW_KC" auth whoami >/dev/null 2>&1; }
+wait_until "kube-apiserver to refuse the revoked token" 60 token_refused
+refused_warned() { grep -q 'WARN.*refused the token (401' "$WORK/replica-renew.log"; }
+k "a pair created while the token is refused" apply -f - <<'YAML'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: renew}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], storageClassName: "", nfs: {server: nfs.example.com, path: /renew}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: renew, namespace: default}
+spec: {accessModes: [ReadWriteOnce], storageClassName: "", resources: {requests: {storage: 1Gi}}}
+YAML
+wait_until "run's WARN line about the refused token" 60 refused_warned
+[[ "$(kubectl get pvc -n default renew -o jsonpath='{.status.phase}')" == Pending ]] || fail "the claim bound while run's token was refused"
+pass "a revoked token: run logs one WARN line and binds nothing"
+"$BIN" kubeconfig --service-account kube-system/pv-renew >"$WORK/new" && mv "$WORK/new" "$RENEW_KC"
+renewed() { grep -q 'took the new token from the kubeconfig' "$WORK/replica-renew.log"; }
+wait_until "run to take the new token" 90 renewed
+renew_bound() { [[ "$(kubectl get pvc -n default renew -o jsonpath='{.status.phase}')" == Bound ]]; }
+wait_until "the claim to bind with the renewed token" 90 renew_bound
+kill -0 "${RPID[renew]}" || fail "run exited"
+kill "${RPID[renew]}"; wait "${RPID[renew]}" || true
+unset "RPID[renew]"
+[[ "$(grep -c 'refused the token (401; expired' "$WORK/replica-renew.log")" == 1 ]] || fail "the WARN line about the refused token is not logged exactly once"
+pass "a new kubeconfig written over the old: run took its token and bound the claim, no restart"
+
 echo "e2e-real: ${SECONDS}s (cargo build excluded)"
 echo "$PASSED passed, 0 failed"

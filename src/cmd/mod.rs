@@ -51,10 +51,11 @@ impl KubeconfigArgs {
     /// Loads the configuration, builds a client and checks within `timeout` that the server
     /// answers: the client, the server's URL and its `host:port`. Every failure is a user error.
     pub async fn connect(&self, timeout: Duration) -> anyhow::Result<(kube::Client, String, String)> {
-        let config = connect::load_config(&self.options()).await.map_err(|e| user(e.to_string()))?;
+        let options = self.options();
+        let config = connect::load_config(&options).await.map_err(|e| user(e.to_string()))?;
         let url = config.cluster_url.to_string();
         let host = config.cluster_url.authority().map(|h| h.to_string()).unwrap_or_default();
-        let client = connect::client(config).map_err(|e| user(e.to_string()))?;
+        let client = connect::client(config, &options).map_err(|e| user(e.to_string()))?;
         connect::preflight(&client, &url, timeout).await.map_err(|e| user(e.to_string()))?;
         Ok((client, url, host))
     }

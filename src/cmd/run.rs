@@ -147,9 +147,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(root) = &a.hostpath_root() {
         std::fs::create_dir_all(root).map_err(|e| user(format!("--hostpath-root {}: {e}", root.display())))?;
     }
+    // One identity for the Lease and for events' `reportingInstance`, so that an event can be
+    // traced to the replica that wrote it.
+    let identity = default_identity();
     let election = a.leader_elect.then(|| {
-        let mut c =
-            LeaderElectionConfig::new(&a.leader_elect_namespace, &a.leader_elect_resource_name, &default_identity());
+        let mut c = LeaderElectionConfig::new(&a.leader_elect_namespace, &a.leader_elect_resource_name, &identity);
         c.lease_duration = a.leader_elect_lease_duration;
         c.renew_deadline = a.leader_elect_renew_deadline;
         c.retry_period = a.leader_elect_retry_period;
@@ -160,7 +162,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let recyclers = a.recycler.recyclers()?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = rt.block_on(run_async(a, election, recyclers));
+    let result = rt.block_on(run_async(a, identity, election, recyclers));
     rt.shutdown_timeout(Duration::from_secs(1));
     result
 }
@@ -209,10 +211,12 @@ async fn wait_for_signal() {
 
 async fn run_async(
     a: RunArgs,
+    identity: String,
     election: Option<LeaderElectionConfig>,
     recyclers: pv_kube::recycler::PodRecyclers,
 ) -> anyhow::Result<ExitCode> {
     let (client, _, host) = a.kube.connect(REQUEST_TIMEOUT).await?;
+    tracing::info!(%identity, "this replica's identity: its Lease holder name and its events' reportingInstance");
 
     let (stop_tx, stop_rx) = watch::channel(false);
     spawn_signal_handler(stop_tx);
@@ -223,6 +227,7 @@ async fn run_async(
         pod_recyclers: Some(recyclers),
         enable_dynamic_provisioning: a.enable_dynamic_provisioning,
         detailed_events: a.detailed_events,
+        reporting_instance: identity,
     };
     let wiring = pv_kube::start(client.clone(), &host, &opts);
     let elector = election.map(|cfg| {

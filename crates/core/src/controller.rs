@@ -42,6 +42,10 @@ pub struct Config {
     /// as `run` has them unless `--detailed-events` (alerts and runbooks match them); `up` and
     /// `simulate` switch it on.
     pub detailed_events: bool,
+    /// `reportingInstance` of the events written: the Lease identity in `run`, so that two
+    /// writers of `source: persistentvolume-controller` events can be told apart. Empty (as
+    /// kube-controller-manager's binder leaves it) where there is one writer.
+    pub reporting_instance: String,
 }
 
 impl Default for Config {
@@ -54,6 +58,7 @@ impl Default for Config {
             operations: Mode::Spawn,
             wake_limit: 8,
             detailed_events: false,
+            reporting_instance: String::new(),
         }
     }
 }
@@ -109,7 +114,7 @@ impl Controller {
     pub fn new(api: Arc<dyn ClusterApi>, plugins: PluginRegistry, clock: Arc<dyn Clock>, config: Config) -> Arc<Self> {
         Arc::new_cyclic(|me| Controller {
             me: me.clone(),
-            recorder: Recorder::new(api.clone(), clock.clone()),
+            recorder: Recorder::new(api.clone(), clock.clone()).with_instance(&config.reporting_instance),
             operations: Operations::new(config.operations, clock.clone()),
             volume_queue: WorkQueue::new("volumes", clock.clone()),
             claim_queue: WorkQueue::new("claims", clock.clone()),

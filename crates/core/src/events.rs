@@ -290,6 +290,8 @@ impl Correlator {
 pub struct Recorder {
     api: Arc<dyn ClusterApi>,
     clock: Arc<dyn Clock>,
+    /// `reportingInstance` of every event written.
+    instance: String,
     correlator: Mutex<Correlator>,
     seq: AtomicU64,
     /// Events written (new or counted), for metrics and tests.
@@ -299,7 +301,21 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder writing through `api`.
     pub fn new(api: Arc<dyn ClusterApi>, clock: Arc<dyn Clock>) -> Self {
-        Recorder { api, clock, correlator: Mutex::default(), seq: AtomicU64::new(0), emitted: AtomicU64::new(0) }
+        Recorder {
+            api,
+            clock,
+            instance: String::new(),
+            correlator: Mutex::default(),
+            seq: AtomicU64::new(0),
+            emitted: AtomicU64::new(0),
+        }
+    }
+
+    /// The recorder with events' `reportingInstance` set to `instance` (empty by default, as
+    /// kube-controller-manager's legacy recorder leaves it; `source` stays upstream's).
+    pub fn with_instance(mut self, instance: &str) -> Self {
+        self.instance = instance.to_string();
+        self
     }
 
     /// Records an event about `obj`. Failures to write are logged, never returned: events are
@@ -412,7 +428,7 @@ impl Recorder {
                 host: None,
             }),
             reporting_component: Some(EVENT_COMPONENT.into()),
-            reporting_instance: Some(String::new()),
+            reporting_instance: Some(self.instance.clone()),
             ..Default::default()
         };
         if e.metadata.name.is_none() {

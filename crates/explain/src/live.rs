@@ -68,7 +68,7 @@ async fn call<T>(
 pub async fn read(opts: &ClientOptions, namespace: &str, name: &str) -> Result<Live, LiveError> {
     let config = connect::load_config(opts).await?;
     let url = config.cluster_url.to_string();
-    let client = connect::client(config)?;
+    let client = connect::client(config, opts)?;
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
     let claim = call(format!("get persistentvolumeclaim {namespace}/{name}"), &url, claims.get_opt(name)).await?;
     let Some(claim) = claim else {

@@ -7,6 +7,8 @@
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::ListParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use crate::token::ReloadingToken;
+use kube::client::ClientBuilder;
 use kube::{Api, Client, Config};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -96,10 +98,16 @@ pub async fn load_config(opts: &ClientOptions) -> Result<Config, Error> {
     Ok(config)
 }
 
-/// A client for `config`.
-pub fn client(config: Config) -> Result<Client, Error> {
+/// A client for `config`, loaded from `source`. A static token of a kubeconfig is read again from
+/// it when the server refuses it ([`crate::token`]).
+pub fn client(mut config: Config, source: &ClientOptions) -> Result<Client, Error> {
     let url = config.cluster_url.to_string();
-    Client::try_from(config).map_err(|e| Error::Client { url, message: e.to_string() })
+    let token = ReloadingToken::take_from(&mut config, source);
+    let builder = ClientBuilder::try_from(config).map_err(|e| Error::Client { url, message: e.to_string() })?;
+    Ok(match token {
+        Some(token) => builder.with_layer(&token.layer()).build(),
+        None => builder.build(),
+    })
 }
 
 /// What a failed connection comes down to, in words: "connection refused" rather than the

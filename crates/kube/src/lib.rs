@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod recycler;
 pub mod runner;
 pub mod secure;
+pub mod token;
 
 pub use api::{KubeApi, RequestCounts};
 pub use informers::{start_informers, Informers};

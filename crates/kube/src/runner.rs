@@ -33,6 +33,8 @@ pub struct ControllerOptions {
     pub enable_dynamic_provisioning: bool,
     /// Event texts that say more than upstream's ([`Config::detailed_events`]); off, as upstream.
     pub detailed_events: bool,
+    /// Events' `reportingInstance` ([`Config::reporting_instance`]).
+    pub reporting_instance: String,
 }
 
 impl Default for ControllerOptions {
@@ -44,6 +46,7 @@ impl Default for ControllerOptions {
             pod_recyclers: None,
             enable_dynamic_provisioning: true,
             detailed_events: false,
+            reporting_instance: String::new(),
         }
     }
 }
@@ -70,6 +73,7 @@ pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
         resync_period: opts.resync_period,
         enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
         detailed_events: opts.detailed_events,
+        reporting_instance: opts.reporting_instance.clone(),
         ..Default::default()
     };
     let mut plugins = pv_plugins::registry(opts.hostpath_root.clone());

@@ -124,7 +124,7 @@ struct Rig {
 async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
     let opts = pv_kube::connect::ClientOptions { kubeconfig: Some(kubeconfig.to_path_buf()), ..Default::default() };
     let config = pv_kube::connect::load_config(&opts).await?;
-    Ok(pv_kube::connect::client(config)?)
+    Ok(pv_kube::connect::client(config, &opts)?)
 }
 
 async fn wait_api(c: &kube::Client, within: Duration) -> bool {
