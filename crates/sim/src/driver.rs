@@ -9,12 +9,14 @@
 
 use crate::input::InputObject;
 use jiff::Timestamp;
-use k8s_openapi::Resource;
+use k8s_openapi::{Metadata, Resource};
 use pv_core::informer::{Handles, Informer, Tombstone};
 use pv_core::operations::Mode;
 use pv_core::{Clock, Config, Controller, PluginRegistry, SimClock};
 use pv_local::{deliver, list_into, step_of, MemApi};
-use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use pv_core::ObjectEvent;
+use pv_model::k8s::{Node, ObjectMeta, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use pv_model::ObjectKey;
 use pv_model::key::meta_str;
 use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, Watcher};
 use serde::de::DeserializeOwned;
@@ -43,6 +45,10 @@ pub struct SimulationOptions {
     /// claim is then synced before the volume created with it has had its first sync. The
     /// default syncs volumes first.
     pub claims_first: bool,
+    /// Objects whose watch events never reach the controller (`resource`, namespace/name key):
+    /// the API server has them, the controller's cache does not, as with a watch that lags or a
+    /// relist in progress.
+    pub hidden_from_cache: Vec<(String, ObjectKey)>,
 }
 
 impl Default for SimulationOptions {
@@ -55,6 +61,7 @@ impl Default for SimulationOptions {
             config: Config { detailed_events: true, ..Config::default() },
             watch_before_response: false,
             claims_first: false,
+            hidden_from_cache: Vec::new(),
         }
     }
 }
@@ -105,11 +112,19 @@ trait Feed: Send {
 struct Kind<K> {
     stream: Stream,
     informer: Informer<K>,
+    /// Keys of this kind the controller is never handed ([`SimulationOptions::hidden_from_cache`]).
+    hidden: Vec<ObjectKey>,
+}
+
+/// Whether the controller may be handed this event (its object is not in `hidden`).
+fn visible<K: Metadata<Ty = ObjectMeta>>(hidden: &[ObjectKey], e: &ObjectEvent<K>) -> bool {
+    let (ObjectEvent::Applied(o) | ObjectEvent::Deleted(o)) = e;
+    hidden.is_empty() || !hidden.contains(&ObjectKey::of(o.metadata()))
 }
 
 impl<K> Feed for Kind<K>
 where
-    K: Resource + Tombstone + DeserializeOwned + Send,
+    K: Resource + Metadata<Ty = ObjectMeta> + Tombstone + DeserializeOwned + Send,
     Controller: Handles<K>,
 {
     fn resource(&self) -> &'static str {
@@ -119,14 +134,20 @@ where
         &mut self.stream
     }
     fn relist(&mut self, store: &Store, to: &Controller) {
-        let rv = list_into(store, &mut self.informer, |e| to.handle(e));
+        let hidden = &self.hidden;
+        let rv = list_into(store, &mut self.informer, |e| {
+            if visible(hidden, &e) {
+                to.handle(e)
+            }
+        });
         self.stream.last_rv = rv;
         self.stream.watcher = Some(store.watch(K::URL_PATH_SEGMENT, None, Some(rv)).expect("fresh history"));
     }
     fn take(&mut self, ev: &WatchEvent, to: Option<&Controller>) {
         if let Some(step) = step_of::<K>(ev) {
+            let hidden = &self.hidden;
             self.informer.step(step, |e| {
-                if let Some(c) = to {
+                if let Some(c) = to.filter(|_| visible(hidden, &e)) {
                     c.handle(e)
                 }
             });
@@ -135,20 +156,22 @@ where
 }
 
 /// A feed for each watched kind, in [`pv_core::WATCHED_KINDS`]'s order.
-fn feeds() -> Vec<Box<dyn Feed>> {
-    fn kind<K>() -> Box<dyn Feed>
+/// `hidden`: objects never handed to the controller ([`SimulationOptions::hidden_from_cache`]).
+fn feeds(hidden: &[(String, ObjectKey)]) -> Vec<Box<dyn Feed>> {
+    fn kind<K>(hidden: &[(String, ObjectKey)]) -> Box<dyn Feed>
     where
-        K: Resource + Tombstone + DeserializeOwned + Send + 'static,
+        K: Resource + Metadata<Ty = ObjectMeta> + Tombstone + DeserializeOwned + Send + 'static,
         Controller: Handles<K>,
     {
-        Box::new(Kind::<K> { stream: Stream::default(), informer: Informer::new() })
+        let hidden = hidden.iter().filter(|(r, _)| r == K::URL_PATH_SEGMENT).map(|(_, k)| k.clone()).collect();
+        Box::new(Kind::<K> { stream: Stream::default(), informer: Informer::new(), hidden })
     }
     vec![
-        kind::<StorageClass>(),
-        kind::<Node>(),
-        kind::<Pod>(),
-        kind::<PersistentVolume>(),
-        kind::<PersistentVolumeClaim>(),
+        kind::<StorageClass>(hidden),
+        kind::<Node>(hidden),
+        kind::<Pod>(hidden),
+        kind::<PersistentVolume>(hidden),
+        kind::<PersistentVolumeClaim>(hidden),
     ]
 }
 
@@ -284,6 +307,11 @@ impl Simulation {
         }
     }
 
+    /// The settings this simulation runs with.
+    pub fn options(&self) -> &SimulationOptions {
+        &self.options
+    }
+
     /// The controller's API adapter.
     pub fn api(&self) -> &Arc<MemApi> {
         &self.api
@@ -306,7 +334,7 @@ impl Simulation {
 
     /// Lists every watched kind into the controller and starts watching (as informers do).
     pub fn start(&mut self) {
-        self.informers = feeds();
+        self.informers = feeds(&self.options.hidden_from_cache);
         debug_assert!(self.informers.iter().map(|f| f.resource()).eq(pv_core::WATCHED_KINDS));
         for f in self.informers.iter_mut() {
             f.relist(&self.store, &self.controller);

@@ -69,7 +69,7 @@ async fn provisioned_claims_created_and_deleted_leave_caches_equal_to_the_api() 
     // Let the last watch events and syncs land, then compare.
     wait("the caches to settle", || controller.volume_queue.is_empty() && controller.claim_queue.is_empty()).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let errs = invariants::caches(&store, &controller);
+    let errs = invariants::caches(&store, &controller, &[]);
     assert!(errs.is_empty(), "after {rounds} rounds of {n} claims:\n{}", errs.join("\n"));
     assert_eq!(controller.cached_volume_names().len(), 1);
     let _ = stop_tx.send(true);

@@ -111,6 +111,36 @@ impl Controller {
         }
     }
 
+    /// Whether the volume's claim exists in the API server and still holds the volume (same uid,
+    /// bound to it or to nothing yet), although the cache said it was gone. Asked before each
+    /// irreversible step (recycling or deleting the storage, deleting the PV): a claim missing
+    /// from the cache (a watch that lags or relists) must never cost its data. `Err` when the
+    /// answer is unknown, which also stops the step; the next sync tries again.
+    async fn claim_holds_volume_live(&self, volume: &PersistentVolume) -> Result<bool> {
+        let Some(r) = helpers::claim_ref(volume) else {
+            return Ok(false);
+        };
+        let key = helpers::claim_ref_key(r);
+        let (namespace, name) = (r.namespace.as_deref().unwrap_or(""), r.name.as_deref().unwrap_or(""));
+        match self.api.get_claim(namespace, name).await {
+            Ok(c) => {
+                let vn = helpers::claim_volume_name(&c);
+                let holds = helpers::uid(&c.metadata) == r.uid.as_deref().unwrap_or("")
+                    && (vn.is_empty() || vn == helpers::name(&volume.metadata));
+                if holds {
+                    tracing::warn!(volume = %helpers::name(&volume.metadata), pvc = %key,
+                        "the claim exists in the API server though the cache does not have it: the volume is not reclaimed");
+                    // Cached, the next sync of the volume finds it and binds the volume again.
+                    self.store_claim(c);
+                    self.volume_queue.add(helpers::name(&volume.metadata));
+                }
+                Ok(holds)
+            }
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(Error::api("reading the volume's claim before reclaiming")(e)),
+        }
+    }
+
     /// Reads the latest volume from the API server (operations may have waited).
     async fn fresh_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
         match self.api.get_volume(name).await {
@@ -172,6 +202,9 @@ impl Controller {
             self.recycle_failed(&volume, &msg).await;
             return;
         }
+        if !matches!(self.claim_holds_volume_live(&volume).await, Ok(false)) {
+            return;
+        }
         // Upstream times no recycling in its metrics.
         let relay = RecyclerPodEvents { controller: self, volume: &volume };
         if let Err(e) = plugin.recycle(&volume, &relay).await {
@@ -193,6 +226,9 @@ impl Controller {
         };
         if !self.is_volume_released(&fresh) {
             tracing::debug!(volume = %name, "volume no longer needs deletion, skipping");
+            return Ok(());
+        }
+        if self.claim_holds_volume_live(&fresh).await? {
             return Ok(());
         }
         match self.do_delete_volume(&fresh).await {
