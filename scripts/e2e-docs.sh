@@ -82,6 +82,7 @@ declare -A EXPECT=(
   ["pv-controller simulate -f examples/cluster.yaml -o yaml"]="volumeName: pv-5g"
   ["cargo run --release -- simulate -f examples/cluster.yaml -o yaml"]="volumeName: pv-5g"
   ["pv-controller explain pvc demo/later"]="selected-node"
+  ["kubectl get pvc -n demo small -o jsonpath='{.spec.volumeName}'"]="^pv-5g$"
   ["pv-controller explain pvc data/small -f examples/cluster.yaml -o yaml"]="^bestMatch: pv-5g$"
 )
 

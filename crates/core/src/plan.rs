@@ -280,6 +280,15 @@ fn plan_requested_volume(view: &impl View, claim: &PersistentVolumeClaim, reques
         },
         // Claimed by this claim: finish the binding (adds the UID).
         Some(_) if helpers::is_volume_bound_to_claim(&volume, claim) => UnboundClaimPlan::Bind(volume),
+        // Retained from an earlier claim of this name and asking to be bound again: if it fits.
+        Some(_) if helpers::rebinds_same_name(&volume, claim) => {
+            let verdict = matching::evaluate(claim, &volume, false);
+            if verdict.is_match() {
+                UnboundClaimPlan::Bind(volume)
+            } else {
+                UnboundClaimPlan::VolumeMismatch { volume, verdict }
+            }
+        }
         Some(r) => UnboundClaimPlan::ClaimedByOther { other: helpers::claim_ref_key(r), volume },
     }
 }

@@ -40,3 +40,8 @@ pub const IN_TREE_PREFIX: &str = "kubernetes.io/";
 pub const HOST_PATH_PLUGIN: &str = "kubernetes.io/host-path";
 /// Event source component, as upstream's controller reports it.
 pub const EVENT_COMPONENT: &str = "persistentvolume-controller";
+/// Opt-in of a Retain volume to be bound again to a re-created claim of the same namespace and
+/// name (this project's, not upstream's): value [`REBIND_SAME_NAME`].
+pub const REBIND: &str = "pv-controller.io/rebind";
+/// The one value of [`REBIND`].
+pub const REBIND_SAME_NAME: &str = "same-name";

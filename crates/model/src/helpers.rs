@@ -218,6 +218,23 @@ pub fn volume_vac(volume: &PersistentVolume) -> &str {
     volume.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("")
 }
 
+/// True when the volume asks to be bound again to a re-created claim of its earlier claim's name
+/// and `claim` is one: annotation `pv-controller.io/rebind: same-name`, reclaim policy Retain,
+/// phase Bound or Released, and a claimRef naming the claim's namespace and name with another
+/// uid. A claim of that name with another uid exists, so the one the claimRef names is gone
+/// (one name holds one object at a time), even before the volume's sync has marked it Released.
+pub fn rebinds_same_name(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
+    let Some(r) = claim_ref(volume) else { return false };
+    let ref_uid = r.uid.as_deref().unwrap_or("");
+    annotation(&volume.metadata, ann::REBIND) == Some(ann::REBIND_SAME_NAME)
+        && reclaim_policy(volume) == policy::RETAIN
+        && matches!(volume_phase(volume), pv_phase::BOUND | pv_phase::RELEASED)
+        && r.name.as_deref().unwrap_or("") == name(&claim.metadata)
+        && r.namespace.as_deref().unwrap_or("") == claim.metadata.namespace.as_deref().unwrap_or("")
+        && !ref_uid.is_empty()
+        && ref_uid != uid(&claim.metadata)
+}
+
 /// True when the volume's claimRef names this claim (and, if it has a UID, this claim's UID).
 pub fn is_volume_bound_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
     let Some(r) = claim_ref(volume) else {

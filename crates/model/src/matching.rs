@@ -114,8 +114,9 @@ pub fn evaluate(claim: &PersistentVolumeClaim, volume: &PersistentVolume, delay_
 /// [`evaluate`] without the access-mode rule (the index has already applied it).
 pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVolume, delay_binding: bool) -> Verdict {
     let bound_to_this = helpers::is_volume_bound_to_claim(volume, claim);
+    let rebind = !bound_to_this && helpers::rebinds_same_name(volume, claim);
     if let Some(r) = helpers::claim_ref(volume) {
-        if !bound_to_this {
+        if !bound_to_this && !rebind {
             return Verdict::fail(VerdictKind::ClaimedByOther, format!("claimed by {}", helpers::claim_ref_key(r)));
         }
     }
@@ -143,6 +144,21 @@ pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVo
     if bound_to_this {
         return Verdict { kind: VerdictKind::Match, prebound: true, detail: "pre-bound to this claim".into() };
     }
+    if rebind {
+        // As a pre-binding, whatever the phase and binding mode, once selector and class still fit.
+        return match selector_and_class(claim, volume) {
+            Some(fail) => fail,
+            None => Verdict {
+                kind: VerdictKind::Match,
+                prebound: true,
+                detail: format!(
+                    "retained from an earlier claim of this name: binds again ({}: {})",
+                    crate::annotations::REBIND,
+                    crate::annotations::REBIND_SAME_NAME
+                ),
+            },
+        };
+    }
     if delay_binding {
         return Verdict::fail(
             VerdictKind::DelayBinding,
@@ -154,23 +170,35 @@ pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVo
     if phase != helpers::pv_phase::AVAILABLE {
         return Verdict::fail(VerdictKind::Phase, format!("phase {} is not Available", helpers::or_dash(phase)));
     }
+    selector_and_class(claim, volume).unwrap_or(Verdict {
+        kind: VerdictKind::Match,
+        prebound: false,
+        detail: String::new(),
+    })
+}
+
+/// The selector and class rules: the first one the volume fails, if any.
+fn selector_and_class(claim: &PersistentVolumeClaim, volume: &PersistentVolume) -> Option<Verdict> {
     if let Some(sel) = claim.spec.as_ref().and_then(|s| s.selector.as_ref()) {
         match selector::matches(sel, volume.metadata.labels.as_ref()) {
             Ok(true) => {}
             Ok(false) => {
-                return Verdict::fail(
+                return Some(Verdict::fail(
                     VerdictKind::Selector,
                     format!("labels do not match selector {}", selector::describe(sel)),
-                )
+                ))
             }
-            Err(e) => return Verdict::fail(VerdictKind::Selector, format!("invalid selector: {e}")),
+            Err(e) => return Some(Verdict::fail(VerdictKind::Selector, format!("invalid selector: {e}"))),
         }
     }
     let (cc, vc) = (helpers::claim_class(claim), helpers::volume_class(volume));
     if cc != vc {
-        return Verdict::fail(VerdictKind::StorageClass, format!("class {} ≠ requested {}", quoted(vc), quoted(cc)));
+        return Some(Verdict::fail(
+            VerdictKind::StorageClass,
+            format!("class {} ≠ requested {}", quoted(vc), quoted(cc)),
+        ));
     }
-    Verdict { kind: VerdictKind::Match, prebound: false, detail: String::new() }
+    None
 }
 
 /// Why a volume a claim names in `spec.volumeName` cannot be bound to it: the failed rule, with

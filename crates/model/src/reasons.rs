@@ -39,3 +39,6 @@ pub const NORMAL: &str = "Normal";
 pub const WARNING: &str = "Warning";
 /// Another binder wrote fields only a binder writes (this project's, not upstream's).
 pub const FOREIGN_BINDER_WRITE: &str = "ForeignBinderWrite";
+/// A Retain volume bound again to a re-created claim of its earlier claim's name, on request of
+/// its `pv-controller.io/rebind: same-name` annotation (this project's, not upstream's).
+pub const REBOUND: &str = "Rebound";

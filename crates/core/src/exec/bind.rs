@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pv_phase};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus, PersistentVolumeStatus};
+use pv_model::reasons;
 use std::sync::Arc;
 
 impl Controller {
@@ -211,10 +212,21 @@ impl Controller {
 
     /// Binds volume and claim: four writes at most, PV first.
     pub(crate) async fn bind(&self, volume: &Arc<PersistentVolume>, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
+        let earlier = helpers::rebinds_same_name(volume, claim).then(|| helpers::claim_ref(volume).cloned()).flatten();
         let volume = self.bind_volume_to_claim(volume, claim).await?;
         let volume = self.update_volume_phase(&volume, pv_phase::BOUND, "").await?;
         let claim = self.bind_claim_to_volume(claim, &volume).await?;
         self.update_claim_status(&claim, helpers::pvc_phase::BOUND, Some(&volume)).await?;
+        if let Some(earlier) = earlier {
+            // Asked for by the volume's pv-controller.io/rebind annotation: said on both.
+            let (vname, key) = (helpers::name(&volume.metadata), helpers::claim_key(&claim));
+            let was = earlier.uid.as_deref().unwrap_or("");
+            tracing::info!(volume = %vname, pvc = %key, earlier_uid = %was, "retained volume bound again to a re-created claim of the same name");
+            let on_claim = format!("Bound to volume {vname:?}, retained from an earlier claim of this name (uid {was}); the volume asks for it with {}: {}", ann::REBIND, ann::REBIND_SAME_NAME);
+            let on_volume = format!("Bound again to claim {key} (uid {}), re-created after its earlier claim (uid {was}) was deleted; asked for by {}: {}", helpers::uid(&claim.metadata), ann::REBIND, ann::REBIND_SAME_NAME);
+            self.recorder.event(&*claim, reasons::NORMAL, reasons::REBOUND, on_claim).await;
+            self.recorder.event(&*volume, reasons::NORMAL, reasons::REBOUND, on_volume).await;
+        }
         Ok(())
     }
 
