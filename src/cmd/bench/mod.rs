@@ -112,9 +112,10 @@ pub struct BenchArgs {
     /// Run the workload in-process on the simulated API server instead of against a server.
     #[arg(long)]
     pub simulate: bool,
-    /// With --pairs: bind each pair itself with the four writes a controller makes per bind (PV
-    /// claimRef, PV status, claim volumeName, claim status) and no decision at all, so that the
-    /// run measures the API server's ceiling for binding. No controller may run meanwhile.
+    /// With --pairs: bind each pair itself with the five writes a controller makes per pair (the
+    /// new PV's status Available, then PV claimRef, PV status Bound, claim volumeName, claim
+    /// status) and no decision at all, so that the run measures the API server's ceiling for
+    /// binding. No controller may run meanwhile.
     #[arg(long)]
     pub bind_itself: bool,
     /// Give up waiting for claims to become Bound after this long (e.g. 90s, 15m).
