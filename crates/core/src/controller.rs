@@ -110,6 +110,11 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// The event recorder: [`crate::runtime::run`] drains it; a simulation flushes it as a step.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
     /// A controller over `api`, with `plugins`, on `clock`.
     pub fn new(api: Arc<dyn ClusterApi>, plugins: PluginRegistry, clock: Arc<dyn Clock>, config: Config) -> Arc<Self> {
         Arc::new_cyclic(|me| Controller {
