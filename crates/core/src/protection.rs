@@ -39,9 +39,25 @@ enum Key {
     Claim(ObjectKey),
 }
 
+/// Which of the two controllers run (kube-controller-manager's
+/// `persistentvolume-protection-controller` and `persistentvolumeclaim-protection-controller`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scope {
+    /// pv-protection: volumes.
+    pub volumes: bool,
+    /// pvc-protection: claims.
+    pub claims: bool,
+}
+
+impl Scope {
+    /// Both, as kube-controller-manager runs them by default.
+    pub const ALL: Scope = Scope { volumes: true, claims: true };
+}
+
 /// The two protection controllers.
 pub struct Protection {
     api: Arc<dyn ClusterApi>,
+    scope: Scope,
     /// Claims (`namespace/name`) used by each scheduled pod (`namespace/name`).
     pods: Mutex<HashMap<ObjectKey, Vec<ObjectKey>>>,
     tx: mpsc::UnboundedSender<Key>,
@@ -69,9 +85,9 @@ fn claims_of(pod: &Pod) -> Vec<ObjectKey> {
 
 impl Protection {
     /// Controllers that write through `api`; [`Protection::run`] does the work.
-    pub fn new(api: Arc<dyn ClusterApi>) -> Arc<Self> {
+    pub fn new(api: Arc<dyn ClusterApi>, scope: Scope) -> Arc<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
-        Arc::new(Protection { api, pods: Mutex::new(HashMap::new()), tx, rx: Mutex::new(Some(rx)) })
+        Arc::new(Protection { api, scope, pods: Mutex::new(HashMap::new()), tx, rx: Mutex::new(Some(rx)) })
     }
 
     fn enqueue(&self, key: Key) {
@@ -80,6 +96,9 @@ impl Protection {
 
     /// A volume changed: one being deleted with its finalizer is looked at.
     pub fn on_volume(&self, ev: ObjectEvent<PersistentVolume>) {
+        if !self.scope.volumes {
+            return;
+        }
         if let ObjectEvent::Applied(v) = ev {
             if v.metadata.deletion_timestamp.is_some() && has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER) {
                 self.enqueue(Key::Volume(v.metadata.name.unwrap_or_default()));
@@ -89,6 +108,9 @@ impl Protection {
 
     /// A claim changed: one being deleted with its finalizer is looked at.
     pub fn on_claim(&self, ev: ObjectEvent<PersistentVolumeClaim>) {
+        if !self.scope.claims {
+            return;
+        }
         if let ObjectEvent::Applied(c) = ev {
             if c.metadata.deletion_timestamp.is_some() && has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER) {
                 self.enqueue(Key::Claim(ObjectKey::of(&c.metadata)));
@@ -98,6 +120,9 @@ impl Protection {
 
     /// A pod changed: the claims it no longer uses are looked at again.
     pub fn on_pod(&self, ev: ObjectEvent<Pod>) {
+        if !self.scope.claims {
+            return;
+        }
         let (pod, deleted) = match ev {
             ObjectEvent::Applied(p) => (p, false),
             ObjectEvent::Deleted(p) => (p, true),

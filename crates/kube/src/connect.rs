@@ -4,11 +4,11 @@
 //! would only log retrying watch errors forever. Failing at once with the server URL and the HTTP
 //! status turns that into a one-line error an operator can act on.
 
+use crate::token::ReloadingToken;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::ListParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use crate::token::ReloadingToken;
 use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use std::path::PathBuf;
 use std::time::Duration;

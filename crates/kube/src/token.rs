@@ -10,9 +10,9 @@
 //! in-cluster service-account token) are left to it.
 
 use crate::connect::{load_config, ClientOptions};
-use futures_util::future::BoxFuture;
 use ::http::header::AUTHORIZATION;
 use ::http::{HeaderValue, Request, Response, StatusCode};
+use futures_util::future::BoxFuture;
 use kube::config::Config;
 use secrecy::{ExposeSecret, SecretString};
 use std::sync::{Arc, RwLock};
