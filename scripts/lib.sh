@@ -124,13 +124,17 @@ EOF
   k "late bound to pv-late" get pvc -n demo late -o jsonpath='{.spec.volumeName}'
   expect '^pv-late$'
 }
-# real_and_ours_up: the two API servers a differential script compares (ROOT is the repository,
-# BIN pv-controller): the real kube-apiserver and etcd (scripts/real-cluster.sh, in $WORK/real)
-# and `up --no-controller` (in $WORK/ours, its pid in UP_PID). Each has its kubeconfig in its
-# directory. The sourcing script's EXIT trap calls real_and_ours_down.
+# real_and_ours_up [--kcm CONTROLLERS] [UP_FLAG...]: the two API servers a differential script
+# compares (ROOT is the repository, BIN pv-controller): the real kube-apiserver and etcd
+# (scripts/real-cluster.sh, in $WORK/real; with kube-controller-manager running CONTROLLERS when
+# given) and `up` with UP_FLAGs (default: --no-controller; in $WORK/ours, its pid in UP_PID). Each
+# has its kubeconfig in its directory. The sourcing script's EXIT trap calls real_and_ours_down.
 real_and_ours_up() {
-  "$ROOT/scripts/real-cluster.sh" up "$WORK/real" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
-  "$BIN" up --no-controller --data-dir "$WORK/ours" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
+  local real=() ours=(--no-controller)
+  if [[ "${1:-}" == --kcm ]]; then real=(--kcm "$2"); shift 2; fi
+  (( $# == 0 )) || ours=("$@")
+  "$ROOT/scripts/real-cluster.sh" up "$WORK/real" "${real[@]}" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
+  "$BIN" up "${ours[@]}" --data-dir "$WORK/ours" --listen 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
   UP_PID=$!
   wait_line "$WORK/up.out" '^server: ' "$UP_PID" 30
 }

@@ -171,7 +171,7 @@ fn start_protection(
     let store = server.store();
     let api = Arc::new(pv_local::MemApi::new(store.clone()));
     let scope = pv_core::protection::Scope { volumes: which.pv_protection, claims: which.pvc_protection };
-    let protection = Protection::new(api, scope);
+    let protection = Protection::new(api, SystemClock::new(), scope);
     tokio::spawn(async move {
         let informers = pv_local::start_protection(&store, &protection);
         protection
