@@ -65,7 +65,6 @@ declare -A EXCEPTIONS=(
   ["kubectl apply -f examples/csi/"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
   ["kubectl wait pvc -n csi data --for=jsonpath='{.status.phase}'=Bound --timeout=30s"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
   ["kill \$(jobs -p)"]="ends the CSI and the binder sections' background jobs; scripts/e2e-csi.sh and scripts/e2e-protection.sh run those sections as written"
-  ["export PATH=\$PWD/target/release:\$PATH"]="a second up, with run as its binder, beside this script's; scripts/e2e-protection.sh runs the commands of this README section as written"
   ["pv-controller up --controllers '*,-persistentvolume-binder-controller' --data-dir binder-demo --listen 127.0.0.1:0 --metrics-addr 127.0.0.1:0 &"]="a second up, with run as its binder, beside this script's; scripts/e2e-protection.sh runs the commands of this README section as written"
   ["export KUBECONFIG=\$PWD/binder-demo/kubeconfig"]="a second up, with run as its binder, beside this script's; scripts/e2e-protection.sh runs the commands of this README section as written"
   ["pv-controller run --hostpath-root binder-demo/volumes --metrics-addr 127.0.0.1:0 &"]="a second up, with run as its binder, beside this script's; scripts/e2e-protection.sh runs the commands of this README section as written"

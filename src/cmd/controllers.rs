@@ -113,7 +113,7 @@ mod tests {
     fn aliases_are_kcms_and_the_first_entry_naming_a_controller_wins() {
         assert_eq!(parse("*,-persistentvolume-binder"), parse("*,-persistentvolume-binder-controller"));
         assert_eq!(parse("pv-protection, pvc-protection"), Ok(Controllers { binder: false, ..Controllers::ALL }));
-        assert_eq!(parse("-pv-protection,*,persistentvolume-protection-controller").unwrap().pv_protection, false);
+        assert!(!parse("-pv-protection,*,persistentvolume-protection-controller").unwrap().pv_protection);
     }
 
     #[test]

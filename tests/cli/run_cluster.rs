@@ -50,6 +50,7 @@ async fn start_server(dir: &Path, listen: SocketAddr) -> Cluster {
     let store = server.store();
     let protection = pv_core::protection::Protection::new(
         std::sync::Arc::new(pv_local::MemApi::new(store.clone())),
+        pv_core::SystemClock::new(),
         pv_core::protection::Scope::ALL,
     );
     let informers = pv_local::start_protection(&store, &protection);
