@@ -229,7 +229,10 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
     let lease_label = r.lease.clone().unwrap_or_default();
     let lease_expired = renewed_ago.is_some_and(|a| a > duration);
     (r.verdict, r.message) = if lease.is_some() && (holder.is_none() || lease_expired) {
-        let when = renewed_ago.map_or_else(|| "never renewed".to_string(), |a| format!("last renewed {} ago", ago(a)));
+        let when = renewed_ago.map_or_else(
+            || "never renewed".to_string(),
+            |a| format!("last renewed {} ago, for {duration}s at a time", ago(a)),
+        );
         let held = match &holder {
             Some(h) => format!("held by {h}"),
             None => "released, held by no one".to_string(),
