@@ -60,15 +60,12 @@ impl Changes {
                 let e = events.entry((s(v, "/type").to_string(), s(v, "/reason").to_string())).or_default();
                 e.0 += v.get("count").and_then(Value::as_u64).unwrap_or(1);
                 if e.1.is_empty() {
-                    e.1 = format!(
-                        "{} {}",
-                        label(&(
-                            s(v, "/involvedObject/kind").to_string(),
-                            s(v, "/involvedObject/namespace").to_string(),
-                            s(v, "/involvedObject/name").to_string()
-                        )),
-                        s(v, "/message")
+                    let on = (
+                        s(v, "/involvedObject/kind").to_string(),
+                        s(v, "/involvedObject/namespace").to_string(),
+                        s(v, "/involvedObject/name").to_string(),
                     );
+                    e.1 = format!("first on {}: {}", label(&on), s(v, "/message"));
                 }
                 continue;
             }
