@@ -196,7 +196,6 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
     let spec = lease.and_then(|l| l.spec.as_ref());
     let holder = spec.and_then(|s| s.holder_identity.clone()).filter(|h| !h.is_empty());
     let renewed_ago = spec.and_then(|s| s.renew_time.as_ref()).map(|t| seconds_between(now, t.0));
-    let duration = spec.and_then(|s| s.lease_duration_seconds).unwrap_or(15) as i64;
     let last = answers(snapshot, claim).last().copied();
     let last_event = last.map(|e| ClaimEvent {
         reason: e.reason.clone().unwrap_or_default(),
@@ -225,21 +224,52 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
         verdict: Verdict::NoAnswer,
         message: String::new(),
     };
+    let seen = Seen {
+        driver: driver.is_some(),
+        lease_duration: spec.and_then(|s| s.lease_duration_seconds).unwrap_or(15) as i64,
+        capacity,
+        nothing_read: !snapshot.read_csi && snapshot.leases.is_empty() && snapshot.events.is_empty(),
+        answered_anyone: answered_anyone(snapshot, name),
+    };
+    (r.verdict, r.message) = decide(&r, &seen);
+    r
+}
+
+/// What [`decide`] needs beyond the [`Report`]'s fields.
+struct Seen {
+    /// A CSIDriver of the provisioner's name exists.
+    driver: bool,
+    /// The Lease's `leaseDurationSeconds`.
+    lease_duration: i64,
+    /// What published capacity says, when the driver publishes it.
+    capacity: Option<CapacityCheck>,
+    /// No CSI object, Lease or Event was read at all (a file without them).
+    nothing_read: bool,
+    /// The provisioner has answered some claim.
+    answered_anyone: bool,
+}
+
+/// The verdict and its sentence, in order of what a person should act on first: a provisioner
+/// that is down, a node without the driver, a failure, no capacity; then what is under way.
+fn decide(r: &Report, seen: &Seen) -> (Verdict, String) {
+    let name = &r.name;
     let who = format!("provisioner {name:?}");
+    let wanted = lease_name(name);
+    let (holder, renewed_ago, duration) = (&r.lease_holder, r.lease_renewed_seconds_ago, seen.lease_duration);
     let lease_label = r.lease.clone().unwrap_or_default();
     let lease_expired = renewed_ago.is_some_and(|a| a > duration);
-    (r.verdict, r.message) = if lease.is_some() && (holder.is_none() || lease_expired) {
+    if r.lease.is_some() && (holder.is_none() || lease_expired) {
         let when = renewed_ago.map_or_else(
             || "never renewed".to_string(),
             |a| format!("last renewed {} ago, for {duration}s at a time", ago(a)),
         );
-        let held = match &holder {
+        let held = match holder {
             Some(h) => format!("held by {h}"),
             None => "released, held by no one".to_string(),
         };
         (Verdict::Down, format!("The lease {lease_label} of {who} was {when} ({held}): the provisioner is down."))
     } else if let Some(NodeCheck { name: node, driver_registered: Some(false) | None }) =
-        r.node.as_ref().filter(|_| driver.is_some())
+        r.node.as_ref().filter(|_| seen.driver)
     {
         let what = if r.node.as_ref().and_then(|n| n.driver_registered).is_none() {
             format!("node {node} has no CSINode")
@@ -263,12 +293,12 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
         }
         let when = if when.is_empty() { String::new() } else { format!(" ({})", when.join(", ")) };
         (Verdict::Failing, format!("The {who} is failing{when}: {}", e.message))
-    } else if let Some(c) = capacity.filter(|c| !c.fits) {
+    } else if let Some(c) = seen.capacity.as_ref().filter(|c| !c.fits) {
         (Verdict::NoCapacity, format!("The {who} publishes no capacity that fits the claim: {}.", c.describe))
     } else if let Some(e) = r.last_event.as_ref().filter(|e| e.reason == "Provisioning") {
         let when = e.seconds_ago.map(|a| format!(" (event Provisioning {} ago)", ago(a))).unwrap_or_default();
         (Verdict::Provisioning, format!("The {who} is provisioning a volume for the claim{when}."))
-    } else if let (Some(h), Some(a)) = (&holder, renewed_ago) {
+    } else if let (Some(h), Some(a)) = (holder, renewed_ago) {
         (
             Verdict::Running,
             format!(
@@ -277,7 +307,7 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
                 ago(a)
             ),
         )
-    } else if !snapshot.read_csi && snapshot.leases.is_empty() && snapshot.events.is_empty() {
+    } else if seen.nothing_read {
         (
             Verdict::Unknown,
             format!(
@@ -285,7 +315,7 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
                  csidrivers,csinodes,leases,events -A -o yaml` to it to see what {who} does."
             ),
         )
-    } else if csi_driver == Some(false) && last.is_none() && !answered_anyone(snapshot, name) {
+    } else if r.csi_driver == Some(false) && r.last_event.is_none() && !seen.answered_anyone {
         (
             Verdict::NotInstalled,
             format!(
@@ -294,9 +324,9 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
             ),
         )
     } else {
-        let before = if driver.is_some() {
+        let before = if seen.driver {
             format!("CSIDriver {name:?} exists, but nothing shows that its provisioner runs")
-        } else if answered_anyone(snapshot, name) {
+        } else if seen.answered_anyone {
             format!("The {who} has answered other claims, but nothing shows that it runs now")
         } else {
             format!("Nothing shows that the {who} runs")
@@ -308,8 +338,7 @@ pub fn check(snapshot: &Snapshot, claim: &PersistentVolumeClaim, name: &str, cla
                  and no answer on the claim; is it running?"
             ),
         )
-    };
-    r
+    }
 }
 
 /// Whether the provisioner has answered any claim (an installed provisioner that runs without
