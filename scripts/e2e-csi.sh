@@ -273,40 +273,37 @@ provisioner_verdict_is() { explain_json "$1"; [[ "$(field "d.get('provisioner', 
 lease_held() { [[ -n "$(q get lease -A --field-selector metadata.name=io-kubernetes-storage-mock -o jsonpath='{.items[*].spec.holderIdentity}')" ]]; }
 show_explain() { sed 's/^/     | /' "$WORK/explain.txt"; }
 explain_failed() { cat "$WORK/explain.json" >&2; fail "$1"; }
+# csi_claim NAME CLASS SIZE: creates claim csi/NAME (ReadWriteOnce).
+csi_claim() {
+  k "claim csi/$1 of $3 in class $2" create -f - <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1, namespace: csi}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $2
+  resources: {requests: {storage: $3}}
+YAML
+}
 
 # explain_checks: `explain` past the binder against the real csi-provisioner, on the server
 # KUBECONFIG names, with the README's provisioner (no leader election) running.
 explain_checks() {
   # --- a provisioned claim ----------------------------------------------------------------------
-  k "claim csi/explained in class csi-mock" create -f - <<'YAML'
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: explained, namespace: csi}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: csi-mock
-  resources: {requests: {storage: 1Gi}}
-YAML
+  csi_claim explained csi-mock 1Gi
   wait_until "csi/explained Bound" 30 claim_bound explained
   explain_json explained
   [[ "$(field "d['message']")" == *"provisioned for it by $DRIVER"* ]] || explain_failed "explain of a provisioned claim"
   pass "explain: the bound claim's volume was provisioned for it by $DRIVER"
 
   # --- not installed ----------------------------------------------------------------------------
-  k "a class whose provisioner is not installed, and a claim" create -f - <<'YAML'
+  k "a class whose provisioner is not installed" create -f - <<'YAML'
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: explain-absent}
 provisioner: example.com/absent
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: orphan, namespace: csi}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: explain-absent
-  resources: {requests: {storage: 1Gi}}
 YAML
+  csi_claim orphan explain-absent 1Gi
   wait_until "ExternalProvisioning event on csi/orphan" 30 has_event orphan ExternalProvisioning
   explain_json orphan
   show_explain
@@ -327,15 +324,7 @@ YAML
   PIDS+=("$leader")
   wait_until "csi-provisioner holds its Lease io-kubernetes-storage-mock" 60 lease_held
   # The mock driver refuses volumes of 1Ti and more (OutOfRange).
-  k "claim csi/huge, 2Ti, more than the driver makes" create -f - <<'YAML'
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: huge, namespace: csi}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: csi-mock
-  resources: {requests: {storage: 2Ti}}
-YAML
+  csi_claim huge csi-mock 2Ti
   wait_until "ProvisioningFailed event on csi/huge" 60 has_event huge ProvisioningFailed
   explain_json huge
   show_explain
