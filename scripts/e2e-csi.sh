@@ -17,7 +17,11 @@
 #   by csi-attacher (status.attached, the attacher's finalizers), deleted, detached;
 # - expansion: the claim's request raised in a class with allowVolumeExpansion, csi-resizer
 #   resizes the volume, and the claim's status ends as on kube-apiserver (compared);
-# - deletion: the claims deleted, their volumes deleted by csi-provisioner (Delete policy).
+# - deletion: the claims deleted, their volumes deleted by csi-provisioner (Delete policy);
+# - `pv-controller explain` past the binder, against the real csi-provisioner: a claim whose
+#   provisioner is not installed (notInstalled), one the provisioner fails (failing, with the
+#   driver's error), the same once the provisioner is stopped and its leader Lease has expired
+#   (down), and a provisioned claim ("provisioned for it").
 # On `up`, no request may get a 409 or a 5xx answer (its request log), and no sidecar may log an
 # error line that the real cluster's run did not also cause (lines compared with names, uids and
 # numbers masked). Stops at the first failure and says why.
@@ -91,6 +95,7 @@ export KUBECACHEDIR="$WORK/kube-cache"
 unset KUBECONFIG CSI_ENDPOINT
 
 
+declare -A PID_OF=()  # the README's background commands: program -> pid (readme_run fills it)
 DRIVER=io.kubernetes.storage.mock
 NODE=csi-node                           # examples/csi/: the Node and CSINode a kubelet registers
 TOPOLOGY="$DRIVER/node=some-mock-node"  # the mock driver's one topology segment
@@ -198,6 +203,94 @@ EOF
   wait_until "both claims gone" 30 claims_gone
 }
 
+# explain_json CLAIM: `pv-controller explain` of csi/CLAIM on the server KUBECONFIG names: JSON in
+# $WORK/explain.json, text in $WORK/explain.txt; both must exit 0 with nothing on stderr.
+explain_json() {
+  "$BIN_DIR/pv-controller" explain pvc "csi/$1" -o json >"$WORK/explain.json" 2>"$WORK/explain.err" \
+    || { cat "$WORK/explain.err" >&2; fail "explain pvc csi/$1 -o json"; }
+  "$BIN_DIR/pv-controller" explain pvc "csi/$1" >"$WORK/explain.txt" 2>>"$WORK/explain.err" \
+    || { cat "$WORK/explain.err" >&2; fail "explain pvc csi/$1"; }
+  [[ ! -s "$WORK/explain.err" ]] || { cat "$WORK/explain.err" >&2; fail "explain pvc csi/$1 printed to stderr"; }
+}
+# field EXPR: a field of $WORK/explain.json (a Python expression over `d`); None prints as null.
+field() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); v=$1; print('null' if v is None else v)" "$WORK/explain.json"; }
+provisioner_verdict_is() { explain_json "$1"; [[ "$(field "d.get('provisioner', {}).get('verdict')")" == "$2" ]]; }
+lease_held() { [[ -n "$(q get lease -A --field-selector metadata.name=io-kubernetes-storage-mock -o jsonpath='{.items[*].spec.holderIdentity}')" ]]; }
+show_explain() { sed 's/^/     | /' "$WORK/explain.txt"; }
+explain_failed() { cat "$WORK/explain.json" >&2; fail "$1"; }
+# csi_claim NAME CLASS SIZE: creates claim csi/NAME (ReadWriteOnce).
+csi_claim() {
+  k "claim csi/$1 of $3 in class $2" create -f - <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1, namespace: csi}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: $2
+  resources: {requests: {storage: $3}}
+YAML
+}
+
+# explain_checks: `explain` past the binder against the real csi-provisioner, on the server
+# KUBECONFIG names, with the README's provisioner (no leader election) running.
+explain_checks() {
+  # --- a provisioned claim ----------------------------------------------------------------------
+  csi_claim explained csi-mock 1Gi
+  wait_until "csi/explained Bound" 30 claim_bound explained
+  explain_json explained
+  [[ "$(field "d['message']")" == *"provisioned for it by $DRIVER"* ]] || explain_failed "explain of a provisioned claim"
+  pass "explain: the bound claim's volume was provisioned for it by $DRIVER"
+
+  # --- not installed ----------------------------------------------------------------------------
+  k "a class whose provisioner is not installed" create -f - <<'YAML'
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: explain-absent}
+provisioner: example.com/absent
+YAML
+  csi_claim orphan explain-absent 1Gi
+  wait_until "ExternalProvisioning event on csi/orphan" 30 has_event orphan ExternalProvisioning
+  explain_json orphan
+  show_explain
+  [[ "$(field "d['next']") $(field "d['provisioner']['verdict']") $(field "d['provisioner']['csiDriver']") $(field "d['provisioner']['leaseHolder']")" \
+     == "wait-external-provisioner notInstalled False null" ]] || explain_failed "explain of a claim whose provisioner is not installed"
+  grep -q 'is the driver installed?' "$WORK/explain.txt" || fail "explain's text does not ask whether the driver is installed"
+  pass "explain: no CSIDriver, no Lease, no answer: is the driver installed?"
+
+  # --- failing ----------------------------------------------------------------------------------
+  # The README's provisioner runs without leader election; one with it takes its place. Outside a
+  # pod its Lease is in namespace `default`; short lease times let the stop below show soon.
+  kill "${PID_OF[csi-provisioner]}"
+  wait "${PID_OF[csi-provisioner]}" 2>/dev/null || true
+  "$CONF_BIN/csi-provisioner" --kubeconfig "$KUBECONFIG" --csi-address "$CSI_ENDPOINT" --leader-election \
+    --leader-election-lease-duration 4s --leader-election-renew-deadline 3s --leader-election-retry-period 1s \
+    </dev/null >"$LOGS/csi-provisioner-leader.log" 2>&1 &
+  local leader=$!
+  PIDS+=("$leader")
+  wait_until "csi-provisioner holds its Lease io-kubernetes-storage-mock" 60 lease_held
+  # The mock driver refuses volumes of 1Ti and more (OutOfRange).
+  csi_claim huge csi-mock 2Ti
+  wait_until "ProvisioningFailed event on csi/huge" 60 has_event huge ProvisioningFailed
+  explain_json huge
+  show_explain
+  [[ "$(field "d['provisioner']['verdict']") $(field "d['provisioner']['csiDriver']") $(field "d['provisioner']['lastEvent']['reason']") $(field "d['provisioner']['lease']")" \
+     == "failing True ProvisioningFailed default/io-kubernetes-storage-mock" ]] || explain_failed "explain of a claim the provisioner fails"
+  [[ "$(field "d['provisioner']['leaseHolder']")" != null ]] || explain_failed "explain names no Lease holder"
+  [[ "$(field "d['message']")" == *"exceeds maximum allowed"* ]] || explain_failed "explain does not give the driver's error"
+  pass "explain: provisioner failing, with the driver's error"
+
+  # --- stopped ----------------------------------------------------------------------------------
+  kill -9 "$leader"
+  wait "$leader" 2>/dev/null || true
+  wait_until "explain says csi/huge's provisioner is down" 60 provisioner_verdict_is huge down
+  show_explain
+  grep -q 'the provisioner is down' "$WORK/explain.txt" || fail "explain's text does not say the provisioner is down"
+  pass "explain: provisioner stopped, its Lease expired: down (${WAITED_MS} ms after the kill)"
+
+  k "delete the claims of the explain checks" delete pvc -n csi orphan huge explained --wait=false
+  k "delete class explain-absent" delete storageclass explain-absent
+}
+
 # error_lines LOGDIR: the sidecars' klog error lines (E...), with times, pids, line numbers,
 # uids, names and numbers masked, one per line, prefixed by the sidecar.
 error_lines() {
@@ -239,6 +332,7 @@ readme_run '^(conformance/build\.sh|pv-controller up|export KUBECONFIG=|kill )'
 expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
 pass "the README's commands on the real cluster"
 csi_checks
+explain_checks
 error_lines "$LOGS" >"$WORK/real-errors"
 echo "   sidecars: $(wc -l <"$WORK/real-errors") distinct error line(s), $(warn_count "$LOGS") warning line(s)"
 sed 's/^/     /' "$WORK/real-errors"
@@ -262,6 +356,7 @@ readme_run '^kill '
 expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
 pass "the README's commands on up"
 csi_checks
+explain_checks
 if ! diff -u "$WORK/real-resized-status" "$WORK/up-resized-status" >"$WORK/diff"; then
   cat "$WORK/diff" >&2; fail "the claim's status after the resize differs from kube-apiserver's (- real, + up)"
 fi

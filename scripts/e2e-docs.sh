@@ -90,6 +90,7 @@ declare -A EXPECT=(
   ["pv-controller explain pvc demo/later"]="selected-node"
   ["kubectl get pvc -n demo small -o jsonpath='{.spec.volumeName}'"]="^pv-5g$"
   ["pv-controller explain pvc data/small -f examples/cluster.yaml -o yaml"]="^bestMatch: pv-5g$"
+  ["pv-controller simulate -f examples/cluster.yaml -o changes"]="^  data/small → pv-5g$"
 )
 
 # The commands, one per line: FILE:LINE<TAB>COMMAND.

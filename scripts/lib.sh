@@ -172,7 +172,8 @@ PY
 # readme_run SKIP_REGEX [ONLY_REGEX]: runs the README's commands in order, in this shell (as the
 # reader's shell runs them: `export` lines stay), but those matching SKIP_REGEX, and only those
 # matching ONLY_REGEX when given. A command ending in `&` runs in the background, its output in
-# $LOGS/NAME.log (NAME: the program), its pid kept; `pv-controller up` is awaited until it
+# $LOGS/NAME.log (NAME: the program), its pid kept (in PIDS, and in PID_OF[NAME] when the caller
+# declared that associative array); `pv-controller up` is awaited until it
 # prints its server line. Every other command must exit 0; its output is kept in $WORK/out.
 readme_run() {
   local skip="$1" only="${2:-}" cmd name
@@ -184,6 +185,7 @@ readme_run() {
       name="$(awk '{for (i = 1; i <= NF; i++) if ($i !~ /=/) {print $i; exit}}' <<<"$cmd")"
       eval "${cmd%&} </dev/null >>\"\$LOGS/$name.log\" 2>&1 &"
       PIDS+=("$!")
+      if declare -p PID_OF >/dev/null 2>&1; then PID_OF[$name]=$!; fi
       if [[ "$name" == pv-controller ]]; then wait_line "$LOGS/$name.log" '^server: ' "$!" 30; fi
     elif ! eval "$cmd" >"$WORK/out" 2>"$WORK/err"; then
       cat "$WORK/out" "$WORK/err" >&2; fail "README command failed: $cmd"

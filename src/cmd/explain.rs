@@ -4,7 +4,7 @@
 //! a live cluster, read-only), hand it to `pv_explain`, print text or JSON. Exit 0 whenever it
 //! could answer, 1 when the claim does not exist or the input/cluster cannot be read.
 
-use super::{load_objects, user};
+use super::{load_input, user};
 use clap::Args;
 use pv_explain::{live, Explanation, Snapshot};
 use std::io::IsTerminal;
@@ -44,6 +44,9 @@ pub struct ExplainArgs {
     /// Never colour the text output (it is coloured only on a terminal anyway).
     #[arg(long)]
     pub no_color: bool,
+    /// List every volume in the text table (by default: matches and near misses, the rest counted).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Splits `NS/NAME` or `NAME` (with `-n`) into namespace and name.
@@ -63,9 +66,17 @@ fn claim_name(a: &ExplainArgs, default_ns: &str) -> anyhow::Result<(String, Stri
     Ok((ns, name))
 }
 
+/// Kinds a dump may hold that `explain` reads past the binder (the rest are noted as ignored).
+const PAST_BINDER_KINDS: [&str; 5] = ["CSIDriver", "CSINode", "CSIStorageCapacity", "Lease", "Event"];
+
 fn from_file(a: &ExplainArgs, path: &str) -> anyhow::Result<Explanation> {
-    let objects = load_objects(path)?;
-    let snapshot = Snapshot::from_input(objects).map_err(|e| user(format!("{path}: {e}")))?;
+    let mut loaded = load_input(path)?;
+    loaded.ignored.retain(|(kind, _)| !PAST_BINDER_KINDS.contains(&kind.as_str()));
+    if let Some(note) = loaded.ignored_note() {
+        eprintln!("note: {path}: {note}");
+    }
+    let mut snapshot = Snapshot::from_input(loaded.objects).map_err(|e| user(format!("{path}: {e}")))?;
+    snapshot.add_others(loaded.others).map_err(|e| user(format!("{path}: {e}")))?;
     let (ns, name) = claim_name(a, "default")?;
     pv_explain::explain_snapshot(&snapshot, &ns, &name)
         .ok_or_else(|| user(format!("persistentvolumeclaim {ns}/{name} not found in {path}")))
@@ -82,6 +93,9 @@ fn from_cluster(a: &ExplainArgs) -> anyhow::Result<Explanation> {
         };
         let (ns, name) = claim_name(a, &default_ns)?;
         let got = live::read(&opts, &ns, &name).await.map_err(|e| user(e.to_string()))?;
+        for note in &got.notes {
+            eprintln!("note: not read, so left out of the answer: {note}");
+        }
         if !got.found {
             return Err(user(format!("persistentvolumeclaim {ns}/{name} not found on {}", got.url)));
         }
@@ -123,7 +137,7 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
         Format::Text => {
             let terminal = std::io::stdout().is_terminal();
             let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && terminal;
-            print!("{}", pv_explain::to_text_width(&e, color, width(terminal)));
+            print!("{}", pv_explain::to_text_with(&e, color, width(terminal), a.all));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -105,12 +105,17 @@ pub fn read_input(path: &str) -> anyhow::Result<String> {
 /// Reads the objects `simulate` and `explain -f` take from `path` (`-` for stdin), saying on
 /// stderr which objects were skipped because their kind does not affect the controller.
 pub fn load_objects(path: &str) -> anyhow::Result<Vec<pv_sim::InputObject>> {
-    let text = read_input(path)?;
-    let loaded = pv_sim::load(&text).map_err(|e| user(format!("{path}: {e}")))?;
+    let loaded = load_input(path)?;
     if let Some(note) = loaded.ignored_note() {
         eprintln!("note: {path}: {note}");
     }
     Ok(loaded.objects)
+}
+
+/// Reads `path` (`-` for stdin) as [`load_objects`] does, keeping the objects of other kinds.
+pub fn load_input(path: &str) -> anyhow::Result<pv_sim::Loaded> {
+    let text = read_input(path)?;
+    pv_sim::load(&text).map_err(|e| user(format!("{path}: {e}")))
 }
 
 /// The log filter of `run` and `up` for `-v` repeated `v` times (`RUST_LOG` wins): by default

@@ -16,6 +16,9 @@ pub enum Format {
     Json,
     /// YAML.
     Yaml,
+    /// What the controller would do to the input, for a person: claims bound, volumes
+    /// provisioned, phase changes, deletions, events by reason; one line each.
+    Changes,
 }
 
 /// Flags of `simulate`.
@@ -71,6 +74,10 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
         SimulationError::Load { .. } => user(format!("{}: {e}", a.file)),
         other => anyhow::Error::new(other),
     })?;
+    let before: Vec<serde_json::Value> = match a.output {
+        Format::Changes => OutputList::from_store(sim.store()).items().collect(),
+        _ => Vec::new(),
+    };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(sim.run()).map_err(|e| user(e.to_string()))?;
     // Written as it is serialized: the stored objects are not copied into one value or one string.
@@ -79,8 +86,14 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     match a.output {
         Format::Json => serde_json::to_writer_pretty(&mut out, &list)?,
         Format::Yaml => pv_sim::output::write_yaml(&mut out, &list)?,
+        Format::Changes => {
+            let after: Vec<serde_json::Value> = list.items().collect();
+            write!(out, "{}", pv_sim::Changes::between(&before, &after).to_text())?;
+        }
     }
-    writeln!(out)?;
+    if a.output != Format::Changes {
+        writeln!(out)?;
+    }
     out.flush()?;
     // The process ends here: skip tearing down hundreds of thousands of cached objects.
     std::mem::forget(sim);

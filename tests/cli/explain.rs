@@ -145,14 +145,16 @@ fn events_and_other_kinds_are_skipped_with_a_note_and_an_empty_file_is_an_error(
         &f,
         format!(
             "{cluster}---\napiVersion: v1\nkind: Event\nmetadata: {{name: e1, namespace: data}}\n\
-             involvedObject: {{kind: PersistentVolumeClaim, name: small, namespace: data}}\nreason: X\n"
+             involvedObject: {{kind: PersistentVolumeClaim, name: small, namespace: data}}\nreason: X\n\
+             ---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c1, namespace: data}}\n"
         ),
     )
     .unwrap();
     let out = explain(&["pvc", "data/small", "-f", f.to_str().unwrap(), "-o", "json"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    // Events are read (an external provisioner's answers); a ConfigMap is not.
     assert!(
-        text(&out.stderr).contains("ignored 1 object of kinds that do not affect the controller (1 Event)"),
+        text(&out.stderr).contains("ignored 1 object of kinds that do not affect the controller (1 ConfigMap)"),
         "{}",
         text(&out.stderr)
     );
@@ -184,4 +186,37 @@ fn kubectl_plugin_shim_runs_explain() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["claim"], "default/data");
+}
+
+#[test]
+fn the_table_folds_volumes_claimed_by_others_into_counts_unless_all() {
+    let f = fixture("many-claimed.yaml");
+    let out = explain(&["pvc", "default/data", "-f", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(t.contains("Volumes: 41 (1 accessModes, 40 claimedByOther)"), "{t}");
+    assert!(t.contains("40 more not listed (40 claimedByOther); --all lists every volume"), "{t}");
+    assert!(!t.contains("pv-00"), "{t}");
+    let all = text(&explain(&["pvc", "default/data", "-f", f.to_str().unwrap(), "--all"]).stdout);
+    assert_eq!((0..40).filter(|i| all.contains(&format!("pv-{i:02} "))).count(), 40, "{all}");
+    assert!(!all.contains("more not listed"), "{all}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&explain(&["pvc", "default/data", "-f", f.to_str().unwrap(), "-o", "json"]).stdout)
+            .unwrap();
+    assert_eq!(json["summary"], serde_json::json!({"accessModes": 1, "claimedByOther": 40}));
+    assert_eq!(json["candidates"].as_array().unwrap().len(), 41, "JSON lists every volume");
+}
+
+#[test]
+fn a_dump_with_the_provisioners_objects_gives_its_verdict() {
+    for (name, verdict) in [("external-not-installed.yaml", "notInstalled"), ("external-failing.yaml", "failing")] {
+        let f = fixture(name);
+        let out = explain(&["pvc", "default/data", "-f", f.to_str().unwrap(), "-o", "json"]);
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+        assert!(out.stderr.is_empty(), "CSIDriver, Lease and Event are read, not ignored: {}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["next"], "wait-external-provisioner");
+        assert_eq!(v["provisioner"]["name"], "io.kubernetes.storage.mock");
+        assert_eq!(v["provisioner"]["verdict"], verdict, "{name}: {v:#}");
+    }
 }

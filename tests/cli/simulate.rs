@@ -225,3 +225,21 @@ fn simulate_has_the_detailed_event_texts_and_detailed_events_false_gives_upstrea
         ]
     );
 }
+
+#[test]
+fn changes_output_says_what_the_controller_would_do_one_line_each() {
+    let input = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster.yaml")).unwrap();
+    let out = simulate(&input, &["-o", "changes"]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let t = text(&out.stdout);
+    assert!(t.starts_with("3 bound, 1 provisioned, 1 events\n"), "{t}");
+    for line in ["  data/small → pv-5g", "  data/reserved → pv-20g"] {
+        assert!(t.lines().any(|l| l == line), "{line:?} missing:\n{t}");
+    }
+    assert!(t.lines().any(|l| l.starts_with("  pvc-") && l.ends_with("(1Gi, class local) for data/logs")), "{t}");
+    assert!(t.contains("Normal ProvisioningSucceeded ×1, first on PersistentVolumeClaim data/logs: "), "{t}");
+    // Fed its own output back, the controller would change nothing.
+    let full = simulate(&input, &[]);
+    let again = simulate(&full.stdout, &["-o", "changes"]);
+    assert_eq!(text(&again.stdout), "No changes: the controller would leave this state as it is.\n");
+}

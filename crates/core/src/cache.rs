@@ -325,6 +325,11 @@ impl ClaimCache {
         self.claims.remove(key).map(|e| e.claim.get())
     }
 
+    /// The claims whose phase is not Bound (fresh copies).
+    pub fn not_bound(&self) -> Vec<Arc<PersistentVolumeClaim>> {
+        self.claims.values().filter(|e| !e.bound).map(|e| e.claim.get()).collect()
+    }
+
     /// Every claim key.
     pub fn keys(&self) -> impl Iterator<Item = &ObjectKey> {
         self.claims.keys()

@@ -438,6 +438,24 @@ impl Controller {
         c
     }
 
+    /// Pending claims by the reason `explain` gives ([`crate::UnboundClaimPlan::pending_reason`]),
+    /// from the controller's own plan over its caches, sorted by reason
+    /// (`pv_controller_pending_claims`).
+    pub fn pending_claims(&self) -> Vec<(&'static str, u64)> {
+        let pending: Vec<_> = self.claims.read().unwrap().not_bound();
+        let mut by = std::collections::BTreeMap::<&'static str, u64>::new();
+        for c in pending {
+            let phase = helpers::claim_phase(&c);
+            if !(phase.is_empty() || phase == helpers::pvc_phase::PENDING)
+                || helpers::has_annotation(&c.metadata, pv_model::annotations::BIND_COMPLETED)
+            {
+                continue;
+            }
+            *by.entry(crate::plan::plan_unbound_claim(self, &c).pending_reason()).or_default() += 1;
+        }
+        by.into_iter().collect()
+    }
+
     /// The plugin name upstream reports for a PV in `pv_collector_total_pv_count`: the first of
     /// the binder's own volume plugins that supports the volume — host-path and NFS, the only ones
     /// kube-controller-manager gives its binder — else `N/A` (CSI, local, iSCSI, FC, ... volumes;

@@ -12,6 +12,14 @@
 //!   `volume_operation_errors_total` (and its deprecated twin `volume_operation_total_errors`)
 //!   and keeps the start, so the duration of an operation that succeeds later includes its
 //!   failed attempts. The entry goes when the operation is done or its claim is deleted.
+//!
+//! Beside upstream's, this project's own (never renaming theirs):
+//! - `pv_controller_claim_time_to_bound_seconds{path}`: from a claim's creation to the moment
+//!   this controller marks it Bound, by how it got its volume: `static` (a volume that existed),
+//!   `provisioned` (an in-tree plugin of this controller made it), `external` (an external
+//!   provisioner made it) ([`Metrics::claim_bound`]);
+//! - `pv_controller_pending_claims{reason}`: Pending claims by the reason `explain` gives, read
+//!   from the controller's own plan at scrape time (`Controller::pending_claims`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +27,18 @@ use std::sync::Mutex;
 
 /// Upper bounds (seconds) of upstream's storage operation histograms.
 pub const OPERATION_BUCKETS: &[f64] = &[0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 25.0, 50.0, 120.0, 300.0, 600.0];
+
+/// Upper bounds (seconds) of `pv_controller_claim_time_to_bound_seconds`: from a tenth of a
+/// second (a static bind) to a day (a claim that waited for someone to act).
+pub const TIME_TO_BOUND_BUCKETS: &[f64] =
+    &[0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 21600.0, 86400.0];
+
+/// `path` of a claim bound to a volume that existed.
+pub const PATH_STATIC: &str = "static";
+/// `path` of a claim bound to a volume an in-tree plugin of this controller provisioned.
+pub const PATH_PROVISIONED: &str = "provisioned";
+/// `path` of a claim bound to a volume an external provisioner provisioned.
+pub const PATH_EXTERNAL: &str = "external";
 
 /// `operation_name` of the end-to-end provisioning metric.
 pub const PROVISION: &str = "provision";
@@ -111,6 +131,8 @@ pub struct Metrics {
     /// `pv_controller_foreign_binder_writes_total{manager}`: writes of binder-owned fields by
     /// another writer.
     foreign_binder_writes: Mutex<HashMap<String, u64>>,
+    /// `pv_controller_claim_time_to_bound_seconds{path}`.
+    time_to_bound: Mutex<HashMap<&'static str, Histogram>>,
 }
 
 fn plugin_label(plugin: &str) -> &str {
@@ -137,6 +159,25 @@ impl Metrics {
         let m = self.foreign_binder_writes.lock().unwrap_or_else(|e| e.into_inner());
         let mut v: Vec<(String, u64)> = m.iter().map(|(k, n)| (k.clone(), *n)).collect();
         v.sort();
+        v
+    }
+
+    /// A claim was marked Bound `seconds` after its creation, by `path` ([`PATH_STATIC`],
+    /// [`PATH_PROVISIONED`] or [`PATH_EXTERNAL`]).
+    pub fn claim_bound(&self, path: &'static str, seconds: f64) {
+        self.time_to_bound
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(path)
+            .or_insert_with(|| Histogram::with_bounds(TIME_TO_BOUND_BUCKETS))
+            .observe(seconds.max(0.0));
+    }
+
+    /// `path` → time from creation to Bound, sorted by path.
+    pub fn time_to_bound_snapshot(&self) -> Vec<(&'static str, Histogram)> {
+        let m = self.time_to_bound.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = m.iter().map(|(k, h)| (*k, h.clone())).collect();
+        v.sort_by(|a, b| a.0.cmp(b.0));
         v
     }
 
@@ -250,6 +291,21 @@ mod tests {
         assert_eq!(s[0].0, ("example.com/ext".to_string(), PROVISION));
         assert_eq!((s[0].1.errors, s[0].1.seconds.count, s[0].1.seconds.sum), (1, 1, 30.0));
         assert_eq!(m.operations_in_progress(), 0);
+    }
+
+    #[test]
+    fn time_to_bound_is_kept_per_path_over_its_own_buckets() {
+        let m = Metrics::default();
+        m.claim_bound(PATH_STATIC, 0.2);
+        m.claim_bound(PATH_EXTERNAL, 7200.0);
+        m.claim_bound(PATH_EXTERNAL, 3.0);
+        let s = m.time_to_bound_snapshot();
+        assert_eq!(s.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [PATH_EXTERNAL, PATH_STATIC]);
+        let ext = &s[0].1;
+        assert_eq!((ext.count, ext.sum), (2, 7203.0));
+        assert_eq!(ext.bounds(), TIME_TO_BOUND_BUCKETS);
+        assert_eq!(ext.buckets[4] + ext.buckets[5], 1, "3 s falls in the le=5 bucket");
+        assert_eq!(ext.buckets[14], 1, "2 h falls in the le=21600 bucket");
     }
 
     #[test]

@@ -162,6 +162,29 @@ pub enum BoundClaimPlan {
     KeepBound(Arc<PersistentVolume>),
 }
 
+impl UnboundClaimPlan {
+    /// Why a claim with this plan is still Pending, in `explain`'s words: its `next` (`bind`,
+    /// `provision`, `wait-external-provisioner`, `wait-first-consumer`) or, where nothing happens
+    /// next, what stops it (`no-class`, `volume-not-found`, `volume-mismatch`,
+    /// `claimed-by-other`, `provisioning-failed`, `provisioning-disabled`); `default-class` for a
+    /// claim about to be given the default class. The `reason` of `pv_controller_pending_claims`.
+    pub fn pending_reason(&self) -> &'static str {
+        match self {
+            UnboundClaimPlan::Bind(_) => "bind",
+            UnboundClaimPlan::AssignDefaultClass(_) => "default-class",
+            UnboundClaimPlan::WaitForFirstConsumer { .. } => "wait-first-consumer",
+            UnboundClaimPlan::Provision(Provisioning::Internal { .. }) => "provision",
+            UnboundClaimPlan::Provision(Provisioning::External { .. }) => "wait-external-provisioner",
+            UnboundClaimPlan::Provision(Provisioning::Failed(_)) => "provisioning-failed",
+            UnboundClaimPlan::Provision(Provisioning::Disabled) => "provisioning-disabled",
+            UnboundClaimPlan::NoClass => "no-class",
+            UnboundClaimPlan::VolumeNotFound(_) => "volume-not-found",
+            UnboundClaimPlan::VolumeMismatch { .. } => "volume-mismatch",
+            UnboundClaimPlan::ClaimedByOther { .. } => "claimed-by-other",
+        }
+    }
+}
+
 /// Upstream's event message for [`BoundClaimPlan::LostReference`].
 pub const LOST_REFERENCE: &str = "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!";
 /// Upstream's event message for [`BoundClaimPlan::LostVolume`].

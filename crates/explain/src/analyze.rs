@@ -9,12 +9,12 @@
 //! (`pvc.spec.volumeName` and `pv.spec.claimRef`), the way the bound-claim sync reads them.
 
 use pv_core::plan;
+use pv_core::plan::BoundClaimPlan;
 use pv_core::{Provisioning, UnboundClaimPlan, View};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pvc_phase, AccessModes};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::{matching, selector, VerdictKind};
-use std::sync::Arc;
 
 /// What the controller does next for the claim (the `next` field of the JSON output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +61,8 @@ pub struct Candidate {
     pub class: String,
     /// `status.phase`.
     pub phase: String,
+    /// The volume is held by an earlier claim of this claim's namespace and name (another uid).
+    pub earlier_claim: bool,
 }
 
 /// What the claim asks for, for the header of the text output.
@@ -101,6 +103,10 @@ pub struct Explanation {
     pub message: String,
     /// What the user could change, when that helps.
     pub hint: Option<String>,
+    /// The external provisioner the claim waits for and the claim's class, when it waits for one.
+    pub external: Option<(String, String)>,
+    /// What was found past the binder about that provisioner (see [`crate::provisioner`]).
+    pub provisioner: Option<crate::provisioner::Report>,
 }
 
 /// Explains `claim` as the controller sees it through `view`; `volumes` are every volume, in any
@@ -116,10 +122,12 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
         next: Next::None,
         message: String::new(),
         hint: None,
+        external: None,
+        provisioner: None,
     };
     // The controller reads a claim as bound once it carries bind-completed; so does explain.
     if helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED) {
-        explain_bound(view, claim, &mut e);
+        explain_bound(view, volumes, claim, &mut e);
     } else {
         explain_unbound(view, volumes, claim, &mut e);
     }
@@ -156,6 +164,7 @@ fn candidate(v: &PersistentVolume, verdict: VerdictKind, detail: String) -> Cand
         modes: or_none(helpers::volume_access_modes(v)),
         class: helpers::volume_class(v).to_string(),
         phase: helpers::volume_phase(v).to_string(),
+        earlier_claim: false,
     }
 }
 
@@ -205,9 +214,12 @@ fn rank_all(
                 (VerdictKind::Phase, _) if helpers::claim_ref(v).is_none() => {
                     format!("phase {}, not yet Available", helpers::or_dash(helpers::volume_phase(v)))
                 }
+                (VerdictKind::ClaimedByOther, _) => earlier_incarnation(v, claim).unwrap_or(verdict.detail),
                 _ => verdict.detail,
             };
-            candidate(v, verdict.kind, detail)
+            let mut c = candidate(v, verdict.kind, detail);
+            c.earlier_claim = verdict.kind == VerdictKind::ClaimedByOther && earlier_incarnation(v, claim).is_some();
+            c
         })
         .collect()
 }
@@ -240,16 +252,23 @@ fn explain_unbound(view: &impl View, volumes: &[PersistentVolume], claim: &Persi
         let (kind, detail) = match &plan {
             UnboundClaimPlan::VolumeMismatch { verdict, .. } => (verdict.kind, verdict.detail.clone()),
             UnboundClaimPlan::ClaimedByOther { other, .. } => {
-                (VerdictKind::ClaimedByOther, format!("claimed by {other}"))
+                (VerdictKind::ClaimedByOther, earlier_incarnation(&v, claim).unwrap_or(format!("claimed by {other}")))
             }
             _ => (VerdictKind::Match, "named by the claim's spec.volumeName".into()),
         };
         e.candidates = vec![candidate(&v, kind, detail)];
+        e.candidates[0].earlier_claim = kind == VerdictKind::ClaimedByOther && earlier_incarnation(&v, claim).is_some();
         if let UnboundClaimPlan::Bind(v) = &plan {
             e.best_match = Some(helpers::name(&v.metadata).to_string());
         }
     }
     let (next, message) = describe_plan(claim, &plan, e);
+    if let Some(h) = free_earlier_hint(volumes, claim) {
+        e.hint = Some(match e.hint.take() {
+            Some(old) => format!("{h}; or {old}"),
+            None => h,
+        });
+    }
     e.next = next;
     e.message = if prefix.is_empty() {
         message
@@ -331,10 +350,18 @@ fn describe_plan(claim: &PersistentVolumeClaim, plan: &UnboundClaimPlan, e: &mut
         ),
         UnboundClaimPlan::ClaimedByOther { volume, other } => (
             Next::None,
-            format!(
-                "The claim asks for volume {}, which is already bound to claim {other}.",
-                helpers::name(&volume.metadata)
-            ),
+            if earlier_incarnation(volume, claim).is_some() {
+                format!(
+                    "The claim asks for volume {}, which is still held by an earlier claim {other} (another \
+                     uid), not by this one.",
+                    helpers::name(&volume.metadata)
+                )
+            } else {
+                format!(
+                    "The claim asks for volume {}, which is already bound to claim {other}.",
+                    helpers::name(&volume.metadata)
+                )
+            },
         ),
     }
 }
@@ -350,14 +377,16 @@ fn describe_provisioning(claim: &PersistentVolumeClaim, p: &Provisioning, e: &mu
                 plugin.name()
             ),
         ),
-        Provisioning::External { provisioner, .. } => (
-            Next::WaitExternalProvisioner,
-            format!(
-                "No volume matches; waiting for the external provisioner {provisioner:?} \
-                 (StorageClass {class:?}) to create one; if that takes long, check that it is \
-                 running."
-            ),
-        ),
+        Provisioning::External { provisioner, .. } => {
+            e.external = Some((provisioner.clone(), class.to_string()));
+            (
+                Next::WaitExternalProvisioner,
+                format!(
+                    "No volume matches; waiting for the external provisioner {provisioner:?} \
+                     (StorageClass {class:?}) to create one."
+                ),
+            )
+        }
         Provisioning::Failed(why) => {
             e.hint = Some(format!("{}, or fix StorageClass {class:?}", create_hint(claim)));
             (
@@ -373,6 +402,52 @@ fn describe_provisioning(claim: &PersistentVolumeClaim, p: &Provisioning, e: &mu
             (Next::None, "No volume matches and dynamic provisioning is disabled in the controller.".to_string())
         }
     }
+}
+
+/// A volume whose claimRef names this claim's namespace and name with another uid is held by an
+/// earlier claim of that name (deleted, then re-created as this one), not by another user: says
+/// so, with the volume's phase, reclaim policy and message, and what frees it.
+fn earlier_incarnation(v: &PersistentVolume, claim: &PersistentVolumeClaim) -> Option<String> {
+    let r = helpers::claim_ref(v)?;
+    let uid = r.uid.as_deref().unwrap_or("");
+    if uid.is_empty() || uid == helpers::uid(&claim.metadata) || helpers::claim_ref_key(r) != helpers::claim_key(claim)
+    {
+        return None;
+    }
+    let phase = helpers::or_dash(helpers::volume_phase(v));
+    let policy = helpers::reclaim_policy(v);
+    let message = v.status.as_ref().and_then(|s| s.message.as_deref()).filter(|m| !m.is_empty());
+    let message = message.map(|m| format!(" ({m})")).unwrap_or_default();
+    let frees = match (policy, phase) {
+        (_, "Bound") => "the controller releases it at its next sync, then reclaims it by its policy".to_string(),
+        ("Retain", _) => "clearing its spec.claimRef makes it Available again, data kept".to_string(),
+        ("Delete", "Failed") => "deleting it failed: fix that, or delete the volume".to_string(),
+        ("Recycle", "Failed") => "recycling it failed: fix that, or clear its spec.claimRef".to_string(),
+        ("Delete", _) => "the controller deletes it".to_string(),
+        ("Recycle", _) => "the controller recycles it, then it is Available".to_string(),
+        _ => "clearing its spec.claimRef makes it Available again".to_string(),
+    };
+    Some(format!(
+        "held by an earlier claim of this name (uid {uid}), not this one; {phase}, reclaim policy {policy}{message}; \
+         {frees}"
+    ))
+}
+
+/// For Retain volumes held by an earlier claim of this name: the command that frees them.
+fn free_earlier_hint(volumes: &[PersistentVolume], claim: &PersistentVolumeClaim) -> Option<String> {
+    let held: Vec<&str> = volumes
+        .iter()
+        .filter(|v| helpers::reclaim_policy(v) == "Retain" && helpers::volume_phase(v) != "Bound")
+        .filter(|v| earlier_incarnation(v, claim).is_some())
+        .map(|v| helpers::name(&v.metadata))
+        .collect();
+    let first = held.first()?;
+    let which = if held.len() == 1 { format!("volume {first} is") } else { format!("volumes {} are", held.join(", ")) };
+    Some(format!(
+        "{which} held by an earlier claim of this name; `kubectl patch pv {first} --type json -p \
+         '[{{\"op\":\"remove\",\"path\":\"/spec/claimRef\"}}]'` frees it (the data stays), and the controller \
+         then binds it if it matches"
+    ))
 }
 
 /// "create a PV of at least 10Gi with class standard and ReadWriteOnce".
@@ -398,36 +473,51 @@ fn create_hint(claim: &PersistentVolumeClaim) -> String {
     s
 }
 
-/// Who made the binding, from the bound-by-controller annotations on both sides.
-fn binding_origin(claim: &PersistentVolumeClaim, v: &PersistentVolume) -> &'static str {
+/// How the binding came about, from what both objects carry: the bound-by-controller
+/// annotations (set on the side the controller filled in) and the provisioned-by annotation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// The user named the volume in the claim's `spec.volumeName`.
+    ClaimNamedVolume,
+    /// The user pre-bound the volume to the claim (`spec.claimRef`).
+    VolumePreBound,
+    /// The volume was provisioned for the claim (by whom, the annotation says).
+    Provisioned,
+    /// The controller chose it among the free volumes.
+    Chosen,
+}
+
+fn binding_origin(claim: &PersistentVolumeClaim, v: &PersistentVolume) -> Origin {
     let claim_by_ctrl = helpers::has_annotation(&claim.metadata, ann::BOUND_BY_CONTROLLER);
     let volume_by_ctrl = helpers::has_annotation(&v.metadata, ann::BOUND_BY_CONTROLLER);
-    match (claim_by_ctrl, volume_by_ctrl) {
-        (true, true) => "bound by the controller",
-        (false, _) => "pre-bound by the user via the claim's spec.volumeName",
-        (true, false) => "pre-bound by the user via the volume's spec.claimRef",
+    if !claim_by_ctrl {
+        Origin::ClaimNamedVolume
+    } else if volume_by_ctrl {
+        Origin::Chosen
+    } else if helpers::has_annotation(&v.metadata, ann::PROVISIONED_BY) {
+        Origin::Provisioned
+    } else {
+        Origin::VolumePreBound
     }
 }
 
-fn explain_bound(view: &impl View, claim: &PersistentVolumeClaim, e: &mut Explanation) {
+fn explain_bound(view: &impl View, volumes: &[PersistentVolume], claim: &PersistentVolumeClaim, e: &mut Explanation) {
     let lost = e.phase == pvc_phase::LOST;
     let vname = helpers::claim_volume_name(claim);
-    if vname.is_empty() {
-        e.message = "The claim was bound but lost its side of the binding: its spec.volumeName \
-                     is empty (the claim lost the pointer). Data on the volume is lost to it."
-            .into();
-        return;
-    }
-    let Some(v) = view.volume(vname) else {
-        e.message = format!(
-            "The claim was bound to volume {vname}, which no longer exists (the volume is \
-             missing). Data on the volume is lost."
-        );
-        return;
-    };
-    let v: Arc<PersistentVolume> = v;
-    match helpers::claim_ref(&v) {
-        None => {
+    // The bound-claim sync's own decision (the controller's plan, not a copy of it).
+    match plan::plan_bound_claim(claim, view.volume(vname)) {
+        BoundClaimPlan::LostReference => {
+            e.message = "The claim was bound but lost its side of the binding: its spec.volumeName \
+                         is empty (the claim lost the pointer). Data on the volume is lost to it."
+                .into();
+        }
+        BoundClaimPlan::LostVolume => {
+            e.message = format!(
+                "The claim was bound to volume {vname}, which no longer exists (the volume is \
+                 missing). Data on the volume is lost."
+            );
+        }
+        BoundClaimPlan::Rebind(v) => {
             e.candidates = vec![candidate(&v, VerdictKind::Match, "its claimRef is empty".into())];
             e.best_match = Some(vname.to_string());
             e.next = Next::Bind;
@@ -436,19 +526,17 @@ fn explain_bound(view: &impl View, claim: &PersistentVolumeClaim, e: &mut Explan
                  the pointer); the controller will bind it to the claim again."
             );
         }
-        Some(r) if r.uid.as_deref().unwrap_or("") == helpers::uid(&claim.metadata) => {
-            let origin = binding_origin(claim, &v);
-            e.candidates = vec![candidate(&v, VerdictKind::Match, origin.into())];
-            e.message = if lost {
-                format!(
-                    "Both pointers agree again (claim → {vname} → claim), but the claim is \
-                     marked Lost; the controller does not turn a Lost claim back to Bound."
-                )
-            } else {
-                format!("The claim is bound to volume {vname} ({origin}); nothing to do.")
-            };
+        BoundClaimPlan::KeepBound(v) if lost => {
+            e.candidates = vec![candidate(&v, VerdictKind::Match, "points back to the claim".into())];
+            e.message = format!(
+                "Both pointers agree again (claim → {vname} → claim), but the claim is \
+                 marked Lost; the controller does not turn a Lost claim back to Bound."
+            );
         }
-        Some(r) => {
+        BoundClaimPlan::KeepBound(v) => explain_kept(view, volumes, claim, &v, e),
+        BoundClaimPlan::Misbound => {
+            let v = view.volume(vname).expect("a misbound claim's volume exists");
+            let r = helpers::claim_ref(&v).expect("a misbound claim's volume has a claimRef");
             let other = helpers::claim_ref_key(r);
             let uid = r.uid.as_deref().unwrap_or("");
             e.candidates = vec![candidate(&v, VerdictKind::ClaimedByOther, format!("claimed by {other}"))];
@@ -464,6 +552,78 @@ fn explain_bound(view: &impl View, claim: &PersistentVolumeClaim, e: &mut Explan
             );
         }
     }
+}
+
+/// Why a bound claim has the volume it has: pre-bound by the user, provisioned for it, or chosen
+/// by the controller; for the last, the plan run again as at binding time (the volume free, the
+/// claim unbound, every other volume as it stands now), with each other volume's verdict.
+fn explain_kept(
+    view: &impl View,
+    volumes: &[PersistentVolume],
+    claim: &PersistentVolumeClaim,
+    v: &PersistentVolume,
+    e: &mut Explanation,
+) {
+    let vname = helpers::name(&v.metadata).to_string();
+    let origin = binding_origin(claim, v);
+    let why = match origin {
+        Origin::ClaimNamedVolume => "pre-bound by the user via the claim's spec.volumeName".to_string(),
+        Origin::VolumePreBound => "pre-bound by the user via the volume's spec.claimRef".to_string(),
+        Origin::Provisioned => format!(
+            "provisioned for it by {}",
+            helpers::annotation(&v.metadata, ann::PROVISIONED_BY).unwrap_or("a provisioner")
+        ),
+        Origin::Chosen => "bound by the controller".to_string(),
+    };
+    if origin != Origin::Chosen {
+        e.candidates = vec![candidate(v, VerdictKind::Match, why.clone())];
+        e.message = format!("The claim is bound to volume {vname}, {why}; nothing to do.");
+        return;
+    }
+    // As at binding time: this volume free, the claim unbound.
+    let mut unbound = claim.clone();
+    if let Some(spec) = unbound.spec.as_mut() {
+        spec.volume_name = None;
+    }
+    if let Some(a) = unbound.metadata.annotations.as_mut() {
+        a.remove(ann::BIND_COMPLETED);
+        a.remove(ann::BOUND_BY_CONTROLLER);
+    }
+    let mut free = v.clone();
+    if let Some(spec) = free.spec.as_mut() {
+        spec.claim_ref = None;
+    }
+    free.status.get_or_insert_with(Default::default).phase = Some("Available".into());
+    let then: Vec<PersistentVolume> =
+        volumes.iter().map(|x| if helpers::name(&x.metadata) == vname { free.clone() } else { x.clone() }).collect();
+    let delay = plan::is_delay_binding(view, &unbound);
+    // The first match in upstream's walk is the one the index picks.
+    let now_best =
+        rank_all(&unbound, &then, delay, None).into_iter().find(|c| c.verdict == VerdictKind::Match).map(|c| c.volume);
+    e.candidates = rank_all(&unbound, &then, delay, Some(&vname));
+    let matching = e.candidates.iter().filter(|c| c.verdict == VerdictKind::Match).count();
+    if let Some(first) = e.candidates.first_mut().filter(|c| c.volume == vname) {
+        first.detail = format!("bound to the claim: {}", first.detail);
+        first.phase = helpers::volume_phase(v).to_string();
+    }
+    let chosen = match (now_best.as_deref(), matching) {
+        (Some(b), 1) if b == vname => "the only volume that matches it".to_string(),
+        (Some(b), n) if b == vname => format!("the best of the {n} volumes that match it"),
+        (Some(b), _) => format!(
+            "{b} would be chosen now: it fits better, so it was not free (or did not exist) when the claim \
+             was bound"
+        ),
+        (None, _) => format!(
+            "by today's rules {vname} no longer matches the claim ({}); the binding stays",
+            e.candidates.first().map(|c| c.detail.as_str()).unwrap_or("")
+        ),
+    };
+    let others = match e.candidates.len().saturating_sub(1) {
+        0 => String::new(),
+        1 => " The other volume is shown as it stands now.".to_string(),
+        n => format!(" The other {n} volumes are shown as they stand now."),
+    };
+    e.message = format!("The claim is bound to volume {vname}, chosen by the controller: {chosen}.{others}");
 }
 
 /// Marks the volumes that only become Available at their first sync (see
@@ -487,4 +647,43 @@ pub fn note_becoming_available(e: &mut Explanation, volumes: &[String]) {
         _ => ("have", relevant.join(", ")),
     };
     e.message = format!("{} ({list} {verb} no phase yet: the volume's first sync makes it Available.)", e.message);
+}
+
+/// Adds what was found past the binder: its verdict continues the message, and a verdict that
+/// names a problem says what to do about it.
+pub fn note_provisioner(e: &mut Explanation, report: crate::provisioner::Report) {
+    use crate::provisioner::Verdict;
+    e.message = format!("{} {}", e.message, report.message);
+    let name = &report.name;
+    let hint = match report.verdict {
+        Verdict::NotInstalled => Some(format!(
+            "install the driver {name:?} (its CSIDriver and csi-provisioner beside its controller), or give \
+             the claim a StorageClass whose provisioner runs"
+        )),
+        Verdict::Down => Some(format!(
+            "find out why the provisioner stopped (its pods and their logs{}); the claim is provisioned once \
+             it runs again",
+            report.lease_holder.as_deref().map(|h| format!("; the last leader was {h}")).unwrap_or_default()
+        )),
+        Verdict::Failing => Some(
+            "fix what the error says (the class's parameters, the storage backend); the provisioner keeps \
+             retrying on its own"
+                .into(),
+        ),
+        Verdict::NotOnNode => Some(format!(
+            "run the driver's node plugin on {} (it registers the driver in the node's CSINode), or let \
+             the claim be scheduled elsewhere",
+            report.node.as_ref().map_or("the node", |n| n.name.as_str())
+        )),
+        Verdict::NoCapacity => Some("ask for less, or free room in the storage backend".into()),
+        Verdict::NoAnswer => Some(format!(
+            "check that csi-provisioner for {name:?} runs (`kubectl get pods -A | grep provisioner`) and \
+             read its logs"
+        )),
+        Verdict::Provisioning | Verdict::Running | Verdict::Unknown => None,
+    };
+    if hint.is_some() {
+        e.hint = hint;
+    }
+    e.provisioner = Some(report);
 }

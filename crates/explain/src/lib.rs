@@ -9,16 +9,21 @@
 //! `pv_model::matching`. There is no second copy of the matching rules here, so the explanation
 //! cannot drift from what the controller does.
 //!
-//! Modules: [`snapshot`] (state in, view out), [`live`] (reading a cluster), [`analyze`] (the explanation), [`render`]
-//! (JSON and text).
+//! Past the binder, for a claim handed to an external provisioner, [`provisioner`] looks at
+//! what a person would (its CSIDriver, its leader Lease, its events on the claim, the selected
+//! node's CSINode, published capacity) and gives one verdict.
+//!
+//! Modules: [`snapshot`] (state in, view out), [`live`] (reading a cluster), [`analyze`] (the
+//! explanation), [`provisioner`] (past the binder), [`render`] (JSON and text).
 
 pub mod analyze;
 pub mod live;
+pub mod provisioner;
 pub mod render;
 pub mod snapshot;
 
 pub use analyze::{explain, Candidate, Explanation, Next, Request};
-pub use render::{to_json, to_text, to_text_width};
+pub use render::{to_json, to_text, to_text_width, to_text_with};
 pub use snapshot::{plugins, Snapshot, SnapshotError};
 
 /// Explains `namespace/name` over a snapshot: the controller's plan over its view of it. `None`
@@ -28,9 +33,23 @@ pub use snapshot::{plugins, Snapshot, SnapshotError};
 /// them, Available, and the explanation says so: the controller syncs volumes before it matches
 /// claims against them, so that is the state its decision for the claim sees.
 pub fn explain_snapshot(snapshot: &Snapshot, namespace: &str, name: &str) -> Option<Explanation> {
+    explain_snapshot_at(snapshot, namespace, name, k8s_openapi::jiff::Timestamp::now())
+}
+
+/// [`explain_snapshot`] at time `now` (the ages of Leases and events are measured from it).
+pub fn explain_snapshot_at(
+    snapshot: &Snapshot,
+    namespace: &str,
+    name: &str,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Option<Explanation> {
     let (synced, becoming_available) = snapshot.after_first_volume_syncs();
     let claim = synced.claim(namespace, name)?;
     let mut e = explain(&synced.view(plugins()), &synced.volumes, claim);
     analyze::note_becoming_available(&mut e, &becoming_available);
+    if let Some((p, class)) = e.external.clone() {
+        let report = provisioner::check(snapshot, claim, &p, &class, now);
+        analyze::note_provisioner(&mut e, report);
+    }
     Some(e)
 }

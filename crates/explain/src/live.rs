@@ -7,12 +7,21 @@
 //! (they say whether a delayed-binding claim has a consumer waiting). Nodes matter only once
 //! provisioning runs, and other claims not at all, so they are not listed, which keeps the RBAC
 //! needed to `get pvc`, `list pv,storageclass` and `list pods` in one namespace.
+//!
+//! Past the binder, only for a claim that waits for an external provisioner: `get csidriver`,
+//! `list leases` of the provisioner's Lease name in every namespace, `list events` on the claim,
+//! `get csinode` of the selected node and `list csistoragecapacities` when the driver publishes
+//! them. Those reads are best effort: one the credentials may not make (RBAC) is reported as a
+//! note and its part of the answer left unknown.
 
 use crate::snapshot::Snapshot;
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use kube::api::{Api, ListParams};
 use pv_kube::connect::{self, ClientOptions};
+use pv_model::annotations as ann;
+use pv_model::helpers;
 use std::time::Duration;
 
 /// Why the cluster could not be read.
@@ -41,6 +50,8 @@ pub struct Live {
     pub found: bool,
     /// The server URL (for messages).
     pub url: String,
+    /// Reads past the binder that failed (their part of the answer is unknown), for stderr.
+    pub notes: Vec<String>,
 }
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -72,24 +83,78 @@ pub async fn read(opts: &ClientOptions, namespace: &str, name: &str) -> Result<L
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
     let claim = call(format!("get persistentvolumeclaim {namespace}/{name}"), &url, claims.get_opt(name)).await?;
     let Some(claim) = claim else {
-        return Ok(Live { snapshot: Snapshot::default(), found: false, url });
+        return Ok(Live { snapshot: Snapshot::default(), found: false, url, notes: Vec::new() });
     };
     let lp = ListParams::default();
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
     let volumes = call("list persistentvolumes".into(), &url, pvs.list(&lp)).await?;
     let scs: Api<StorageClass> = Api::all(client.clone());
     let classes = call("list storageclasses".into(), &url, scs.list(&lp)).await?;
-    let pods: Api<Pod> = Api::namespaced(client, namespace);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let pods = call(format!("list pods in {namespace}"), &url, pods.list(&lp)).await?;
-    Ok(Live {
-        snapshot: Snapshot {
-            volumes: volumes.items,
-            claims: vec![claim],
-            classes: classes.items,
-            pods: pods.items,
-            nodes: Vec::new(),
-        },
-        found: true,
-        url,
-    })
+    let mut snapshot = Snapshot {
+        volumes: volumes.items,
+        claims: vec![claim],
+        classes: classes.items,
+        pods: pods.items,
+        ..Default::default()
+    };
+    let mut notes = Vec::new();
+    // Past the binder only when the controller's plan hands the claim to an external provisioner.
+    let external = crate::explain_snapshot(&snapshot, namespace, name).and_then(|e| e.external);
+    if let Some((provisioner, _)) = external {
+        read_past_binder(&client, &url, &mut snapshot, &provisioner, &mut notes).await;
+    }
+    Ok(Live { snapshot, found: true, url, notes })
+}
+
+/// What [`crate::provisioner::check`] looks at, read into `snapshot`; a failed read becomes a note.
+async fn read_past_binder(
+    client: &kube::Client,
+    url: &str,
+    snapshot: &mut Snapshot,
+    provisioner: &str,
+    notes: &mut Vec<String>,
+) {
+    let claim = snapshot.claims[0].clone();
+    let ns = claim.metadata.namespace.clone().unwrap_or_default();
+    let lp = ListParams::default();
+    let drivers: Api<CSIDriver> = Api::all(client.clone());
+    match call(format!("get csidriver {provisioner}"), url, drivers.get_opt(provisioner)).await {
+        Ok(d) => {
+            snapshot.read_csi = true;
+            snapshot.csi_drivers.extend(d);
+        }
+        Err(e) => notes.push(e.to_string()),
+    }
+    let lease = crate::provisioner::lease_name(provisioner);
+    let leases: Api<Lease> = Api::all(client.clone());
+    let by_name = ListParams::default().fields(&format!("metadata.name={lease}"));
+    match call(format!("list leases named {lease}"), url, leases.list(&by_name)).await {
+        Ok(l) => snapshot.leases = l.items,
+        Err(e) => notes.push(e.to_string()),
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let on_claim = ListParams::default().fields(&format!(
+        "involvedObject.kind=PersistentVolumeClaim,involvedObject.uid={}",
+        helpers::uid(&claim.metadata)
+    ));
+    match call(format!("list events in {ns}"), url, events.list(&on_claim)).await {
+        Ok(l) => snapshot.events = l.items,
+        Err(e) => notes.push(e.to_string()),
+    }
+    if let Some(node) = helpers::annotation(&claim.metadata, ann::SELECTED_NODE).filter(|n| !n.is_empty()) {
+        let csinodes: Api<CSINode> = Api::all(client.clone());
+        match call(format!("get csinode {node}"), url, csinodes.get_opt(node)).await {
+            Ok(n) => snapshot.csi_nodes.extend(n),
+            Err(e) => notes.push(e.to_string()),
+        }
+    }
+    if snapshot.csi_drivers.iter().any(|d| d.spec.storage_capacity == Some(true)) {
+        let caps: Api<CSIStorageCapacity> = Api::all(client.clone());
+        match call("list csistoragecapacities".into(), url, caps.list(&lp)).await {
+            Ok(l) => snapshot.capacities = l.items,
+            Err(e) => notes.push(e.to_string()),
+        }
+    }
 }

@@ -1,12 +1,16 @@
 //! Printing an [`Explanation`]: JSON for scripts (the format the README documents), text for people.
 //!
 //! The text form is built to be read at a glance in a terminal (100 columns when the width is not
-//! known): two header lines with what the claim asks for, one table row per volume, then what
-//! happens next and what the user could change. Nothing is ever cut: names take the room they
+//! known): two header lines with what the claim asks for, the count of volumes per verdict, a
+//! table of the volumes that matter (matches, then near misses: volumes failing a rule other than
+//! `claimedByOther`, and volumes held by an earlier claim of the same name; at most
+//! [`NEAR_MISSES`] rows, the rest folded into counts; every volume with `--all`), what was found
+//! about an external provisioner, then what happens next and what the user could change. Nothing is ever cut: names take the room they
 //! need and a DETAIL longer than the room left wraps onto lines of its own in its column. Colour is opt-in by the caller, who knows
 //! whether stdout is a terminal.
 
 use crate::analyze::{Candidate, Explanation};
+use crate::provisioner::{ago, Report};
 use pv_model::VerdictKind;
 use serde::Serialize;
 
@@ -16,9 +20,13 @@ pub const WIDTH: usize = 100;
 /// The narrowest DETAIL column: below it, wrapped lines would hold a word or two.
 const MIN_DETAIL: usize = 24;
 
+/// The rows the text table shows without `--all`.
+pub const NEAR_MISSES: usize = 10;
+
 /// The JSON document the README documents, keys in the documented order: `claim`, `phase`,
 /// `volumeName`, `candidates` (each `volume`, `verdict`, `detail`), `bestMatch`, `next`,
-/// `message`. Serialize it with `serde_json`.
+/// `message`, `summary` (verdict → count) and, for a claim waiting for an external provisioner,
+/// `provisioner`. Serialize it with `serde_json`.
 #[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct JsonDoc<'a> {
@@ -29,6 +37,77 @@ pub struct JsonDoc<'a> {
     best_match: Option<&'a str>,
     next: &'static str,
     message: &'a str,
+    summary: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provisioner: Option<JsonProvisioner<'a>>,
+}
+
+/// The `provisioner` object: what was found past the binder.
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct JsonProvisioner<'a> {
+    name: &'a str,
+    csi_driver: Option<bool>,
+    lease: Option<&'a str>,
+    lease_holder: Option<&'a str>,
+    lease_renewed_seconds_ago: Option<i64>,
+    last_event: Option<JsonEvent<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<JsonNode<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacity: Option<&'a str>,
+    verdict: &'static str,
+    message: &'a str,
+}
+
+/// `provisioner.lastEvent`.
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct JsonEvent<'a> {
+    reason: &'a str,
+    #[serde(rename = "type")]
+    type_: &'a str,
+    message: &'a str,
+    seconds_ago: Option<i64>,
+    count: i32,
+}
+
+/// `provisioner.node`.
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct JsonNode<'a> {
+    name: &'a str,
+    driver_registered: Option<bool>,
+}
+
+fn json_provisioner(r: &Report) -> JsonProvisioner<'_> {
+    JsonProvisioner {
+        name: &r.name,
+        csi_driver: r.csi_driver,
+        lease: r.lease.as_deref(),
+        lease_holder: r.lease_holder.as_deref(),
+        lease_renewed_seconds_ago: r.lease_renewed_seconds_ago,
+        last_event: r.last_event.as_ref().map(|e| JsonEvent {
+            reason: &e.reason,
+            type_: &e.type_,
+            message: &e.message,
+            seconds_ago: e.seconds_ago,
+            count: e.count,
+        }),
+        node: r.node.as_ref().map(|n| JsonNode { name: &n.name, driver_registered: n.driver_registered }),
+        capacity: r.capacity.as_deref(),
+        verdict: r.verdict.as_str(),
+        message: &r.message,
+    }
+}
+
+/// Volumes per verdict, in the order of [`VerdictKind`].
+pub fn summary(candidates: &[Candidate]) -> Vec<(VerdictKind, usize)> {
+    let mut counts = std::collections::BTreeMap::<VerdictKind, usize>::new();
+    for c in candidates {
+        *counts.entry(c.verdict).or_default() += 1;
+    }
+    counts.into_iter().collect()
 }
 
 /// One entry of `candidates`.
@@ -53,6 +132,8 @@ pub fn to_json(e: &Explanation) -> JsonDoc<'_> {
         best_match: e.best_match.as_deref(),
         next: e.next.as_str(),
         message: &e.message,
+        summary: summary(&e.candidates).into_iter().map(|(k, n)| (k.as_str().to_string(), n.into())).collect(),
+        provisioner: e.provisioner.as_ref().map(json_provisioner),
     }
 }
 
@@ -116,8 +197,33 @@ pub fn to_text(e: &Explanation, color: bool) -> String {
     to_text_width(e, color, WIDTH)
 }
 
-/// The text form for a terminal `width` columns wide.
+/// The text form for a terminal `width` columns wide, near misses only.
 pub fn to_text_width(e: &Explanation, color: bool, width: usize) -> String {
+    to_text_with(e, color, width, false)
+}
+
+/// The rows the table shows: every one with `all` or when they are no more than [`NEAR_MISSES`];
+/// else matches, then volumes held by an earlier claim of this name, then those failing a rule
+/// other than `claimedByOther` (each group in the explanation's order), at most [`NEAR_MISSES`].
+fn shown(candidates: &[Candidate], all: bool) -> Vec<&Candidate> {
+    if all || candidates.len() <= NEAR_MISSES {
+        return candidates.iter().collect();
+    }
+    let rank = |c: &Candidate| match c.verdict {
+        VerdictKind::Match => 0,
+        VerdictKind::DelayBinding => 1,
+        _ if c.earlier_claim => 2,
+        VerdictKind::ClaimedByOther => 9,
+        _ => 3,
+    };
+    let mut rows: Vec<&Candidate> = candidates.iter().filter(|c| rank(c) < 9).collect();
+    rows.sort_by_key(|c| rank(c));
+    rows.truncate(NEAR_MISSES);
+    rows
+}
+
+/// The text form for a terminal `width` columns wide; `all` lists every volume.
+pub fn to_text_with(e: &Explanation, color: bool, width: usize, all: bool) -> String {
     let st = Style { on: color };
     let r = &e.request;
     let mut out = String::new();
@@ -140,7 +246,27 @@ pub fn to_text_width(e: &Explanation, color: bool, width: usize) -> String {
     if e.candidates.is_empty() {
         out.push_str("No volume to consider.\n");
     } else {
-        out.push_str(&table(&e.candidates, &st, width));
+        let counts: Vec<String> = summary(&e.candidates).iter().map(|(k, n)| format!("{n} {}", k.as_str())).collect();
+        if e.candidates.len() > 1 {
+            let line = format!("{} ({})", e.candidates.len(), counts.join(", "));
+            out.push_str(&format!("{} {}\n", st.bold("Volumes:"), wrap(&line, width, 9)));
+        }
+        let rows = shown(&e.candidates, all);
+        if !rows.is_empty() {
+            out.push_str(&table(&rows, &st, width));
+        }
+        let hidden: Vec<Candidate> =
+            e.candidates.iter().filter(|c| !rows.iter().any(|r| std::ptr::eq(*r, *c))).cloned().collect();
+        if !hidden.is_empty() {
+            let counts: Vec<String> = summary(&hidden).iter().map(|(k, n)| format!("{n} {}", k.as_str())).collect();
+            let line = format!("{} more not listed ({}); --all lists every volume", hidden.len(), counts.join(", "));
+            out.push_str(&wrap(&line, width, 0));
+            out.push('\n');
+        }
+    }
+    if let Some(p) = &e.provisioner {
+        out.push('\n');
+        out.push_str(&provisioner_text(p, &st, width));
     }
     out.push('\n');
     out.push_str(&format!(
@@ -154,7 +280,65 @@ pub fn to_text_width(e: &Explanation, color: bool, width: usize) -> String {
     out
 }
 
-fn table(rows: &[Candidate], st: &Style, width: usize) -> String {
+/// What was found about the external provisioner, one line per source.
+fn provisioner_text(p: &Report, st: &Style, width: usize) -> String {
+    let mut out = format!("{} {} — {}\n", st.bold("Provisioner:"), p.name, p.verdict.as_str());
+    if p.verdict == crate::provisioner::Verdict::Unknown {
+        return out;
+    }
+    let mut line = |label: &str, text: String| {
+        out.push_str(&format!("  {label:<11} {}\n", wrap(&text, width, 14)));
+    };
+    line(
+        "CSIDriver:",
+        match p.csi_driver {
+            Some(true) => format!("{} exists", p.name),
+            Some(false) => "none of that name".into(),
+            None => "not read".into(),
+        },
+    );
+    line(
+        "Lease:",
+        match (&p.lease, &p.lease_holder, p.lease_renewed_seconds_ago) {
+            (None, _, _) => format!("none named {} in any namespace", crate::provisioner::lease_name(&p.name)),
+            (Some(l), h, a) => format!(
+                "{l}, {}, renewed {}",
+                h.as_deref().map_or_else(|| "held by no one".to_string(), |h| format!("held by {h}")),
+                a.map_or_else(|| "never".to_string(), |a| format!("{} ago", ago(a)))
+            ),
+        },
+    );
+    line(
+        "Last event:",
+        match &p.last_event {
+            None => "none from the provisioner on this claim".into(),
+            Some(e) => format!(
+                "{} {}{}{}: {}",
+                e.type_,
+                e.reason,
+                e.seconds_ago.map(|a| format!(" {} ago", ago(a))).unwrap_or_default(),
+                if e.count > 1 { format!(" (x{})", e.count) } else { String::new() },
+                e.message
+            ),
+        },
+    );
+    if let Some(n) = &p.node {
+        line(
+            "Node:",
+            match n.driver_registered {
+                Some(true) => format!("{} (selected), its CSINode lists the driver", n.name),
+                Some(false) => format!("{} (selected), its CSINode does not list the driver", n.name),
+                None => format!("{} (selected), no CSINode", n.name),
+            },
+        );
+    }
+    if let Some(c) = &p.capacity {
+        line("Capacity:", c.clone());
+    }
+    out
+}
+
+fn table(rows: &[&Candidate], st: &Style, width: usize) -> String {
     const HEAD: [&str; 7] = ["VOLUME", "CAPACITY", "MODES", "CLASS", "PHASE", "VERDICT", "DETAIL"];
     let cells: Vec<[String; 6]> = rows
         .iter()
@@ -204,6 +388,7 @@ mod tests {
             modes: "RWO".into(),
             class: "a-rather-long-storage-class-name".into(),
             phase: "Available".into(),
+            earlier_claim: false,
         }
     }
 
@@ -212,7 +397,7 @@ mod tests {
         let long_name = "pvc-0f3c2a9e-5b7d-4c1e-9a8b-123456789abc-with-a-suffix";
         let detail = "capacity 1Gi is less than the 10Gi the claim requests, and some more words to wrap";
         for width in [60, 100, 220] {
-            let t = table(&[row(long_name, detail), row("b", "short")], &Style { on: false }, width);
+            let t = table(&[&row(long_name, detail), &row("b", "short")], &Style { on: false }, width);
             assert!(t.contains(long_name), "{t}");
             assert!(t.contains("a-rather-long-storage-class-name"), "{t}");
             let words: Vec<&str> = t.split_whitespace().collect();
@@ -224,7 +409,7 @@ mod tests {
                 assert_eq!(line.len() - line.trim_start().len(), col, "continuation in the DETAIL column:\n{t}");
             }
         }
-        let wide = table(&[row(long_name, detail)], &Style { on: false }, 220);
+        let wide = table(&[&row(long_name, detail)], &Style { on: false }, 220);
         assert_eq!(wide.lines().count(), 2, "one row when the terminal is wide enough:\n{wide}");
     }
 

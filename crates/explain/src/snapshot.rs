@@ -6,6 +6,9 @@
 //! beside it, read by the same plan functions the controller's syncs execute. No controller,
 //! API or store is behind it, and asking what the controller would do writes nothing.
 
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity};
 use pv_core::view::Objects;
 use pv_core::PluginRegistry;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
@@ -43,6 +46,19 @@ pub struct Snapshot {
     pub pods: Vec<Pod>,
     /// Nodes.
     pub nodes: Vec<Node>,
+    /// CSIDriver objects (past the binder: is the provisioner's driver installed).
+    pub csi_drivers: Vec<CSIDriver>,
+    /// CSINode objects (which drivers run on a node).
+    pub csi_nodes: Vec<CSINode>,
+    /// CSIStorageCapacity objects (what a driver says it has room for).
+    pub capacities: Vec<CSIStorageCapacity>,
+    /// Leases (a provisioner's leader election).
+    pub leases: Vec<Lease>,
+    /// Events (a provisioner's answers on a claim).
+    pub events: Vec<Event>,
+    /// The CSI objects above were read (from a cluster, or a dump holding some): an empty
+    /// `csi_drivers` then means "no CSIDriver", not "not looked at".
+    pub read_csi: bool,
 }
 
 fn decode<T: DeserializeOwned>(kind: &'static str, items: &[pv_store::Object]) -> Result<Vec<T>, SnapshotError> {
@@ -65,7 +81,41 @@ impl Snapshot {
             classes: decode("StorageClass", &list("storageclasses"))?,
             pods: decode("Pod", &list("pods"))?,
             nodes: decode("Node", &list("nodes"))?,
+            ..Default::default()
         })
+    }
+
+    /// Adds the objects of other kinds a dump holds (`kubectl get ... -o yaml` of CSIDriver,
+    /// CSINode, CSIStorageCapacity, Lease, Event): what `explain` reads past the binder. Objects
+    /// of any other kind are left out. When the dump holds any CSIDriver, CSINode or Lease, the
+    /// dump is taken to hold all of them.
+    pub fn add_others(&mut self, others: Vec<serde_json::Value>) -> Result<(), SnapshotError> {
+        fn one<T: DeserializeOwned>(
+            kind: &'static str,
+            v: serde_json::Value,
+            out: &mut Vec<T>,
+        ) -> Result<(), SnapshotError> {
+            let name = v.pointer("/metadata/name").and_then(|n| n.as_str()).unwrap_or("").to_string();
+            let o =
+                serde_json::from_value(v).map_err(|e| SnapshotError::Decode { kind, name, message: e.to_string() })?;
+            out.push(o);
+            Ok(())
+        }
+        for v in others {
+            match v.get("kind").and_then(|k| k.as_str()).unwrap_or("") {
+                "CSIDriver" => one("CSIDriver", v, &mut self.csi_drivers)?,
+                "CSINode" => one("CSINode", v, &mut self.csi_nodes)?,
+                "CSIStorageCapacity" => one("CSIStorageCapacity", v, &mut self.capacities)?,
+                "Lease" => one("Lease", v, &mut self.leases)?,
+                // core/v1 Events (what `kubectl get events -o yaml` prints); events.k8s.io's differ.
+                "Event" if v.get("apiVersion").and_then(|a| a.as_str()) == Some("v1") => {
+                    one("Event", v, &mut self.events)?
+                }
+                _ => continue,
+            }
+        }
+        self.read_csi |= !self.csi_drivers.is_empty() || !self.csi_nodes.is_empty() || !self.leases.is_empty();
+        Ok(())
     }
 
     /// This snapshot as the controller sees it once every volume has had its first sync: an

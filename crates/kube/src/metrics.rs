@@ -231,6 +231,25 @@ fn operations(out: &mut Out, c: &Controller) {
     for (manager, n) in m.foreign_binder_writes_snapshot() {
         out.sample(name, &[("manager", manager.as_str())], n as f64);
     }
+    let name = "pv_controller_claim_time_to_bound_seconds";
+    out.header(
+        name,
+        "histogram",
+        "Time from a persistent volume claim's creation to Bound, by path: static (an existing volume), \
+         provisioned (by an in-tree plugin), external (by an external provisioner)",
+    );
+    for (path, h) in m.time_to_bound_snapshot() {
+        out.histogram(name, &[("path", path)], &h);
+    }
+    let name = "pv_controller_pending_claims";
+    out.header(
+        name,
+        "gauge",
+        "Pending persistent volume claims by the reason `pv-controller explain` gives (its next step, or what stops the claim)",
+    );
+    for (reason, n) in c.pending_claims() {
+        out.sample(name, &[("reason", reason)], n as f64);
+    }
 }
 
 /// A metric of a queue: name, help text and how to read it from the queue's metrics.
@@ -423,6 +442,7 @@ mod tests {
         c.metrics.observe("kubernetes.io/host-path", pv_core::metrics::PLUGIN_DELETE, 0.2, false);
         c.metrics.retroactive(true);
         c.metrics.foreign_binder_write("kube-controller-manager");
+        c.metrics.claim_bound(pv_core::metrics::PATH_STATIC, 1.5);
         let text = render(&MetricsSource { controller: &c, requests: None, leader: None });
 
         for (name, kind, help, labels, buckets) in UPSTREAM {
@@ -470,6 +490,12 @@ mod tests {
             "storage_operation_duration_seconds_count{migrated=\"false\",operation_name=\"volume_delete\",status=\"success\",volume_plugin=\"kubernetes.io/host-path\"} 1\n",
             "retroactive_storageclass_total 1\n",
             "pv_controller_foreign_binder_writes_total{manager=\"kube-controller-manager\"} 1\n",
+            // This project's own, beside upstream's.
+            "# TYPE pv_controller_claim_time_to_bound_seconds histogram\n",
+            "pv_controller_claim_time_to_bound_seconds_bucket{path=\"static\",le=\"2.5\"} 1\n",
+            "pv_controller_claim_time_to_bound_seconds_count{path=\"static\"} 1\n",
+            "# TYPE pv_controller_pending_claims gauge\n",
+            "pv_controller_pending_claims{reason=\"bind\"} 1\n", // the nfs volume of class beta matches it
             "workqueue_depth{name=\"volumes\"} 4\n",
             "workqueue_depth{name=\"claims\"} 2\n",
         ] {

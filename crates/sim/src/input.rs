@@ -21,6 +21,9 @@ pub struct Loaded {
     pub objects: Vec<InputObject>,
     /// Objects skipped because their kind does not affect the controller: (kind, count), sorted.
     pub ignored: Vec<(String, usize)>,
+    /// The skipped objects themselves, as given, in input order (`explain` reads the CSIDriver,
+    /// Lease and Event objects of a dump among them).
+    pub others: Vec<Value>,
 }
 
 impl Loaded {
@@ -247,9 +250,13 @@ pub fn load(text: &str) -> Result<Loaded, InputError> {
     // Objects are moved, not copied, from the parsed documents into what is returned.
     let mut take = |doc: usize, item: Option<usize>, v: Value, out: &mut Loaded| -> Result<(), InputError> {
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let other = (!KINDS.contains(&kind.as_str())).then(|| v.clone());
         match check_object(doc, item, v)? {
             Some(o) => out.objects.push(o),
-            None => *ignored.entry(kind).or_default() += 1,
+            None => {
+                *ignored.entry(kind).or_default() += 1;
+                out.others.extend(other);
+            }
         }
         Ok(())
     };

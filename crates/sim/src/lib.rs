@@ -6,6 +6,7 @@
 //! that name the document, object and field; [`Simulation`] loads them into a store and runs the
 //! whole controller on a virtual clock until nothing changes any more.
 
+pub mod changes;
 pub mod driver;
 pub mod input;
 pub mod invariants;
@@ -13,6 +14,7 @@ pub mod output;
 pub mod scenario;
 pub mod workload;
 
+pub use changes::Changes;
 pub use driver::{Simulation, SimulationError, SimulationOptions};
 pub use input::{load, load_documents, InputError, InputObject, Loaded};
 pub use pv_local::MemApi;

@@ -148,3 +148,45 @@ fn a_failed_hand_off_to_an_external_provisioner_is_a_provisioning_failed_event_a
     assert_eq!(s.len(), 1);
     assert_eq!((s[0].0 .0.as_str(), s[0].0 .1, s[0].1.errors), ("example.com/ext", PROVISION, 1));
 }
+
+/// `pv_controller_claim_time_to_bound_seconds{path}` and `pv_controller_pending_claims{reason}`:
+/// a claim waiting for an external provisioner is counted by that reason, then timed from its
+/// creation to Bound on the `external` path; static binds and in-tree provisioning on theirs.
+#[test]
+fn time_to_bound_by_path_and_pending_claims_by_reason() {
+    use pv_core::metrics::{PATH_EXTERNAL, PATH_PROVISIONED, PATH_STATIC};
+    let rt = rt();
+    let input = load_documents(&format!("{CLASS}---\n{CLAIM}")).unwrap();
+    let mut sim = Simulation::new(input, pv_core::PluginRegistry::new(), SimulationOptions::default()).unwrap();
+    rt.block_on(sim.run()).unwrap();
+    let controller = sim.controller().clone();
+    assert_eq!(controller.pending_claims(), [("wait-external-provisioner", 1)]);
+    assert!(controller.metrics.time_to_bound_snapshot().is_empty());
+    sim.advance(Duration::from_secs(40));
+    sim.store().create("persistentvolumes", provisioned_pv()).unwrap();
+    rt.block_on(sim.run()).unwrap();
+    assert!(controller.pending_claims().is_empty());
+    let s = controller.metrics.time_to_bound_snapshot();
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!((s[0].0, s[0].1.count), (PATH_EXTERNAL, 1));
+    assert!(s[0].1.sum >= 40.0, "from the claim's creation: {}", s[0].1.sum);
+
+    // examples/cluster.yaml: two claims bound to existing volumes, one provisioned by host-path.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/cluster.yaml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = pv_plugins::registry(Some(dir.path().to_path_buf()));
+    let mut sim = Simulation::new(load_documents(&text).unwrap(), registry, SimulationOptions::default()).unwrap();
+    rt.block_on(sim.run()).unwrap();
+    let s = sim.controller().metrics.time_to_bound_snapshot();
+    let counts: Vec<(&str, u64)> = s.iter().map(|(p, h)| (*p, h.count)).collect();
+    assert_eq!(counts, [(PATH_PROVISIONED, 1), (PATH_STATIC, 2)]);
+
+    // A claim naming a volume that does not exist, and one of no class that nothing matches.
+    let input = load_documents(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: a, namespace: default}\nspec: {accessModes: [ReadWriteOnce], storageClassName: '', volumeName: nope, resources: {requests: {storage: 1Gi}}}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: b, namespace: default}\nspec: {accessModes: [ReadWriteOnce], storageClassName: '', resources: {requests: {storage: 1Gi}}}\n",
+    )
+    .unwrap();
+    let mut sim = Simulation::new(input, pv_core::PluginRegistry::new(), SimulationOptions::default()).unwrap();
+    rt.block_on(sim.run()).unwrap();
+    assert_eq!(sim.controller().pending_claims(), [("no-class", 1), ("volume-not-found", 1)]);
+}

@@ -6,6 +6,7 @@
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};
+use crate::metrics;
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, pv_phase};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus, PersistentVolumeStatus};
@@ -127,8 +128,26 @@ impl Controller {
         let saved = self.save_claim(claim, &clone, true, "saving claim status").await?;
         if old.phase.as_deref().unwrap_or("") != phase {
             tracing::info!(pvc = %helpers::claim_key(claim), phase, "claim entered phase");
+            if let (helpers::pvc_phase::BOUND, Some(v)) = (phase, volume) {
+                self.observe_time_to_bound(claim, v);
+            }
         }
         Ok(saved)
+    }
+
+    /// `pv_controller_claim_time_to_bound_seconds`: the claim, created at its creationTimestamp,
+    /// is Bound now; the path is how its volume came to be (the volume's provisioned-by
+    /// annotation: one of this controller's plugins, another provisioner, or none).
+    fn observe_time_to_bound(&self, claim: &PersistentVolumeClaim, volume: &PersistentVolume) {
+        let Some(created) = claim.metadata.creation_timestamp.as_ref() else { return };
+        let path = match helpers::annotation(&volume.metadata, ann::PROVISIONED_BY) {
+            None => metrics::PATH_STATIC,
+            Some(p) if self.plugins.provisionable_by_name(p).is_ok() => metrics::PATH_PROVISIONED,
+            Some(_) => metrics::PATH_EXTERNAL,
+        };
+        let now_ms = self.clock.now().as_millisecond();
+        let seconds = (now_ms - created.0.as_millisecond()) as f64 / 1000.0;
+        self.metrics.claim_bound(path, seconds);
     }
 
     /// Sets a claim's phase and emits an event, both only when the phase changes.
