@@ -420,7 +420,11 @@ fn earlier_incarnation(v: &PersistentVolume, claim: &PersistentVolumeClaim) -> O
     let message = message.map(|m| format!(" ({m})")).unwrap_or_default();
     let frees = match (policy, phase) {
         (_, "Bound") => "the controller releases it at its next sync, then reclaims it by its policy".to_string(),
-        ("Retain", _) => "clearing its spec.claimRef makes it Available again, data kept".to_string(),
+        ("Retain", _) => format!(
+            "clearing its spec.claimRef makes it Available again, data kept; annotated {}={}, it is bound to this claim again",
+            ann::REBIND,
+            ann::REBIND_SAME_NAME
+        ),
         ("Delete", "Failed") => "deleting it failed: fix that, or delete the volume".to_string(),
         ("Recycle", "Failed") => "recycling it failed: fix that, or clear its spec.claimRef".to_string(),
         ("Delete", _) => "the controller deletes it".to_string(),
@@ -438,7 +442,7 @@ fn free_earlier_hint(volumes: &[PersistentVolume], claim: &PersistentVolumeClaim
     let held: Vec<&str> = volumes
         .iter()
         .filter(|v| helpers::reclaim_policy(v) == "Retain" && helpers::volume_phase(v) != "Bound")
-        .filter(|v| earlier_incarnation(v, claim).is_some())
+        .filter(|v| earlier_incarnation(v, claim).is_some() && !helpers::rebinds_same_name(v, claim))
         .map(|v| helpers::name(&v.metadata))
         .collect();
     let first = held.first()?;
@@ -446,7 +450,9 @@ fn free_earlier_hint(volumes: &[PersistentVolume], claim: &PersistentVolumeClaim
     Some(format!(
         "{which} held by an earlier claim of this name; `kubectl patch pv {first} --type json -p \
          '[{{\"op\":\"remove\",\"path\":\"/spec/claimRef\"}}]'` frees it (the data stays), and the controller \
-         then binds it if it matches"
+         then binds it if it matches; `kubectl annotate pv {first} {}={}` gives it back to this claim alone",
+        ann::REBIND,
+        ann::REBIND_SAME_NAME
     ))
 }
 
