@@ -4,8 +4,8 @@
 # and an etcd server (etcd/go.mod), from the Go module proxy, into conformance/bin/; and the Go
 # tools the tests run (versions pinned in GO_TOOLS below): upstream's CSI sidecars
 # csi-provisioner, csi-attacher and csi-resizer and csi-test's mock-driver (scripts/e2e-csi.sh),
-# helm (scripts/e2e-helm.sh), crane (scripts/build-image.sh) and krew's manifest validator
-# (scripts/e2e-image.sh). Each tool is built inside its own downloaded module with that module's
+# helm (scripts/e2e-helm.sh), crane (scripts/build-image.sh) and krew with its manifest validator
+# (scripts/e2e-krew.sh). Each tool is built inside its own downloaded module with that module's
 # go.mod and go.sum (external-provisioner's replace directives rule out `go install MOD@VERSION`).
 #
 # Skips what bin/ already holds as built from the same inputs: the control plane when go.mod,
@@ -38,8 +38,8 @@ GO_TOOLS=(
   "mock-driver github.com/kubernetes-csi/csi-test/v3 v3.1.1 ./cmd/mock-driver"
   "helm helm.sh/helm/v4 v4.3.1 ./cmd/helm helm.sh/helm/v4/internal/version.version"
   "crane github.com/google/go-containerregistry v0.22.1 ./cmd/crane github.com/google/go-containerregistry/cmd/crane/cmd.Version"
-  "validate-krew-manifest sigs.k8s.io/krew v0.4.3 ./cmd/validate-krew-manifest"
-  "kubectl-krew sigs.k8s.io/krew v0.4.3 ./cmd/krew"
+  "validate-krew-manifest sigs.k8s.io/krew v0.4.3 ./cmd/validate-krew-manifest sigs.k8s.io/krew/internal/version.gitTag"
+  "kubectl-krew sigs.k8s.io/krew v0.4.3 ./cmd/krew sigs.k8s.io/krew/internal/version.gitTag"
 )
 
 PKG=k8s.io/component-base/version

@@ -262,7 +262,7 @@ pass "the chart's RBAC objects are deploy/rbac.yaml's (kubectl kustomize deploy/
 # --- the chart as an OCI artifact, through crane's registry on loopback ------------------------
 "$CONF_BIN/crane" registry serve --address 127.0.0.1:0 2>"$WORK/registry.log" &
 REGISTRY_PID=$!
-registry_port() { grep -q 'serving on port' "$WORK/registry.log"; }
+registry_port() { grep -qs 'serving on port' "$WORK/registry.log"; }
 wait_until "crane registry serve to listen" 10 registry_port
 REGISTRY="127.0.0.1:$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "$WORK/registry.log")"
 h "helm package" package "$CHART" --destination "$WORK/pkg"
