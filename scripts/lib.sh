@@ -124,17 +124,82 @@ EOF
   k "late bound to pv-late" get pvc -n demo late -o jsonpath='{.spec.volumeName}'
   expect '^pv-late$'
 }
-# real_and_ours_up: the two API servers a differential script compares (ROOT is the repository,
-# BIN pv-controller): the real kube-apiserver and etcd (scripts/real-cluster.sh, in $WORK/real)
-# and `up --no-controller` (in $WORK/ours, its pid in UP_PID). Each has its kubeconfig in its
-# directory. The sourcing script's EXIT trap calls real_and_ours_down.
+# real_and_ours_up [--kcm CONTROLLERS] [UP_FLAG...]: the two API servers a differential script
+# compares (ROOT is the repository, BIN pv-controller): the real kube-apiserver and etcd
+# (scripts/real-cluster.sh, in $WORK/real; with kube-controller-manager running CONTROLLERS when
+# given) and `up` with UP_FLAGs (default: --no-controller; in $WORK/ours, its pid in UP_PID). Each
+# has its kubeconfig in its directory. The sourcing script's EXIT trap calls real_and_ours_down.
 real_and_ours_up() {
-  "$ROOT/scripts/real-cluster.sh" up "$WORK/real" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
-  "$BIN" up --no-controller --data-dir "$WORK/ours" --listen 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
+  local real=() ours=(--no-controller)
+  if [[ "${1:-}" == --kcm ]]; then real=(--kcm "$2"); shift 2; fi
+  (( $# == 0 )) || ours=("$@")
+  "$ROOT/scripts/real-cluster.sh" up "$WORK/real" "${real[@]}" >"$WORK/real.out" 2>&1 || { cat "$WORK/real.out" >&2; fail "real-cluster.sh up"; }
+  "$BIN" up "${ours[@]}" --data-dir "$WORK/ours" --listen 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$WORK/up.out" 2>"$WORK/up.err" &
   UP_PID=$!
   wait_line "$WORK/up.out" '^server: ' "$UP_PID" 30
 }
 real_and_ours_down() {
   if [[ -n "${UP_PID:-}" ]]; then kill -9 "$UP_PID" 2>/dev/null || true; wait "$UP_PID" 2>/dev/null || true; fi
   "$ROOT/scripts/real-cluster.sh" down "$WORK/real" >/dev/null 2>&1 || true
+}
+
+# readme_commands HEADING: the ```sh block under README.md's `## HEADING` (ROOT is the repository)
+# into $WORK/readme.sh, one command a line, comments dropped, for readme_run.
+readme_commands() {
+  python3 - "$ROOT/README.md" "## $1" >"$WORK/readme.sh" <<'PY' || fail "cannot read the commands of README.md's section '$1'"
+import re, sys
+lines, inside, fence = [], False, False
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.rstrip("\n")
+    if line.startswith("## "):
+        inside = line == sys.argv[2]
+        continue
+    if inside and line.startswith("```"):
+        if fence:
+            break
+        fence = line == "```sh"
+        continue
+    if inside and fence:
+        c = re.sub(r"\s+#.*$", "", line).strip()
+        if c and not c.startswith("#"):
+            lines.append(c)
+if not lines:
+    sys.exit(f"README.md has no ```sh block under '{sys.argv[2]}'")
+print("\n".join(lines))
+PY
+}
+
+# readme_run SKIP_REGEX [ONLY_REGEX]: runs the README's commands in order, in this shell (as the
+# reader's shell runs them: `export` lines stay), but those matching SKIP_REGEX, and only those
+# matching ONLY_REGEX when given. A command ending in `&` runs in the background, its output in
+# $LOGS/NAME.log (NAME: the program), its pid kept; `pv-controller up` is awaited until it
+# prints its server line. Every other command must exit 0; its output is kept in $WORK/out.
+readme_run() {
+  local skip="$1" only="${2:-}" cmd name
+  while IFS= read -r -u 3 cmd; do
+    [[ -z "$only" || "$cmd" =~ $only ]] || continue
+    if [[ -n "$skip" && "$cmd" =~ $skip ]]; then echo "   (not on this server: $cmd)"; continue; fi
+    echo "   \$ $cmd"
+    if [[ "$cmd" == *"&" ]]; then
+      name="$(awk '{for (i = 1; i <= NF; i++) if ($i !~ /=/) {print $i; exit}}' <<<"$cmd")"
+      eval "${cmd%&} </dev/null >>\"\$LOGS/$name.log\" 2>&1 &"
+      PIDS+=("$!")
+      if [[ "$name" == pv-controller ]]; then wait_line "$LOGS/$name.log" '^server: ' "$!" 30; fi
+    elif ! eval "$cmd" >"$WORK/out" 2>"$WORK/err"; then
+      cat "$WORK/out" "$WORK/err" >&2; fail "README command failed: $cmd"
+    fi
+  done 3<"$WORK/readme.sh"
+}
+
+# stop_all: stops every process this script started (SIGTERM, then SIGKILL after 15 s).
+stop_all() {
+  local p t0
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  t0=$(now_ms)
+  for p in "${PIDS[@]}"; do
+    while kill -0 "$p" 2>/dev/null && (( $(now_ms) - t0 < 15000 )); do sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  PIDS=()
 }

@@ -31,7 +31,7 @@ pub struct KubeconfigCmdArgs {
 
 /// The kubeconfig file `kube` points at (`--kubeconfig`, else the first of `KUBECONFIG`, else
 /// `~/.kube/config`), read as kubectl reads it.
-fn source(kube: &KubeconfigArgs) -> Result<(Kubeconfig, Option<PathBuf>)> {
+fn source(kube: &KubeconfigArgs) -> Result<(Kubeconfig, PathBuf)> {
     let path = kube.kubeconfig.clone().or_else(|| {
         std::env::var_os("KUBECONFIG")
             .and_then(|v| std::env::split_paths(&v).next())
@@ -39,13 +39,13 @@ fn source(kube: &KubeconfigArgs) -> Result<(Kubeconfig, Option<PathBuf>)> {
     });
     let Some(path) = path else { return Err(user("no kubeconfig: give --kubeconfig or set KUBECONFIG")) };
     let kc = Kubeconfig::read_from(&path).map_err(|e| user(format!("{}: {e}", path.display())))?;
-    Ok((kc, Some(path)))
+    Ok((kc, path))
 }
 
 /// The cluster of the selected context, with a certificate authority given by path inlined (the
 /// new file may live elsewhere).
-fn cluster_of(kc: &Kubeconfig, path: Option<&Path>, kube: &KubeconfigArgs) -> Result<NamedCluster> {
-    let shown = path.map(|p| p.display().to_string()).unwrap_or_default();
+fn cluster_of(kc: &Kubeconfig, path: &Path, kube: &KubeconfigArgs) -> Result<NamedCluster> {
+    let shown = path.display().to_string();
     let cluster_name = match &kube.cluster {
         Some(c) => c.clone(),
         None => {
@@ -72,7 +72,7 @@ fn cluster_of(kc: &Kubeconfig, path: Option<&Path>, kube: &KubeconfigArgs) -> Re
     let cluster: &mut Cluster =
         named.cluster.as_mut().ok_or_else(|| user(format!("{shown}: cluster {cluster_name:?} is empty")))?;
     if let Some(ca) = cluster.certificate_authority.take() {
-        let ca_path = match path.and_then(Path::parent) {
+        let ca_path = match path.parent() {
             Some(dir) if Path::new(&ca).is_relative() => dir.join(&ca),
             _ => PathBuf::from(&ca),
         };
@@ -94,7 +94,7 @@ pub fn run(args: KubeconfigCmdArgs) -> Result<ExitCode> {
         .filter(|(n, s)| !n.is_empty() && !s.is_empty())
         .ok_or_else(|| user(format!("--service-account {:?}: give it as NAMESPACE/NAME", args.service_account)))?;
     let (kc, path) = source(&args.kube)?;
-    let named = cluster_of(&kc, path.as_deref(), &args.kube)?;
+    let named = cluster_of(&kc, &path, &args.kube)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let token = rt.block_on(async {
         let (client, url, _) = args.kube.connect(Duration::from_secs(10)).await?;

@@ -1,6 +1,7 @@
 //! One module per subcommand, plus the error-to-exit-code mapping they share.
 
 pub mod bench;
+pub mod controllers;
 pub mod docs;
 pub mod explain;
 pub mod feature_gates;

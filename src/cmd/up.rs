@@ -1,8 +1,9 @@
 //! `pv-controller up`: the embedded default. Starts the Kubernetes-compatible API server over
-//! the durable store under `--data-dir`, prints where to reach it, attaches the controller (unless
-//! `--no-controller`) in-process over the same store with the pv- and pvc-protection
-//! controllers that remove the finalizers the store's admission adds, serves `/metrics`, `/healthz` and `/readyz`
-//! as `run` does, and stops gracefully on SIGINT/SIGTERM.
+//! the durable store under `--data-dir`, prints where to reach it, attaches the controllers
+//! `--controllers` selects (all by default, none with `--no-controller`) in-process over the same
+//! store: the binder, and the pv- and pvc-protection controllers that remove the finalizers the
+//! store's admission adds. With the binder it serves `/metrics`, `/healthz` and `/readyz` as
+//! `run` does. It stops gracefully on SIGINT/SIGTERM.
 //!
 //! Scripts wait for the two lines `kubeconfig: PATH` and `server: URL` on stdout: they are
 //! printed once the listener is bound and the kubeconfig written, and nothing else goes to
@@ -10,8 +11,9 @@
 //! resourceVersion sequence, same token and CA (the kubeconfig is rewritten, since the port may
 //! differ). A start that fails leaves no data directory it created behind.
 
+use super::controllers::{self, Controllers};
 use super::user;
-use pv_apiserver::{Server, ServerConfig};
+use pv_apiserver::{Server, ServerConfig, ServerHandle};
 use pv_core::{Config, Controller, Protection, SystemClock};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -32,9 +34,17 @@ pub struct UpArgs {
     /// port). Loopback unless you say otherwise.
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: String,
-    /// Serve the API only; do not start the controller.
+    /// Serve the API only: no controller runs (`--controllers ''`). Deleted claims and volumes
+    /// then keep their protection finalizers until something removes them.
     #[arg(long)]
     pub no_controller: bool,
+    /// Which in-process controllers run, as kube-controller-manager's flag: `*` for all, `NAME`
+    /// to turn one on, `-NAME` to leave one out, with KCM's names:
+    /// persistentvolume-binder-controller, persistentvolume-protection-controller,
+    /// persistentvolumeclaim-protection-controller. E.g. `'*,-persistentvolume-binder-controller'`
+    /// when `pv-controller run` is the binder.
+    #[arg(long, value_name = "LIST", default_value = "*", conflicts_with = "no_controller")]
+    pub controllers: String,
     /// Worker tasks per queue (default: 32 per CPU, between 32 and 128).
     #[arg(long)]
     pub workers: Option<usize>,
@@ -105,6 +115,7 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
     if a.workers == Some(0) {
         return Err(user("--workers: must be at least 1"));
     }
+    let which = if a.no_controller { Controllers::NONE } else { controllers::parse(&a.controllers).map_err(user)? };
     let listen = resolve("--listen", &a.listen).await?;
     check_data_dir(&a.data_dir)?;
     check_listen(listen)?;
@@ -129,52 +140,76 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "server: {}", server.url())?;
         out.flush()?;
     }
-    // The controller runs against the same store in-process (pv_local): the API server's
+    // The controllers run against the same store in-process (pv_local): the API server's
     // capacity goes to its clients, and the store's rules hold for both.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let controller = if a.no_controller {
-        None
-    } else {
-        let store = server.store();
-        let api = Arc::new(pv_local::MemApi::new(store.clone()));
-        let plugins = pv_plugins::registry(Some(volumes.clone()));
-        let protection = Protection::new(api.clone());
-        let config = Config { detailed_events: a.detailed_events, ..Config::default() };
-        let controller = Controller::new(api, plugins, SystemClock::new(), config);
-        let (synced_tx, synced_rx) = tokio::sync::watch::channel(0usize);
-        serve_metrics(&a.metrics_addr, &controller, synced_rx, stop_rx.clone()).await?;
-        let mut rx = stop_rx.clone();
-        let workers = a.workers.unwrap_or_else(pv_core::runtime::default_workers);
-        Some(tokio::spawn(async move {
-            let informers = pv_local::start(&store, &controller);
-            // The store adds the protection finalizers, so their controllers run here too
-            // (kube-controller-manager's pv-protection and pvc-protection).
-            let protection_informers = pv_local::start_protection(&store, &protection);
-            let mut protection_stop = rx.clone();
-            let protection_task = tokio::spawn(protection.run(async move {
-                let _ = protection_stop.wait_for(|stop| *stop).await;
-            }));
-            // The local informers list synchronously: every kind is synced now.
-            let _ = synced_tx.send(pv_kube::informers::KINDS);
-            tracing::info!(workers, "controller started");
-            controller.resync();
-            let shutdown = async move {
-                let _ = rx.wait_for(|stop| *stop).await;
-            };
-            pv_core::runtime::run(controller, workers, shutdown).await;
-            let _ = protection_task.await;
-            drop(informers);
-            drop(protection_informers);
-        }))
-    };
+    if !which.any() {
+        eprintln!("no controller runs: deleted claims and volumes keep their protection finalizers (--controllers '*,-{}' keeps the protection controllers without the binder)", controllers::BINDER);
+    }
+    let mut tasks = Vec::new();
+    if which.protection() {
+        tasks.push(start_protection(&server, which, stop_rx.clone()));
+    }
+    if which.binder {
+        tasks.push(start_binder(&a, &server, &volumes, stop_rx.clone()).await?);
+    }
     wait_for_signal().await?;
     eprintln!("shutting down");
     let _ = stop_tx.send(true);
-    if let Some(c) = controller {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), c).await;
-    }
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), futures_util::future::join_all(tasks)).await;
     server.shutdown().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the pv- and pvc-protection controllers `which` selects (kube-controller-manager's, for
+/// the finalizers the store's admission adds) until `stop`.
+fn start_protection(
+    server: &ServerHandle,
+    which: Controllers,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let store = server.store();
+    let api = Arc::new(pv_local::MemApi::new(store.clone()));
+    let scope = pv_core::protection::Scope { volumes: which.pv_protection, claims: which.pvc_protection };
+    let protection = Protection::new(api, SystemClock::new(), scope);
+    tokio::spawn(async move {
+        let informers = pv_local::start_protection(&store, &protection);
+        protection
+            .run(async move {
+                let _ = stop.wait_for(|stop| *stop).await;
+            })
+            .await;
+        drop(informers);
+    })
+}
+
+/// Starts the binder with its `/metrics`, `/healthz` and `/readyz` until `stop`.
+async fn start_binder(
+    a: &UpArgs,
+    server: &ServerHandle,
+    volumes: &Path,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let store = server.store();
+    let api = Arc::new(pv_local::MemApi::new(store.clone()));
+    let plugins = pv_plugins::registry(Some(volumes.to_path_buf()));
+    let config = Config { detailed_events: a.detailed_events, ..Config::default() };
+    let controller = Controller::new(api, plugins, SystemClock::new(), config);
+    let (synced_tx, synced_rx) = tokio::sync::watch::channel(0usize);
+    serve_metrics(&a.metrics_addr, &controller, synced_rx, stop.clone()).await?;
+    let workers = a.workers.unwrap_or_else(pv_core::runtime::default_workers);
+    Ok(tokio::spawn(async move {
+        let informers = pv_local::start(&store, &controller);
+        // The local informers list synchronously: every kind is synced now.
+        let _ = synced_tx.send(pv_kube::informers::KINDS);
+        tracing::info!(workers, "controller started");
+        controller.resync();
+        let shutdown = async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        };
+        pv_core::runtime::run(controller, workers, shutdown).await;
+        drop(informers);
+    }))
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` for the in-process controller. A taken default

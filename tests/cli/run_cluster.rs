@@ -48,7 +48,11 @@ impl Cluster {
 async fn start_server(dir: &Path, listen: SocketAddr) -> Cluster {
     let server = Server::start(ServerConfig::new(dir.join("api"), listen)).await.expect("API server starts");
     let store = server.store();
-    let protection = pv_core::protection::Protection::new(std::sync::Arc::new(pv_local::MemApi::new(store.clone())));
+    let protection = pv_core::protection::Protection::new(
+        std::sync::Arc::new(pv_local::MemApi::new(store.clone())),
+        pv_core::SystemClock::new(),
+        pv_core::protection::Scope::ALL,
+    );
     let informers = pv_local::start_protection(&store, &protection);
     let protection = tokio::spawn(protection.run(std::future::pending()));
     Cluster { server, protection, _informers: informers }
@@ -57,7 +61,7 @@ async fn start_server(dir: &Path, listen: SocketAddr) -> Cluster {
 async fn client(kubeconfig: &Path) -> Client {
     let opts = pv_kube::connect::ClientOptions { kubeconfig: Some(kubeconfig.to_path_buf()), ..Default::default() };
     let config = pv_kube::connect::load_config(&opts).await.expect("config");
-    pv_kube::connect::client(config).expect("client")
+    pv_kube::connect::client(config, &opts).expect("client")
 }
 
 fn free_port() -> u16 {

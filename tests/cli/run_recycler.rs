@@ -24,7 +24,7 @@ async fn start_server(dir: &Path) -> (ServerHandle, Client) {
         ..Default::default()
     };
     let config = pv_kube::connect::load_config(&opts).await.expect("config");
-    (server, pv_kube::connect::client(config).expect("client"))
+    (server, pv_kube::connect::client(config, &opts).expect("client"))
 }
 
 /// `pv-controller run` as a child process, killed on drop; its log in a file.

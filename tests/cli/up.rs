@@ -94,3 +94,116 @@ fn a_failed_start_leaves_no_data_directory_and_says_why() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("HOST:PORT"));
     drop(taken);
 }
+
+/// `--controllers` as kube-controller-manager reads it: an unknown name stops the start with
+/// KCM's message naming the flag and the name, before anything is written; it cannot be given
+/// with `--no-controller`.
+#[test]
+fn controllers_refuses_unknown_names_and_no_controller_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("fresh");
+    let out = Command::new(BIN)
+        .args(["up", "--listen", "127.0.0.1:0", "--controllers", "*,-bogus", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    crate::util::assert_user_error(
+        &out,
+        &["--controllers", "\"bogus\" is not in the list of known controllers", "persistentvolume-binder-controller"],
+    );
+    assert!(!data.exists(), "nothing is written before the flags are read");
+    let out = Command::new(BIN)
+        .args(["up", "--no-controller", "--controllers", "*", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--no-controller"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs kubectl against `up`, requiring success; returns stdout.
+fn kubectl(up: &Up, args: &[&str], stdin: &str) -> String {
+    let mut k = Command::new("kubectl")
+        .args(["--kubeconfig", &up.kubeconfig])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    k.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = k.wait_with_output().unwrap();
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const CLAIM: &str = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: default}\nspec: {accessModes: [ReadWriteOnce], storageClassName: \"\", resources: {requests: {storage: 1Gi}}}\n";
+const VOLUME: &str = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-1}\nspec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], storageClassName: \"\", nfs: {server: s, path: /x}}\n";
+
+/// Polls `kubectl get` until its output is `want` (bounded).
+fn wait_get(up: &Up, args: &[&str], want: &str) {
+    let start = Instant::now();
+    loop {
+        let got = kubectl(up, args, "");
+        if got == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "kubectl get {args:?}: {got:?}, want {want:?}\n{}",
+            up.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Without the binder the protection controllers still run: a volume is not bound (nothing
+/// binds), and a deleted claim goes once no pod uses it.
+#[test]
+fn controllers_without_the_binder_keeps_protection() {
+    if !kubectl_available() {
+        eprintln!("skip: kubectl not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::start(
+        dir.path(),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--controllers",
+            "*,-persistentvolume-binder-controller",
+        ],
+    );
+    kubectl(&up, &["apply", "-f", "-"], &format!("{VOLUME}---\n{CLAIM}"));
+    kubectl(&up, &["delete", "pvc", "data", "--wait=false"], "");
+    wait_get(&up, &["get", "pvc", "--ignore-not-found", "-o", "name"], "");
+    let phase = kubectl(&up, &["get", "pv", "pv-1", "-o", "jsonpath={.status.phase}"], "");
+    assert_eq!(phase, "Pending", "no binder ran");
+    assert!(!up.log().contains("metrics: http://"), "/metrics is the binder's:\n{}", up.log());
+}
+
+/// `--no-controller` serves the API alone, as the differential scripts compare it with a bare
+/// kube-apiserver: a deleted claim keeps its finalizer, and `up` says so when it starts.
+#[test]
+fn no_controller_runs_no_protection_and_says_so() {
+    if !kubectl_available() {
+        eprintln!("skip: kubectl not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let up = Up::start(dir.path(), &["--listen", "127.0.0.1:0", "--no-controller"]);
+    kubectl(&up, &["apply", "-f", "-"], CLAIM);
+    kubectl(&up, &["delete", "pvc", "data", "--wait=false"], "");
+    let left = kubectl(&up, &["get", "pvc", "data", "-o", "jsonpath={.metadata.finalizers}"], "");
+    assert_eq!(left, r#"["kubernetes.io/pvc-protection"]"#);
+    up.wait_log("the no-controller note", |l| {
+        l.contains("no controller runs") && l.contains("*,-persistentvolume-binder-controller")
+    });
+}

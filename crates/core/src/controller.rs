@@ -10,7 +10,7 @@ use crate::cache::{ClaimCache, Stored, VolumeCache};
 use crate::clock::Clock;
 use crate::events::{Involved, Recorder};
 use crate::metrics::Metrics;
-use crate::operations::{Mode, Operations};
+use crate::operations::{Mode, OpKey, Operations};
 use crate::plugin::PluginRegistry;
 use crate::queue::WorkQueue;
 use crate::writer::Writers;
@@ -110,6 +110,11 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// The event recorder: [`crate::runtime::run`] drains it; a simulation flushes it as a step.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
     /// A controller over `api`, with `plugins`, on `clock`.
     pub fn new(api: Arc<dyn ClusterApi>, plugins: PluginRegistry, clock: Arc<dyn Clock>, config: Config) -> Arc<Self> {
         Arc::new_cyclic(|me| Controller {
@@ -355,13 +360,16 @@ impl Controller {
                     .map(|c| format!("pvc-{}", helpers::uid(&c.metadata)))
                     .collect()
             };
-            let provisioning: Vec<String> = self.operations.running();
-            unused.retain(|n| {
-                let uid = n.strip_prefix("pvc-").unwrap_or(n);
-                !sources.contains(n)
-                    && !claimed.contains(n)
-                    && !provisioning.iter().any(|op| op.starts_with("provision-") && op.ends_with(&format!("[{uid}]")))
-            });
+            let provisioning: HashSet<String> = self
+                .operations
+                .running()
+                .into_iter()
+                .filter_map(|op| match op {
+                    OpKey::Provision { uid, .. } => Some(format!("pvc-{uid}")),
+                    _ => None,
+                })
+                .collect();
+            unused.retain(|n| !sources.contains(n) && !claimed.contains(n) && !provisioning.contains(n));
             let before = self.unused_assets.lock().unwrap().clone();
             for name in unused {
                 now_unused.insert(name.clone());
@@ -537,7 +545,7 @@ fn finish(queue: &WorkQueue, what: &str, key: &str, result: crate::Result<()>) {
 }
 
 fn log_sync_error(what: &str, key: &str, e: &crate::Error) {
-    if e.is_conflict() {
+    if e.is_race() {
         tracing::debug!(object = %key, error = %e, "could not sync {what}, will retry");
     } else {
         tracing::warn!(object = %key, error = %e, "could not sync {what}, will retry");

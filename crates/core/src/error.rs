@@ -14,12 +14,16 @@ pub enum Error {
         #[source]
         source: ApiError,
     },
-    /// A volume plugin failed.
-    #[error("{0}")]
-    Plugin(String),
+    /// A volume plugin failed (or provisioning could not start: the message of its event).
+    #[error(transparent)]
+    Plugin(#[from] crate::plugin::PluginError),
     /// The objects are in a state the controller refuses to act on.
     #[error("{0}")]
     Invalid(String),
+    /// Another claim's sync is binding the volume this one chose (a race between workers, not a
+    /// fault): the claim is synced again with backoff and picks another volume.
+    #[error("volume {0:?} is being bound to another claim")]
+    Reserved(String),
     /// Another sync wrote the object after this one read it; nothing was sent, and the key is
     /// synced again at once from the newer object.
     #[error("{0}: the object changed meanwhile")]
@@ -49,6 +53,12 @@ impl Error {
     /// True when the underlying API error is a 409 conflict (common and harmless).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Api { source, .. } if source.is_conflict())
+    }
+
+    /// True for the races between writers that retrying settles: a 409 conflict, or a volume
+    /// another worker is binding. Logged at debug, not as warnings.
+    pub fn is_race(&self) -> bool {
+        self.is_conflict() || matches!(self, Error::Reserved(_))
     }
 }
 

@@ -16,6 +16,12 @@
 //! 3. **Spam filter.** Per object and type, a token bucket of 25 writes refilled at one per five
 //!    minutes. A filtered repeat still counts, so the next write carries the true count.
 //!
+//! Recording does not wait for the API server: as client-go's broadcaster, [`Recorder::event`]
+//! puts the event on a queue of [`QUEUE_LENGTH`] (a full queue drops it, with a warning) and
+//! returns, and one drainer ([`Recorder::run`], or [`Recorder::flush`] as a simulation step)
+//! correlates and writes the events in order, so a sync never holds its worker for an event's
+//! round trip.
+//!
 //! Memory is bounded: each rule keeps a least-recently-used cache of [`REMEMBERED`] entries, as
 //! client-go's do (4096), holding names, counts and timestamps, never whole Events. A repeat of a
 //! forgotten event starts a new Event.
@@ -25,7 +31,7 @@ use crate::clock::Clock;
 use lru::LruCache;
 use pv_model::annotations::EVENT_COMPONENT;
 use pv_model::k8s::{Event, ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Time};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,6 +47,9 @@ pub const AGGREGATE_INTERVAL_MS: u64 = 600_000;
 pub const SPAM_BURST: f64 = 25.0;
 /// Refill of that burst, per second (`defaultSpamQPS`: one per five minutes).
 pub const SPAM_QPS: f64 = 1.0 / 300.0;
+/// Events waiting to be written at most; beyond, new ones are dropped (client-go's
+/// `maxQueuedEvents`).
+pub const QUEUE_LENGTH: usize = 1000;
 /// Prefix of a combined Event's message (`EventAggregatorByReasonMessageFunc`).
 pub const COMBINED_PREFIX: &str = "(combined from similar events): ";
 
@@ -294,8 +303,25 @@ pub struct Recorder {
     instance: String,
     correlator: Mutex<Correlator>,
     seq: AtomicU64,
+    /// Events recorded and not yet correlated and written, oldest first.
+    queue: Mutex<VecDeque<Pending>>,
+    /// Wakes the drainer.
+    queued: tokio::sync::Notify,
+    /// Events dropped because the queue was full.
+    pub dropped: AtomicU64,
     /// Events written (new or counted), for metrics and tests.
     pub emitted: AtomicU64,
+}
+
+/// An event as recorded: what it says, about what, and when.
+struct Pending {
+    obj: Involved,
+    type_: &'static str,
+    reason: &'static str,
+    key_message: String,
+    detail: String,
+    now: Time,
+    now_ms: u64,
 }
 
 impl Recorder {
@@ -307,6 +333,9 @@ impl Recorder {
             instance: String::new(),
             correlator: Mutex::default(),
             seq: AtomicU64::new(0),
+            queue: Mutex::default(),
+            queued: tokio::sync::Notify::new(),
+            dropped: AtomicU64::new(0),
             emitted: AtomicU64::new(0),
         }
     }
@@ -342,17 +371,60 @@ impl Recorder {
         message: impl Into<String>,
         detail: &str,
     ) {
-        let obj = obj.into();
-        let key_message = message.into();
-        let now = Time(self.clock.now());
-        let correlated = self.correlator.lock().unwrap().correlate(
-            &obj,
+        let mut queue = self.queue.lock().unwrap();
+        if queue.len() >= QUEUE_LENGTH {
+            drop(queue);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(reason, "dropping an event: {QUEUE_LENGTH} are waiting to be written");
+            return;
+        }
+        queue.push_back(Pending {
+            obj: obj.into(),
             type_,
             reason,
-            &key_message,
-            now.clone(),
-            self.clock.now_ms(),
-        );
+            key_message: message.into(),
+            detail: detail.to_string(),
+            now: Time(self.clock.now()),
+            now_ms: self.clock.now_ms(),
+        });
+        drop(queue);
+        self.queued.notify_one();
+    }
+
+    /// Events recorded and not written yet.
+    pub fn pending(&self) -> usize {
+        self.queue.lock().unwrap().len()
+    }
+
+    /// Correlates and writes every queued event, in order. Returns how many were taken.
+    pub async fn flush(&self) -> usize {
+        let mut n = 0;
+        loop {
+            let next = self.queue.lock().unwrap().pop_front();
+            let Some(p) = next else { return n };
+            self.write(p).await;
+            n += 1;
+        }
+    }
+
+    /// Writes queued events as they come until `shutdown` completes, then writes what is left.
+    pub async fn run(&self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            self.flush().await;
+            tokio::select! {
+                _ = self.queued.notified() => {}
+                _ = &mut shutdown => break,
+            }
+        }
+        self.flush().await;
+    }
+
+    async fn write(&self, p: Pending) {
+        let Pending { obj, type_, reason, key_message, detail, now, now_ms } = p;
+        let detail = detail.as_str();
+        let correlated =
+            self.correlator.lock().unwrap().correlate(&obj, type_, reason, &key_message, now.clone(), now_ms);
         let message = format!("{key_message}{detail}");
         let correlated = correlated.map(|mut c| {
             c.message.push_str(detail);

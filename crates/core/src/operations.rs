@@ -17,6 +17,43 @@ use std::sync::{Arc, Mutex};
 const INITIAL_BACKOFF_MS: u64 = 500;
 const MAX_BACKOFF_MS: u64 = 122_000;
 
+/// Which operation: its kind and the object (with uid) it works on. At most one runs per key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpKey {
+    /// Provisioning a volume for the claim `namespace/name` with this uid.
+    Provision {
+        /// The claim's key.
+        claim: pv_model::ObjectKey,
+        /// The claim's uid.
+        uid: String,
+    },
+    /// Deleting the storage (then the PV) of the volume with this name and uid.
+    Delete {
+        /// The volume's name.
+        volume: String,
+        /// The volume's uid.
+        uid: String,
+    },
+    /// Recycling the volume with this name and uid.
+    Recycle {
+        /// The volume's name.
+        volume: String,
+        /// The volume's uid.
+        uid: String,
+    },
+}
+
+impl std::fmt::Display for OpKey {
+    /// As upstream's operation names: `provision-ns/name[uid]`, `delete-pv[uid]`, `recycle-pv[uid]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpKey::Provision { claim, uid } => write!(f, "provision-{claim}[{uid}]"),
+            OpKey::Delete { volume, uid } => write!(f, "delete-{volume}[{uid}]"),
+            OpKey::Recycle { volume, uid } => write!(f, "recycle-{volume}[{uid}]"),
+        }
+    }
+}
+
 /// A boxed operation.
 pub type OpFuture = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
@@ -45,11 +82,11 @@ pub enum Scheduled {
 
 #[derive(Default)]
 struct Inner {
-    running: HashSet<String>,
+    running: HashSet<OpKey>,
     /// For running operations that refused a request: the refused asker's follow-up.
-    again: HashMap<String, Again>,
-    backoff: HashMap<String, (u64, u64)>,
-    deferred: VecDeque<(String, OpFuture)>,
+    again: HashMap<OpKey, Again>,
+    backoff: HashMap<OpKey, (u64, u64)>,
+    deferred: VecDeque<(OpKey, OpFuture)>,
 }
 
 /// The operation scheduler.
@@ -69,7 +106,7 @@ impl Operations {
 
     /// Starts `op` under `name` unless one is running or backing off. When one is running,
     /// `again` runs once it has ended.
-    pub fn schedule(self: &Arc<Self>, name: String, op: OpFuture, again: Again) -> Scheduled {
+    pub fn schedule(self: &Arc<Self>, name: OpKey, op: OpFuture, again: Again) -> Scheduled {
         let mut inner = self.inner.lock().unwrap();
         if inner.running.contains(&name) {
             tracing::debug!(operation = %name, "operation is already running; syncing again when it ends");
@@ -98,7 +135,7 @@ impl Operations {
         Scheduled::Started
     }
 
-    fn finish(&self, name: &str, result: Result<(), Error>) {
+    fn finish(&self, name: &OpKey, result: Result<(), Error>) {
         let mut inner = self.inner.lock().unwrap();
         inner.running.remove(name);
         let again = inner.again.remove(name);
@@ -109,7 +146,7 @@ impl Operations {
             Err(e) => {
                 let prev = inner.backoff.get(name).map(|b| b.1);
                 let delay = prev.map_or(INITIAL_BACKOFF_MS, |d| (d * 2).min(MAX_BACKOFF_MS));
-                inner.backoff.insert(name.to_string(), (self.clock.now_ms() + delay, delay));
+                inner.backoff.insert(name.clone(), (self.clock.now_ms() + delay, delay));
                 tracing::debug!(operation = %name, error = %e, delay_ms = delay, "operation failed");
             }
         }
@@ -148,8 +185,8 @@ impl Operations {
         self.inner.lock().unwrap().backoff.values().map(|(until, _)| *until).filter(|u| *u > now).max()
     }
 
-    /// Names of the running (or waiting) operations.
-    pub fn running(&self) -> Vec<String> {
+    /// Keys of the running (or waiting) operations.
+    pub fn running(&self) -> Vec<OpKey> {
         self.inner.lock().unwrap().running.iter().cloned().collect()
     }
 
@@ -169,10 +206,13 @@ mod tests {
         Box::pin(async { Ok(()) })
     }
     fn fail() -> OpFuture {
-        Box::pin(async { Err(Error::Plugin("boom".into())) })
+        Box::pin(async { Err(Error::Plugin(crate::PluginError::new("boom"))) })
     }
     fn nothing() -> Again {
         Box::new(|| {})
+    }
+    fn op() -> OpKey {
+        OpKey::Delete { volume: "pv".into(), uid: "u".into() }
     }
 
     #[tokio::test]
@@ -185,13 +225,13 @@ mod tests {
                 c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }) as Again
         };
-        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::Started);
-        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::AlreadyRunning);
-        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::AlreadyRunning);
+        assert_eq!(ops.schedule(op(), ok(), count()), Scheduled::Started);
+        assert_eq!(ops.schedule(op(), ok(), count()), Scheduled::AlreadyRunning);
+        assert_eq!(ops.schedule(op(), ok(), count()), Scheduled::AlreadyRunning);
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0, "not while it runs");
         assert!(ops.run_next().await);
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "once when it ends");
-        assert_eq!(ops.schedule("op".into(), ok(), count()), Scheduled::Started);
+        assert_eq!(ops.schedule(op(), ok(), count()), Scheduled::Started);
         assert!(ops.run_next().await);
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1, "a request that started it is not followed up");
     }
@@ -199,27 +239,27 @@ mod tests {
     #[tokio::test]
     async fn second_request_for_a_running_operation_starts_nothing() {
         let ops = Operations::new(Mode::Deferred, SimClock::new(jiff::Timestamp::now()));
-        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::Started);
-        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::AlreadyRunning);
+        assert_eq!(ops.schedule(op(), ok(), nothing()), Scheduled::Started);
+        assert_eq!(ops.schedule(op(), ok(), nothing()), Scheduled::AlreadyRunning);
         assert!(ops.run_next().await);
         assert!(!ops.run_next().await);
         assert!(ops.is_idle());
-        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::Started);
+        assert_eq!(ops.schedule(op(), ok(), nothing()), Scheduled::Started);
     }
 
     #[tokio::test]
     async fn failures_back_off_exponentially() {
         let clock = SimClock::new(jiff::Timestamp::now());
         let ops = Operations::new(Mode::Deferred, clock.clone());
-        ops.schedule("op".into(), fail(), nothing());
+        ops.schedule(op(), fail(), nothing());
         ops.run_next().await;
-        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::BackingOff);
+        assert_eq!(ops.schedule(op(), ok(), nothing()), Scheduled::BackingOff);
         clock.advance(Duration::from_millis(500));
-        assert_eq!(ops.schedule("op".into(), fail(), nothing()), Scheduled::Started);
+        assert_eq!(ops.schedule(op(), fail(), nothing()), Scheduled::Started);
         ops.run_next().await;
         clock.advance(Duration::from_millis(999));
-        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::BackingOff, "second failure waits 1s");
+        assert_eq!(ops.schedule(op(), ok(), nothing()), Scheduled::BackingOff, "second failure waits 1s");
         clock.advance(Duration::from_millis(1));
-        assert_eq!(ops.schedule("op".into(), ok(), nothing()), Scheduled::Started);
+        assert_eq!(ops.schedule(op(), ok(), nothing()), Scheduled::Started);
     }
 }

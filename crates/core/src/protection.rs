@@ -1,26 +1,42 @@
-//! The pv-protection and pvc-protection controllers of kube-controller-manager, for servers
+//! The pv-protection and pvc-protection controllers of kube-controller-manager 1.37, for servers
 //! that add their finalizers.
 //!
 //! An API server with the StorageObjectInUseProtection admission (kube-apiserver by default,
 //! `up` too) puts `kubernetes.io/pv-protection` on every new volume and
 //! `kubernetes.io/pvc-protection` on every new claim. Deleting either then only marks it; the
-//! object goes once the finalizer is removed, which is these controllers' job:
-//! - a claim being deleted loses its finalizer when no scheduled Pod (one with a `nodeName`)
-//!   mounts it through a `persistentVolumeClaim` volume (the pods the watch delivered, then a
-//!   live list of the namespace's pods, so a pod not yet delivered still keeps it);
-//! - a volume being deleted loses its finalizer when it is not Bound.
+//! object goes once the finalizer is removed, which is these controllers' job, as in upstream's
+//! `pkg/controller/volume/{pv,pvc}protection`:
+//! - a claim being deleted loses its finalizer when no scheduled pod (one with a `nodeName`)
+//!   mounts it: through a `persistentVolumeClaim` volume, or through a generic ephemeral volume
+//!   (the claim `<pod>-<volume>`, controlled by the pod) unless the pod is shut down (deleted with
+//!   grace period 0);
+//! - a volume being deleted loses its finalizer when it is not Bound;
+//! - an object not being deleted that lacks its finalizer gets it (objects made before the
+//!   admission was on);
+//! - a Bound claim not being deleted carries the condition `Unused` (KEP-5541, the
+//!   `PersistentVolumeClaimUnusedSinceTime` feature, beta and on in 1.37): `True` with reason
+//!   `NoPodsUsingPVC` and the time it became unused, `False` with reason `PodUsingPVC` while a pod
+//!   that has not terminated references it (scheduled or not). Its `lastTransitionTime` is
+//!   rewritten only when the status flips.
+//!
+//! Whether a pod uses a claim is asked first of the pods the watch delivered (indexed by claim),
+//! then of a live list of the namespace's pods, so a pod not yet delivered still counts. The
+//! live list is made at most once per namespace per batch of queued claims, however many claims
+//! of the namespace the batch holds (upstream's kubernetes#109282, #125372).
 //!
 //! Against a real cluster kube-controller-manager runs them; `up` runs this module beside the
-//! binder, over the same [`ClusterApi`]. State is small and kept here: which scheduled pods use
-//! which claims. Work is a queue of keys; a key whose write fails (a conflict, a server error)
-//! is tried again shortly, and every relevant change (a pod going away, a volume leaving Bound)
-//! queues the keys it may unblock.
+//! binder (or without it), over the same [`ClusterApi`]. Work is a queue of keys; a key whose
+//! write fails (a conflict, a server error) is tried again shortly, and every relevant change (a
+//! pod appearing, changing or going, a volume leaving Bound) queues the keys it concerns.
 
 use crate::api::ClusterApi;
+use crate::clock::Clock;
 use crate::controller::ObjectEvent;
+use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolumeClaimCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, Pod};
 use pv_model::ObjectKey;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -29,6 +45,14 @@ use tokio::sync::mpsc;
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// The finalizer that keeps a claim while a pod uses it.
 pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+/// The claim condition that says since when no pod uses the claim.
+pub const UNUSED_CONDITION: &str = "Unused";
+/// Its reason while a pod references the claim (status `False`).
+pub const POD_USING_PVC: &str = "PodUsingPVC";
+/// Its reason while none does (status `True`).
+pub const NO_PODS_USING_PVC: &str = "NoPodsUsingPVC";
+const POD_USING_PVC_MESSAGE: &str = "A pod is currently referencing this PVC";
+const NO_PODS_USING_PVC_MESSAGE: &str = "No pods are currently referencing this PVC";
 
 /// How long a key whose write failed waits before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
@@ -39,167 +63,388 @@ enum Key {
     Claim(ObjectKey),
 }
 
-/// The two protection controllers.
-pub struct Protection {
-    api: Arc<dyn ClusterApi>,
-    /// Claims (`namespace/name`) used by each scheduled pod (`namespace/name`).
-    pods: Mutex<HashMap<ObjectKey, Vec<ObjectKey>>>,
-    tx: mpsc::UnboundedSender<Key>,
-    rx: Mutex<Option<mpsc::UnboundedReceiver<Key>>>,
+/// Which of the two controllers run (kube-controller-manager's
+/// `persistentvolume-protection-controller` and `persistentvolumeclaim-protection-controller`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scope {
+    /// pv-protection: volumes.
+    pub volumes: bool,
+    /// pvc-protection: claims.
+    pub claims: bool,
+}
+
+impl Scope {
+    /// Both, as kube-controller-manager runs them by default.
+    pub const ALL: Scope = Scope { volumes: true, claims: true };
+}
+
+/// What the pvc-protection controller needs of a pod: enough to answer both of its questions
+/// (does the pod keep a claim from deletion, does it make the claim used).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PodUse {
+    uid: String,
+    /// Has a `nodeName`: kubelet may have started it.
+    scheduled: bool,
+    /// Upstream's `IsPodTerminated`: Succeeded or Failed, or being deleted with no container
+    /// running.
+    terminated: bool,
+    /// Upstream's `podIsShutDown`: being deleted with grace period 0 (kubelet is done with it,
+    /// or it was force-deleted).
+    shut_down: bool,
+    /// The claims its volumes name, each with whether through a generic ephemeral volume.
+    claims: Vec<(String, bool)>,
+}
+
+/// No container of the list is running (each is waiting or terminated; an empty list counts).
+fn none_running(statuses: &Option<Vec<ContainerStatus>>) -> bool {
+    statuses
+        .iter()
+        .flatten()
+        .all(|s| s.state.as_ref().is_some_and(|st| st.terminated.is_some() || st.waiting.is_some()))
+}
+
+fn pod_use(pod: &Pod) -> PodUse {
+    let meta = &pod.metadata;
+    let name = meta.name.as_deref().unwrap_or_default();
+    let spec = pod.spec.as_ref();
+    let status = pod.status.as_ref();
+    let phase = status.and_then(|s| s.phase.as_deref());
+    let deleting = meta.deletion_timestamp.is_some();
+    let terminated = matches!(phase, Some("Succeeded" | "Failed"))
+        || (deleting
+            && status.is_none_or(|s| {
+                none_running(&s.init_container_statuses)
+                    && none_running(&s.container_statuses)
+                    && none_running(&s.ephemeral_container_statuses)
+            }));
+    let claims = spec
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
+            (Some(c), _) => Some((c.claim_name.clone(), false)),
+            // Upstream's ephemeral.VolumeClaimName: the pod's name, a dash, the volume's.
+            (None, Some(_)) => Some((format!("{name}-{}", v.name), true)),
+            _ => None,
+        })
+        .collect();
+    PodUse {
+        uid: meta.uid.clone().unwrap_or_default(),
+        scheduled: spec.and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty()),
+        terminated,
+        shut_down: deleting && meta.deletion_grace_period_seconds == Some(0),
+        claims,
+    }
+}
+
+/// The claim was made for the pod's ephemeral volume: the pod is its controller.
+fn controlled_by(claim: &PersistentVolumeClaim, uid: &str) -> bool {
+    claim.metadata.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
+/// Upstream's `podUsesPVCForDeletion`: a scheduled pod names the claim (an ephemeral one only
+/// while the pod is not shut down, and only the claim made for it).
+fn keeps_from_deletion(pod: &PodUse, claim: &PersistentVolumeClaim) -> bool {
+    let name = claim.metadata.name.as_deref().unwrap_or_default();
+    pod.scheduled
+        && pod
+            .claims
+            .iter()
+            .any(|(c, ephemeral)| c == name && (!ephemeral || (!pod.shut_down && controlled_by(claim, &pod.uid))))
+}
+
+/// Upstream's `podUsesPVCForUnusedSince`: a pod that has not terminated names the claim,
+/// scheduled or not (an ephemeral one only if the claim was made for it).
+fn makes_used(pod: &PodUse, claim: &PersistentVolumeClaim) -> bool {
+    let name = claim.metadata.name.as_deref().unwrap_or_default();
+    !pod.terminated
+        && pod.claims.iter().any(|(c, ephemeral)| c == name && (!ephemeral || controlled_by(claim, &pod.uid)))
 }
 
 fn has(finalizers: &Option<Vec<String>>, f: &str) -> bool {
     finalizers.as_ref().is_some_and(|l| l.iter().any(|x| x == f))
 }
 
-/// The claims a pod keeps: only a scheduled pod's `persistentVolumeClaim` volumes.
-fn claims_of(pod: &Pod) -> Vec<ObjectKey> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    let Some(spec) = &pod.spec else { return Vec::new() };
-    if spec.node_name.as_deref().unwrap_or("").is_empty() {
-        return Vec::new();
+fn unused_condition(claim: &PersistentVolumeClaim) -> Option<&PersistentVolumeClaimCondition> {
+    claim.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == UNUSED_CONDITION)
+}
+
+/// The `Unused` condition a Bound claim should get now, if it changes (upstream's
+/// `updateUnusedCondition`): `False` once a pod uses a claim that has none or says `True`;
+/// `True` once none does and it has none or does not say `True`. The time is when it flips.
+fn unused_update(claim: &PersistentVolumeClaim, used: bool, now: Time) -> Option<PersistentVolumeClaimCondition> {
+    let status = unused_condition(claim).map(|c| c.status.as_str());
+    let (status, reason, message) = match (used, status) {
+        (true, None | Some("True")) => ("False", POD_USING_PVC, POD_USING_PVC_MESSAGE),
+        (false, s) if s != Some("True") => ("True", NO_PODS_USING_PVC, NO_PODS_USING_PVC_MESSAGE),
+        _ => return None,
+    };
+    Some(PersistentVolumeClaimCondition {
+        type_: UNUSED_CONDITION.to_string(),
+        status: status.to_string(),
+        reason: Some(reason.to_string()),
+        message: Some(message.to_string()),
+        last_transition_time: Some(now),
+        last_probe_time: None,
+    })
+}
+
+/// `claim` with `condition` in place of its `Unused` condition (appended when it has none).
+fn with_condition(
+    mut claim: PersistentVolumeClaim,
+    condition: PersistentVolumeClaimCondition,
+) -> PersistentVolumeClaim {
+    let conditions = claim.status.get_or_insert_with(Default::default).conditions.get_or_insert_with(Vec::new);
+    match conditions.iter_mut().find(|c| c.type_ == UNUSED_CONDITION) {
+        Some(c) => *c = condition,
+        None => conditions.push(condition),
     }
-    spec.volumes
-        .iter()
-        .flatten()
-        .filter_map(|v| v.persistent_volume_claim.as_ref())
-        .map(|c| ObjectKey::new(&ns, &c.claim_name))
-        .collect()
+    claim
+}
+
+/// The pods the watch delivered, by key, and by the claims (`namespace/name`) they name.
+#[derive(Default)]
+struct Pods {
+    by_key: HashMap<ObjectKey, PodUse>,
+    by_claim: HashMap<ObjectKey, HashSet<ObjectKey>>,
+}
+
+impl Pods {
+    /// Records `pod` (or forgets it: `None`); returns the claims it named before and names now.
+    fn set(&mut self, key: &ObjectKey, pod: Option<PodUse>) -> Vec<ObjectKey> {
+        let claim_key = |c: &str| ObjectKey::new(key.namespace(), c);
+        let mut touched = Vec::new();
+        if let Some(old) = self.by_key.remove(key) {
+            for (c, _) in &old.claims {
+                let ck = claim_key(c);
+                if let Some(set) = self.by_claim.get_mut(&ck) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        self.by_claim.remove(&ck);
+                    }
+                }
+                touched.push(ck);
+            }
+        }
+        if let Some(new) = pod {
+            for (c, _) in &new.claims {
+                let ck = claim_key(c);
+                self.by_claim.entry(ck.clone()).or_default().insert(key.clone());
+                touched.push(ck);
+            }
+            self.by_key.insert(key.clone(), new);
+        }
+        touched.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        touched.dedup();
+        touched
+    }
+
+    /// Whether a delivered pod that names `claim` passes `test`.
+    fn any(&self, claim: &PersistentVolumeClaim, test: fn(&PodUse, &PersistentVolumeClaim) -> bool) -> bool {
+        self.by_claim
+            .get(&ObjectKey::of(&claim.metadata))
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.by_key.get(k))
+            .any(|p| test(p, claim))
+    }
+}
+
+/// A namespace's pods listed from the server at most once for a batch of its claims (upstream's
+/// `LazyLivePodList`).
+#[derive(Default)]
+struct LivePods(Option<Vec<PodUse>>);
+
+/// The two protection controllers.
+pub struct Protection {
+    api: Arc<dyn ClusterApi>,
+    clock: Arc<dyn Clock>,
+    scope: Scope,
+    pods: Mutex<Pods>,
+    tx: mpsc::UnboundedSender<Key>,
+    rx: Mutex<Option<mpsc::UnboundedReceiver<Key>>>,
 }
 
 impl Protection {
-    /// Controllers that write through `api`; [`Protection::run`] does the work.
-    pub fn new(api: Arc<dyn ClusterApi>) -> Arc<Self> {
+    /// Controllers that write through `api` at `clock`'s time, those `scope` selects;
+    /// [`Protection::run`] does the work.
+    pub fn new(api: Arc<dyn ClusterApi>, clock: Arc<dyn Clock>, scope: Scope) -> Arc<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
-        Arc::new(Protection { api, pods: Mutex::new(HashMap::new()), tx, rx: Mutex::new(Some(rx)) })
+        Arc::new(Protection { api, clock, scope, pods: Mutex::new(Pods::default()), tx, rx: Mutex::new(Some(rx)) })
     }
 
     fn enqueue(&self, key: Key) {
         let _ = self.tx.send(key);
     }
 
-    /// A volume changed: one being deleted with its finalizer is looked at.
+    /// A volume changed: one being deleted with its finalizer, or one that lacks it, is looked at.
     pub fn on_volume(&self, ev: ObjectEvent<PersistentVolume>) {
+        if !self.scope.volumes {
+            return;
+        }
         if let ObjectEvent::Applied(v) = ev {
-            if v.metadata.deletion_timestamp.is_some() && has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER) {
+            if v.metadata.deletion_timestamp.is_some() == has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER) {
                 self.enqueue(Key::Volume(v.metadata.name.unwrap_or_default()));
             }
         }
     }
 
-    /// A claim changed: one being deleted with its finalizer is looked at.
+    /// A claim changed: one being deleted with its finalizer, one that lacks it, and one without
+    /// the `Unused` condition are looked at.
     pub fn on_claim(&self, ev: ObjectEvent<PersistentVolumeClaim>) {
+        if !self.scope.claims {
+            return;
+        }
         if let ObjectEvent::Applied(c) = ev {
-            if c.metadata.deletion_timestamp.is_some() && has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER) {
+            let deleting = c.metadata.deletion_timestamp.is_some();
+            if deleting == has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER) || unused_condition(&c).is_none() {
                 self.enqueue(Key::Claim(ObjectKey::of(&c.metadata)));
             }
         }
     }
 
-    /// A pod changed: the claims it no longer uses are looked at again.
+    /// A pod appeared, changed or went: every claim it names, and every claim it named before
+    /// (a pod re-created under its name may name others), is looked at.
     pub fn on_pod(&self, ev: ObjectEvent<Pod>) {
+        if !self.scope.claims {
+            return;
+        }
         let (pod, deleted) = match ev {
             ObjectEvent::Applied(p) => (p, false),
             ObjectEvent::Deleted(p) => (p, true),
         };
         let key = ObjectKey::of(&pod.metadata);
-        let now: Vec<ObjectKey> = if deleted { Vec::new() } else { claims_of(&pod) };
-        let before = {
-            let mut pods = self.pods.lock().unwrap();
-            if now.is_empty() {
-                pods.remove(&key)
-            } else {
-                pods.insert(key, now.clone())
-            }
-        };
-        for claim in before.into_iter().flatten().filter(|c| !now.contains(c)) {
+        let now = (!deleted).then(|| pod_use(&pod));
+        let touched = self.pods.lock().unwrap().set(&key, now);
+        for claim in touched {
             self.enqueue(Key::Claim(claim));
         }
-    }
-
-    fn claim_in_use(&self, key: &str) -> bool {
-        self.pods.lock().unwrap().values().any(|claims| claims.iter().any(|c| c.as_str() == key))
     }
 
     /// Works the queue until `shutdown` completes.
     pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
         let Some(mut rx) = self.rx.lock().unwrap().take() else { return };
         tokio::pin!(shutdown);
-        let mut pending: HashSet<Key> = HashSet::new();
         loop {
             let key = tokio::select! {
                 _ = &mut shutdown => return,
                 k = rx.recv() => match k { Some(k) => k, None => return },
             };
-            pending.insert(key);
-            // Take whatever else is queued, so a burst of events for one key is one sync.
+            // Take whatever else is queued, so a burst of events for one key is one sync, and
+            // the claims of one namespace share one live list of its pods.
+            let mut pending: HashSet<Key> = HashSet::from([key]);
             while let Ok(k) = rx.try_recv() {
                 pending.insert(k);
             }
-            for key in std::mem::take(&mut pending) {
-                if let Err(e) = self.sync(&key).await {
-                    tracing::debug!(?key, error = %e, "protection: will retry");
-                    let this = self.clone();
-                    tokio::spawn(async move {
-                        tokio::time::sleep(RETRY_AFTER).await;
-                        this.enqueue(key);
-                    });
+            let mut by_namespace: BTreeMap<String, Vec<ObjectKey>> = BTreeMap::new();
+            let mut failed = Vec::new();
+            for key in pending {
+                match key {
+                    Key::Claim(c) => by_namespace.entry(c.namespace().to_string()).or_default().push(c),
+                    Key::Volume(name) => {
+                        if let Err(e) = self.sync_volume(&name).await {
+                            tracing::debug!(volume = %name, error = %e, "pv-protection: will retry");
+                            failed.push(Key::Volume(name));
+                        }
+                    }
                 }
+            }
+            for claims in by_namespace.into_values() {
+                let mut live = LivePods::default();
+                for key in claims {
+                    if let Err(e) = self.sync_claim(&key, &mut live).await {
+                        tracing::debug!(pvc = %key, error = %e, "pvc-protection: will retry");
+                        failed.push(Key::Claim(key));
+                    }
+                }
+            }
+            for key in failed {
+                let this = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    this.enqueue(key);
+                });
             }
         }
     }
 
-    async fn sync(&self, key: &Key) -> Result<(), crate::ApiError> {
-        match key {
-            Key::Volume(name) => {
-                let mut v = match self.api.get_volume(name).await {
+    async fn sync_volume(&self, name: &str) -> Result<(), crate::ApiError> {
+        let mut v = match self.api.get_volume(name).await {
+            Err(e) if e.is_not_found() => return Ok(()),
+            other => other?,
+        };
+        let bound = v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+        let deleting = v.metadata.deletion_timestamp.is_some();
+        let protected = has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER);
+        let finalizers = v.metadata.finalizers.get_or_insert_with(Vec::new);
+        if deleting && protected && !bound {
+            finalizers.retain(|x| x != PV_PROTECTION_FINALIZER);
+            tracing::info!(volume = %name, "removed the pv-protection finalizer: the volume is not bound");
+        } else if !deleting && !protected {
+            finalizers.push(PV_PROTECTION_FINALIZER.to_string());
+            tracing::info!(volume = %name, "added the pv-protection finalizer");
+        } else {
+            return Ok(());
+        }
+        match self.api.update_volume(&v).await {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// Whether a pod uses `claim` by `test`: a delivered pod, else one the server lists now.
+    async fn used(
+        &self,
+        claim: &PersistentVolumeClaim,
+        live: &mut LivePods,
+        test: fn(&PodUse, &PersistentVolumeClaim) -> bool,
+    ) -> Result<bool, crate::ApiError> {
+        if self.pods.lock().unwrap().any(claim, test) {
+            return Ok(true);
+        }
+        // The pod watch may not have delivered a pod that uses the claim yet: ask the server, as
+        // upstream's controller does. A pod found here reaches `on_pod` through the watch too.
+        if live.0.is_none() {
+            let ns = claim.metadata.namespace.as_deref().unwrap_or_default();
+            live.0 = Some(self.api.list_pods(ns).await?.iter().map(pod_use).collect());
+        }
+        Ok(live.0.iter().flatten().any(|p| test(p, claim)))
+    }
+
+    async fn sync_claim(&self, key: &ObjectKey, live: &mut LivePods) -> Result<(), crate::ApiError> {
+        let mut c = match self.api.get_claim(key.namespace(), key.name()).await {
+            Err(e) if e.is_not_found() => return Ok(()),
+            other => other?,
+        };
+        let deleting = c.metadata.deletion_timestamp.is_some();
+        let bound = c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+        if !deleting && bound {
+            let used = self.used(&c, live, makes_used).await?;
+            if let Some(condition) = unused_update(&c, used, Time(self.clock.now())) {
+                tracing::info!(pvc = %key, unused = %condition.status, "updated the claim's Unused condition");
+                c = match self.api.update_claim_status(&with_condition(c, condition)).await {
                     Err(e) if e.is_not_found() => return Ok(()),
                     other => other?,
                 };
-                let bound = v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
-                if v.metadata.deletion_timestamp.is_none()
-                    || bound
-                    || !has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER)
-                {
-                    return Ok(());
-                }
-                if let Some(f) = v.metadata.finalizers.as_mut() {
-                    f.retain(|x| x != PV_PROTECTION_FINALIZER);
-                }
-                tracing::info!(volume = %name, "removed the pv-protection finalizer: the volume is not bound");
-                match self.api.update_volume(&v).await {
-                    Err(e) if e.is_not_found() => Ok(()),
-                    other => other.map(drop),
-                }
             }
-            Key::Claim(key) => {
-                let (ns, name) = (key.namespace(), key.name());
-                let mut c = match self.api.get_claim(ns, name).await {
-                    Err(e) if e.is_not_found() => return Ok(()),
-                    other => other?,
-                };
-                if c.metadata.deletion_timestamp.is_none()
-                    || !has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER)
-                    || self.claim_in_use(key)
-                {
-                    return Ok(());
-                }
-                // The pod watch may not have delivered a pod that uses the claim yet: ask the
-                // server before letting the claim go, as upstream's controller does. A pod found
-                // here reaches `on_pod` through the watch too, and its deletion requeues the claim.
-                if self.api.list_pods(ns).await?.iter().any(|p| claims_of(p).iter().any(|c| c == key)) {
-                    tracing::debug!(pvc = %key, "kept: a pod the watch has not delivered yet uses the claim");
-                    return Ok(());
-                }
-                if let Some(f) = c.metadata.finalizers.as_mut() {
-                    f.retain(|x| x != PVC_PROTECTION_FINALIZER);
-                }
-                tracing::info!(pvc = %key, "removed the pvc-protection finalizer: no pod uses the claim");
-                match self.api.update_claim(&c).await {
-                    Err(e) if e.is_not_found() => Ok(()),
-                    other => other.map(drop),
-                }
+        }
+        let protected = has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER);
+        if deleting && protected {
+            if self.used(&c, live, keeps_from_deletion).await? {
+                tracing::debug!(pvc = %key, "kept: a scheduled pod uses the claim");
+                return Ok(());
             }
+            c.metadata.finalizers.get_or_insert_with(Vec::new).retain(|x| x != PVC_PROTECTION_FINALIZER);
+            tracing::info!(pvc = %key, "removed the pvc-protection finalizer: no pod uses the claim");
+        } else if !deleting && !protected {
+            c.metadata.finalizers.get_or_insert_with(Vec::new).push(PVC_PROTECTION_FINALIZER.to_string());
+            tracing::info!(pvc = %key, "added the pvc-protection finalizer");
+        } else {
+            return Ok(());
+        }
+        match self.api.update_claim(&c).await {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other.map(drop),
         }
     }
 }
@@ -207,17 +452,136 @@ impl Protection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn pod(node: Option<&str>, claim: &str) -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns"},
-            "spec": {"nodeName": node, "containers": [], "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": claim}}]}}))
-        .unwrap()
+    fn pod(spec: Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "pod-uid"}, "spec": spec}))
+            .unwrap()
+    }
+
+    fn pvc_volume(claim: &str) -> Value {
+        json!({"name": "v", "persistentVolumeClaim": {"claimName": claim}})
+    }
+
+    fn ephemeral_volume() -> Value {
+        json!({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}})
+    }
+
+    fn claim(name: &str, owner_uid: Option<&str>) -> PersistentVolumeClaim {
+        let owners =
+            owner_uid.map(|u| json!([{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": u, "controller": true}]));
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "ownerReferences": owners}}))
+            .unwrap()
+    }
+
+    fn with_unused(status: &str) -> PersistentVolumeClaim {
+        let c = claim("data", None);
+        with_condition(
+            c,
+            unused_update(&claim("data", None), status == "False", Time(jiff::Timestamp::UNIX_EPOCH)).unwrap(),
+        )
     }
 
     #[test]
-    fn only_a_scheduled_pod_keeps_its_claims() {
-        assert_eq!(claims_of(&pod(Some("n1"), "data")), ["ns/data"]);
-        assert!(claims_of(&pod(None, "data")).is_empty());
+    fn only_a_scheduled_pod_keeps_its_claims_from_deletion() {
+        let data = claim("data", None);
+        assert!(keeps_from_deletion(
+            &pod_use(&pod(json!({"nodeName": "n1", "containers": [], "volumes": [pvc_volume("data")]}))),
+            &data
+        ));
+        assert!(!keeps_from_deletion(
+            &pod_use(&pod(json!({"containers": [], "volumes": [pvc_volume("data")]}))),
+            &data
+        ));
+        assert!(!keeps_from_deletion(
+            &pod_use(&pod(json!({"nodeName": "n1", "containers": [], "volumes": [pvc_volume("other")]}))),
+            &data
+        ));
+    }
+
+    #[test]
+    fn a_generic_ephemeral_volume_uses_the_claim_made_for_its_pod() {
+        let p = pod_use(&pod(json!({"nodeName": "n1", "containers": [], "volumes": [ephemeral_volume()]})));
+        assert_eq!(p.claims, [("p-scratch".to_string(), true)]);
+        assert!(keeps_from_deletion(&p, &claim("p-scratch", Some("pod-uid"))));
+        assert!(makes_used(&p, &claim("p-scratch", Some("pod-uid"))));
+        // A claim of that name that the pod does not control is not the pod's.
+        assert!(!keeps_from_deletion(&p, &claim("p-scratch", Some("another-uid"))));
+        assert!(!makes_used(&p, &claim("p-scratch", None)));
+    }
+
+    #[test]
+    fn a_shut_down_pod_keeps_no_ephemeral_claim_but_still_its_named_claims() {
+        let mut p =
+            pod(json!({"nodeName": "n1", "containers": [], "volumes": [ephemeral_volume(), pvc_volume("data")]}));
+        p.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        p.metadata.deletion_grace_period_seconds = Some(0);
+        let p = pod_use(&p);
+        assert!(p.shut_down && p.terminated);
+        assert!(!keeps_from_deletion(&p, &claim("p-scratch", Some("pod-uid"))));
+        assert!(keeps_from_deletion(&p, &claim("data", None)), "upstream keeps a named claim until the pod is gone");
+        assert!(!makes_used(&p, &claim("data", None)), "a terminated pod does not make a claim used");
+    }
+
+    #[test]
+    fn an_unscheduled_pod_makes_a_claim_used_until_it_terminates() {
+        let running = pod_use(&pod(json!({"containers": [], "volumes": [pvc_volume("data")]})));
+        assert!(makes_used(&running, &claim("data", None)));
+        let mut done = pod(json!({"containers": [], "volumes": [pvc_volume("data")]}));
+        done.status = Some(serde_json::from_value(json!({"phase": "Succeeded"})).unwrap());
+        assert!(!makes_used(&pod_use(&done), &claim("data", None)));
+        let mut deleting = pod(json!({"nodeName": "n1", "containers": [], "volumes": [pvc_volume("data")]}));
+        deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        deleting.status = Some(serde_json::from_value(json!({"containerStatuses": [{"name": "c", "image": "i", "imageID": "", "ready": true, "restartCount": 0, "state": {"running": {}}}]})).unwrap());
+        assert!(makes_used(&pod_use(&deleting), &claim("data", None)), "a container still runs");
+    }
+
+    #[test]
+    fn the_unused_condition_flips_with_use_and_keeps_its_time_otherwise() {
+        let now = Time(jiff::Timestamp::from_second(1_800_000_000).unwrap());
+        let fresh = claim("data", None);
+        let unused = unused_update(&fresh, false, now.clone()).unwrap();
+        assert_eq!((unused.status.as_str(), unused.reason.as_deref()), ("True", Some(NO_PODS_USING_PVC)));
+        assert_eq!(unused.message.as_deref(), Some("No pods are currently referencing this PVC"));
+        assert_eq!(unused.last_transition_time, Some(now.clone()));
+        let used = unused_update(&fresh, true, now.clone()).unwrap();
+        assert_eq!((used.status.as_str(), used.reason.as_deref()), ("False", Some(POD_USING_PVC)));
+        assert_eq!(used.message.as_deref(), Some("A pod is currently referencing this PVC"));
+        assert!(unused_update(&with_unused("True"), false, now.clone()).is_none(), "still unused: no write");
+        assert!(unused_update(&with_unused("False"), true, now.clone()).is_none(), "still used: no write");
+        assert_eq!(unused_update(&with_unused("True"), true, now.clone()).unwrap().status, "False");
+        assert_eq!(unused_update(&with_unused("False"), false, now).unwrap().status, "True");
+    }
+
+    #[test]
+    fn the_condition_replaces_its_earlier_self_and_keeps_others() {
+        let mut c = with_unused("True");
+        c.status
+            .as_mut()
+            .unwrap()
+            .conditions
+            .as_mut()
+            .unwrap()
+            .insert(0, serde_json::from_value(json!({"type": "Resizing", "status": "True"})).unwrap());
+        let c =
+            with_condition(c, unused_update(&with_unused("True"), true, Time(jiff::Timestamp::UNIX_EPOCH)).unwrap());
+        let types: Vec<_> =
+            c.status.unwrap().conditions.unwrap().iter().map(|c| (c.type_.clone(), c.status.clone())).collect();
+        assert_eq!(types, [("Resizing".into(), "True".into()), ("Unused".into(), "False".into())]);
+    }
+
+    #[test]
+    fn the_pod_index_says_which_claims_a_change_concerns() {
+        let mut pods = Pods::default();
+        let key = ObjectKey::new("ns", "p");
+        let a = pod_use(&pod(json!({"containers": [], "volumes": [pvc_volume("a")]})));
+        let b = pod_use(&pod(json!({"containers": [], "volumes": [pvc_volume("b")]})));
+        assert_eq!(pods.set(&key, Some(a)), [ObjectKey::new("ns", "a")]);
+        // Re-created under the same name with another claim: both are looked at again.
+        assert_eq!(pods.set(&key, Some(b)), [ObjectKey::new("ns", "a"), ObjectKey::new("ns", "b")]);
+        assert!(!pods.any(&claim("a", None), makes_used));
+        assert!(pods.any(&claim("b", None), makes_used));
+        assert_eq!(pods.set(&key, None), [ObjectKey::new("ns", "b")]);
+        assert!(pods.by_claim.is_empty() && pods.by_key.is_empty());
     }
 }

@@ -66,10 +66,21 @@ pub async fn run(controller: Arc<Controller>, workers: usize, shutdown: impl Fut
     let c = controller.clone();
     let sweeper = tokio::spawn(async move {
         let period = (c.config().resync_period / 3).max(Duration::from_secs(1));
+        let clock = c.clock().clone();
         loop {
-            tokio::time::sleep(period).await;
+            clock.sleep(period).await;
             c.sweep_unused_assets().await;
         }
+    });
+    // Events are written by one task, in the order they were recorded (see `events`).
+    let (events_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let c = controller.clone();
+    let events = tokio::spawn(async move {
+        c.recorder()
+            .run(async move {
+                let _ = stopped.await;
+            })
+            .await
     });
     shutdown.await;
     timers.abort();
@@ -79,4 +90,7 @@ pub async fn run(controller: Arc<Controller>, workers: usize, shutdown: impl Fut
     for t in tasks {
         let _ = t.await;
     }
+    // What the workers recorded last is still written.
+    let _ = events_stop.send(());
+    let _ = events.await;
 }

@@ -126,17 +126,22 @@ impl KubeApi {
         trimmed(o)
     }
 
-    /// Runs one request under the timeout and classifies its error.
-    async fn call<T>(&self, what: &str, fut: impl Future<Output = kube::Result<T>>) -> Result<T, ApiError> {
-        let method = method_of(what);
+    /// Runs one request (`method`, described as `what`) under the timeout and classifies its
+    /// error.
+    async fn call<T>(
+        &self,
+        method: Method,
+        what: &str,
+        fut: impl Future<Output = kube::Result<T>>,
+    ) -> Result<T, ApiError> {
         let r = tokio::time::timeout(self.timeout, fut).await;
         let code = match &r {
-            Ok(Ok(_)) if method == "POST" => "201".to_string(),
+            Ok(Ok(_)) if method == Method::Post => "201".to_string(),
             Ok(Ok(_)) => "200".to_string(),
             Ok(Err(kube::Error::Api(s))) => s.code.to_string(),
             _ => "<error>".to_string(),
         };
-        self.requests.record(method, code);
+        self.requests.record(method.as_str(), code);
         match r {
             Ok(r) => r.map_err(|e| classify(what, e)),
             Err(_) => Err(ApiError::Other(format!("{what}: no answer within {:?}", self.timeout))),
@@ -144,13 +149,23 @@ impl KubeApi {
     }
 }
 
-/// The HTTP method of a call named `verb resource`.
-fn method_of(what: &str) -> &'static str {
-    match what.split(' ').next() {
-        Some("create") => "POST",
-        Some("update") => "PUT",
-        Some("delete") => "DELETE",
-        _ => "GET",
+/// The HTTP method of a request, as `rest_client_requests_total` labels it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+impl Method {
+    fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
     }
 }
 
@@ -194,70 +209,78 @@ fn namespace_of<K: kube::Resource>(obj: &K) -> &str {
 impl ClusterApi for KubeApi {
     async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        self.call("get persistentvolume", api.get(name)).await.map(trimmed)
+        self.call(Method::Get, "get persistentvolume", api.get(name)).await.map(trimmed)
     }
 
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let pp = post_params();
-        self.call("create persistentvolume", api.create(&pp, volume)).await.map(|o| self.own_write(o))
+        self.call(Method::Post, "create persistentvolume", api.create(&pp, volume)).await.map(|o| self.own_write(o))
     }
 
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let pp = post_params();
         let name = name_of(volume)?;
-        self.call("update persistentvolume", api.replace(name, &pp, volume)).await.map(|o| self.own_write(o))
+        self.call(Method::Put, "update persistentvolume", api.replace(name, &pp, volume))
+            .await
+            .map(|o| self.own_write(o))
     }
 
     async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let pp = post_params();
         let name = name_of(volume)?;
-        self.call("update persistentvolume status", api.replace_status(name, &pp, volume)).await.map(trimmed)
+        self.call(Method::Put, "update persistentvolume status", api.replace_status(name, &pp, volume))
+            .await
+            .map(trimmed)
     }
 
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
         let api = self.volumes();
         let dp = DeleteParams::default();
-        self.call("delete persistentvolume", api.delete(name, &dp)).await.map(|_| ())
+        self.call(Method::Delete, "delete persistentvolume", api.delete(name, &dp)).await.map(|_| ())
     }
 
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace);
-        self.call("get persistentvolumeclaim", api.get(name)).await.map(trimmed)
+        self.call(Method::Get, "get persistentvolumeclaim", api.get(name)).await.map(trimmed)
     }
 
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
         let pp = post_params();
         let name = name_of(claim)?;
-        self.call("update persistentvolumeclaim", api.replace(name, &pp, claim)).await.map(|o| self.own_write(o))
+        self.call(Method::Put, "update persistentvolumeclaim", api.replace(name, &pp, claim))
+            .await
+            .map(|o| self.own_write(o))
     }
 
     async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
         let pp = post_params();
         let name = name_of(claim)?;
-        self.call("update persistentvolumeclaim status", api.replace_status(name, &pp, claim)).await.map(trimmed)
+        self.call(Method::Put, "update persistentvolumeclaim status", api.replace_status(name, &pp, claim))
+            .await
+            .map(trimmed)
     }
 
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
         let api = self.events(event);
         let pp = post_params();
-        self.call("create event", api.create(&pp, event)).await.map(trimmed)
+        self.call(Method::Post, "create event", api.create(&pp, event)).await.map(trimmed)
     }
 
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
         let api = self.events(event);
         let pp = post_params();
         let name = name_of(event)?;
-        self.call("update event", api.replace(name, &pp, event)).await.map(trimmed)
+        self.call(Method::Put, "update event", api.replace(name, &pp, event)).await.map(trimmed)
     }
 
     async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
-        let list = self.call("list pods", api.list(&ListParams::default())).await?;
+        let list = self.call(Method::Get, "list pods", api.list(&ListParams::default())).await?;
         Ok(list.items.into_iter().map(trimmed).collect())
     }
 }

@@ -438,6 +438,10 @@ impl Simulation {
             return true;
         }
         let c = self.controller.clone();
+        // Events recorded by the last step are written before the next one runs.
+        if c.recorder().flush().await > 0 {
+            return true;
+        }
         if self.options.claims_first {
             if let Some(k) = c.claim_queue.try_get() {
                 self.steps += 1;

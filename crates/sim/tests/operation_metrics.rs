@@ -133,6 +133,7 @@ fn a_failed_hand_off_to_an_external_provisioner_is_a_provisioning_failed_event_a
     rt.block_on(async {
         c.sync_claim_key("default/c1").await.unwrap();
         assert!(c.operations().run_next().await, "the provisioning operation ran");
+        c.recorder().flush().await;
     });
     let events = pv_sim::invariants::listed(&store, "events");
     let failed: Vec<_> = events.iter().filter(|e| e["reason"] == "ProvisioningFailed").collect();

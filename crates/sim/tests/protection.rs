@@ -33,7 +33,11 @@ fn claim(name: &str) -> Value {
 async fn deletes_complete_once_nothing_uses_the_object() {
     let store = Arc::new(Store::builder().admission(Admission::kube_apiserver()).build());
     store.create("namespaces", json!({"metadata": {"name": "default"}})).unwrap();
-    let protection = Protection::new(Arc::new(MemApi::new(store.clone())));
+    let protection = Protection::new(
+        Arc::new(MemApi::new(store.clone())),
+        pv_core::SystemClock::new(),
+        pv_core::protection::Scope::ALL,
+    );
     let _informers = local::start_protection(&store, &protection);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let task = tokio::spawn(protection.run(async move {

@@ -440,7 +440,11 @@ pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Resul
             "{} in namespace {} at {url}{}",
             w.describe(),
             a.namespace,
-            if a.bind_itself { ", bound by the bench itself (the five writes a controller makes per pair)" } else { "" }
+            if a.bind_itself {
+                ", bound by the bench itself (the five writes a controller makes per pair)"
+            } else {
+                ""
+            }
         ),
         n,
         run: run.clone(),

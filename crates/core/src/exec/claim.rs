@@ -84,7 +84,7 @@ impl Controller {
                 {
                     let mut r = self.reservations.lock().unwrap();
                     if r.get(&vname).is_some_and(|c| *c != key) {
-                        return Err(Error::Invalid(format!("volume {vname:?} is being bound to another claim")));
+                        return Err(Error::Reserved(vname));
                     }
                     r.insert(vname.clone(), key.clone());
                 }

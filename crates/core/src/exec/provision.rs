@@ -4,6 +4,7 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::metrics;
+use crate::operations::OpKey;
 use crate::plan::Provisioning;
 use crate::plugin::{ProvisionOptions, VolumePlugin};
 use pv_model::annotations as ann;
@@ -30,7 +31,7 @@ impl Controller {
             Provisioning::External { provisioner, class } => (None, class, provisioner),
         };
         let key = helpers::claim_key(&claim);
-        let name = format!("provision-{key}[{}]", helpers::uid(&claim.metadata));
+        let name = OpKey::Provision { claim: key.clone(), uid: helpers::uid(&claim.metadata).to_string() };
         let this = self.self_arc();
         let again = self.sync_claim_again(&key);
         self.operations.schedule(
@@ -91,7 +92,7 @@ impl Controller {
 
     async fn fail_provisioning(&self, claim: &PersistentVolumeClaim, msg: String) -> Error {
         self.recorder.event(claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg.clone()).await;
-        Error::Plugin(msg)
+        Error::Plugin(crate::PluginError::new(msg))
     }
 
     async fn provision_internal(

@@ -3,6 +3,7 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::metrics;
+use crate::operations::OpKey;
 use crate::plugin::{RecyclerEvents, VolumePlugin};
 use pv_model::annotations as ann;
 use pv_model::helpers::{self, policy, pv_phase};
@@ -53,7 +54,7 @@ impl Controller {
             policy::RECYCLE => {
                 let this = self.self_arc();
                 self.operations.schedule(
-                    format!("recycle-{name}[{uid}]"),
+                    OpKey::Recycle { volume: name.clone(), uid },
                     Box::pin(async move {
                         this.recycle_volume_operation(volume).await;
                         Ok(())
@@ -67,7 +68,7 @@ impl Controller {
                 self.metrics.operation_started(&name, &plugin, metrics::DELETE, self.clock.now_ms());
                 let this = self.self_arc();
                 self.operations.schedule(
-                    format!("delete-{name}[{uid}]"),
+                    OpKey::Delete { volume: name.clone(), uid },
                     Box::pin(async move {
                         let name = helpers::name(&volume.metadata).to_string();
                         let r = this.delete_volume_operation(volume).await;
@@ -247,7 +248,7 @@ impl Controller {
                     .await?;
                 }
                 // Deletion is retried on later syncs, even while Failed.
-                Err(Error::Plugin(msg))
+                Err(Error::Plugin(e))
             }
             Ok(Deleted::External) => Ok(()),
             Ok(Deleted::Yes) => {

@@ -26,6 +26,11 @@ impl super::Strategy for Strategy {
         &RESOURCE
     }
 
+    /// kube-apiserver's strategy refuses an update without a resourceVersion (422).
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
     fn default(&self, obj: &mut Value) {
         storage::default_csi_driver(obj);
     }

@@ -25,6 +25,11 @@ impl super::Strategy for Strategy {
         &RESOURCE
     }
 
+    /// kube-apiserver's strategy refuses an update without a resourceVersion (422).
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
     fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
         storage::validate_csi_storage_capacity(obj, errs);
     }
