@@ -315,24 +315,7 @@ pass "run with the Deployment's arguments is ready"
 holder() { [[ -n "$(q get lease -n kube-system pv-controller -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)" ]]; }
 wait_until "the Lease kube-system/pv-controller held" 30 holder
 pass "run holds the Lease the chart's Role allows"
-k "a static pair" create -f - <<'EOF'
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: pv-helm}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  nfs: {server: nfs.example.com, path: /exports/helm}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: helm, namespace: default}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  resources: {requests: {storage: 1Gi}}
-EOF
+create_static_pair helm default
 k "the pair binds" wait -n default pvc/helm --for=jsonpath='{.status.phase}'=Bound --timeout=30s
 wait_until "pv-helm Bound" 30 pv_phase_is pv-helm Bound
 pass "the volume is Bound too"

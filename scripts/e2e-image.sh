@@ -18,9 +18,9 @@ GO="$(command -v go || echo /usr/local/go/bin/go)"
 if [[ ! -x "$GO" ]]; then echo "e2e-image: skipped: Go not installed (crane is built with it)"; exit 0; fi
 WORK="$(mktemp -d)"
 trap '[[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 PASSED=0
-pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
 SECONDS=0
 
 SOURCE=https://example.com/pv-controller

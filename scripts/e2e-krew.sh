@@ -14,9 +14,9 @@ GO="$(command -v go || echo /usr/local/go/bin/go)"
 if [[ ! -x "$GO" ]]; then echo "e2e-krew: skipped: Go not installed (krew is built with it)"; exit 0; fi
 WORK="$(mktemp -d)"
 trap '[[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 PASSED=0
-pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
 
 CONF_BIN="$("$ROOT/conformance/build.sh" 2>"$WORK/build.err" | tail -1)" || { cat "$WORK/build.err" >&2; fail "conformance/build.sh"; }
 VALIDATE="$CONF_BIN/validate-krew-manifest" KREW="$CONF_BIN/kubectl-krew"

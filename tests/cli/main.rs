@@ -5,6 +5,7 @@ mod util;
 
 mod bench;
 mod dist_profile;
+mod packaging;
 mod explain;
 mod flags;
 mod run_cluster;
