@@ -5,9 +5,9 @@ mod util;
 
 mod bench;
 mod dist_profile;
-mod packaging;
 mod explain;
 mod flags;
+mod packaging;
 mod run_cluster;
 mod run_recycler;
 mod simulate;
