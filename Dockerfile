@@ -1,7 +1,9 @@
 # pv-controller: a static musl binary on distroless (no shell, no libc, runs as non-root), built
 # with the `dist` profile (stripped, thin LTO; Cargo.toml), by the Rust that Cargo.toml's
-# `rust-version` names.
-#   docker build -t pv-controller:latest .
+# `rust-version` names. For those with a Docker daemon: scripts/build-image.sh builds the same image
+# without one (an OCI layout, no base; the same ENTRYPOINT, CMD, USER and EXPOSE: checked by
+# tests/cli/packaging.rs and scripts/e2e-image.sh). Tags: "v" + Cargo.toml's version.
+#   docker build -t pv-controller:v0.1.0 .
 FROM rust:1.90-alpine AS build
 RUN apk add --no-cache musl-dev
 WORKDIR /src

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes control plane used as a test peer: kube-apiserver,
 # kube-controller-manager and kube-scheduler of k8s.io/kubernetes (version pinned in go.mod)
-# and an etcd server (etcd/go.mod), from the Go module proxy, into conformance/bin/; and, for
-# scripts/e2e-csi.sh, upstream's CSI sidecars csi-provisioner, csi-attacher and csi-resizer and
-# csi-test's mock-driver (versions pinned in CSI_TOOLS below), each built inside its own
-# downloaded module with that module's go.mod and go.sum (external-provisioner's replace
-# directives rule out `go install MOD@VERSION`).
+# and an etcd server (etcd/go.mod), from the Go module proxy, into conformance/bin/; and the Go
+# tools the tests run (versions pinned in GO_TOOLS below): upstream's CSI sidecars
+# csi-provisioner, csi-attacher and csi-resizer and csi-test's mock-driver (scripts/e2e-csi.sh),
+# helm (scripts/e2e-helm.sh), crane (scripts/build-image.sh) and krew with its manifest validator
+# (scripts/e2e-krew.sh). Each tool is built inside its own downloaded module with that module's
+# go.mod and go.sum (external-provisioner's replace directives rule out `go install MOD@VERSION`).
 #
-# Skips the build when bin/ already holds binaries built from the same go.mod/go.sum files,
-# this script (CSI_TOOLS included) and the same Go version (bin/.stamp); otherwise `go build`
-# reuses Go's build cache, so a rebuild on a warm cache takes seconds. Builds at low priority
-# (nice) so that it does not starve the rest of the machine.
+# Skips what bin/ already holds as built from the same inputs: the control plane when go.mod,
+# go.sum, etcd/ and the Go version are those of bin/.stamp; each tool when its GO_TOOLS line and
+# the Go version are those of bin/.stamp-NAME (so adding a tool rebuilds nothing else). Otherwise
+# `go build` reuses Go's build cache, so a rebuild on a warm cache takes seconds. Builds at low
+# priority (nice) so that it does not starve the rest of the machine.
 #
 # Usage: conformance/build.sh [--force]
 # Prints the bin/ directory on its last line.
@@ -27,56 +29,78 @@ K8S_VERSION="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$D
 [[ "$K8S_VERSION" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || { echo "conformance/build.sh: cannot read the k8s.io/kubernetes version from go.mod" >&2; exit 2; }
 MAJOR="${BASH_REMATCH[1]}" MINOR="${BASH_REMATCH[2]}"
 
-# The CSI binaries: NAME MODULE VERSION PACKAGE (in the module). One place for their versions.
-CSI_TOOLS=(
+# The Go tools: NAME MODULE VERSION PACKAGE (in the module) [VERSION_VARIABLE, set to VERSION by
+# -ldflags -X; default main.version]. One place for their versions.
+GO_TOOLS=(
   "csi-provisioner github.com/kubernetes-csi/external-provisioner/v6 v6.4.0 ./cmd/csi-provisioner"
   "csi-attacher github.com/kubernetes-csi/external-attacher/v4 v4.13.0 ./cmd/csi-attacher"
   "csi-resizer github.com/kubernetes-csi/external-resizer/v2 v2.3.0 ./cmd/csi-resizer"
   "mock-driver github.com/kubernetes-csi/csi-test/v3 v3.1.1 ./cmd/mock-driver"
+  "helm helm.sh/helm/v4 v4.3.1 ./cmd/helm helm.sh/helm/v4/internal/version.version"
+  "crane github.com/google/go-containerregistry v0.22.1 ./cmd/crane github.com/google/go-containerregistry/cmd/crane/cmd.Version"
+  "validate-krew-manifest sigs.k8s.io/krew v0.4.3 ./cmd/validate-krew-manifest sigs.k8s.io/krew/internal/version.gitTag"
+  "kubectl-krew sigs.k8s.io/krew v0.4.3 ./cmd/krew sigs.k8s.io/krew/internal/version.gitTag"
 )
 
+PKG=k8s.io/component-base/version
+LDFLAGS="-s -w -X $PKG.gitVersion=$K8S_VERSION -X $PKG.gitMajor=$MAJOR -X $PKG.gitMinor=$MINOR"
+LDFLAGS+=" -X $PKG.gitTreeState=clean -X $PKG.buildDate=1970-01-01T00:00:00Z"
+GO_VERSION="$("$GO" version)"
+# What the control plane is built from; each tool's stamp is its GO_TOOLS line.
 stamp() {
-  { "$GO" version; printf '%s\n' "${CSI_TOOLS[@]}"; cat "$DIR/go.mod" "$DIR/go.sum" "$DIR/etcd/go.mod" "$DIR/etcd/go.sum" "$DIR/etcd/main.go" "$DIR/build.sh"; } | sha256sum | cut -d' ' -f1
+  { echo "$GO_VERSION"; echo "$LDFLAGS"; cat "$DIR/go.mod" "$DIR/go.sum" "$DIR/etcd/go.mod" "$DIR/etcd/go.sum" "$DIR/etcd/main.go"; } | sha256sum | cut -d' ' -f1
 }
+tool_stamp() { printf '%s\n%s\n' "$GO_VERSION" "$1" | sha256sum | cut -d' ' -f1; }
 WANT="$(stamp)"
-BINARIES=(kube-apiserver kube-controller-manager kube-scheduler etcd)
-for t in "${CSI_TOOLS[@]}"; do BINARIES+=("${t%% *}"); done
-up_to_date() {
-  [[ "${1:-}" != --force && -f "$BIN/.stamp" && "$(cat "$BIN/.stamp")" == "$WANT" ]] || return 1
-  local b; for b in "${BINARIES[@]}"; do [[ -x "$BIN/$b" ]] || return 1; done
+CONTROL_PLANE=(kube-apiserver kube-controller-manager kube-scheduler etcd)
+FORCE="${1:-}"
+control_plane_up_to_date() {
+  [[ "$FORCE" != --force && -f "$BIN/.stamp" && "$(cat "$BIN/.stamp")" == "$WANT" ]] || return 1
+  local b; for b in "${CONTROL_PLANE[@]}"; do [[ -x "$BIN/$b" ]] || return 1; done
 }
-if up_to_date "${1:-}"; then
+tool_up_to_date() { # TOOL_LINE
+  local name="${1%% *}"
+  [[ "$FORCE" != --force && -x "$BIN/$name" && -f "$BIN/.stamp-$name" && "$(cat "$BIN/.stamp-$name")" == "$(tool_stamp "$1")" ]]
+}
+up_to_date() {
+  control_plane_up_to_date || return 1
+  local t; for t in "${GO_TOOLS[@]}"; do tool_up_to_date "$t" || return 1; done
+}
+if up_to_date; then
   echo "conformance binaries up to date ($K8S_VERSION)"
   echo "$BIN"
   exit 0
 fi
 
 mkdir -p "$BIN"
-rm -f "$BIN/.stamp"
-PKG=k8s.io/component-base/version
-LDFLAGS="-s -w -X $PKG.gitVersion=$K8S_VERSION -X $PKG.gitMajor=$MAJOR -X $PKG.gitMinor=$MINOR"
-LDFLAGS+=" -X $PKG.gitTreeState=clean -X $PKG.buildDate=1970-01-01T00:00:00Z"
 export GOFLAGS="${GOFLAGS:-} -mod=readonly" GOTOOLCHAIN=local CGO_ENABLED=0
 SECONDS=0
-for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
-  echo "building $cmd $K8S_VERSION" >&2
-  (cd "$DIR" && nice -n 10 "$GO" build -trimpath -ldflags "$LDFLAGS" -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
-  mv "$BIN/$cmd.tmp" "$BIN/$cmd"
-done
-echo "building etcd $(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$DIR/etcd/go.mod")" >&2
-(cd "$DIR/etcd" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
-mv "$BIN/etcd.tmp" "$BIN/etcd"
-T_CSI=$SECONDS
-for t in "${CSI_TOOLS[@]}"; do
-  read -r name mod ver pkg <<<"$t"
+if ! control_plane_up_to_date; then
+  rm -f "$BIN/.stamp"
+  for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
+    echo "building $cmd $K8S_VERSION" >&2
+    (cd "$DIR" && nice -n 10 "$GO" build -trimpath -ldflags "$LDFLAGS" -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
+    mv "$BIN/$cmd.tmp" "$BIN/$cmd"
+  done
+  echo "building etcd $(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$DIR/etcd/go.mod")" >&2
+  (cd "$DIR/etcd" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
+  mv "$BIN/etcd.tmp" "$BIN/etcd"
+  echo "$WANT" >"$BIN/.stamp"
+  echo "control plane built in ${SECONDS}s ($K8S_VERSION)" >&2
+fi
+T_TOOLS=$SECONDS
+for t in "${GO_TOOLS[@]}"; do
+  tool_up_to_date "$t" && continue
+  read -r name mod ver pkg var <<<"$t"
   echo "building $name ($mod $ver)" >&2
+  rm -f "$BIN/.stamp-$name"
   # The module's directory in the module cache (read-only: the build writes only to bin/).
   moddir="$(cd "$DIR" && "$GO" mod download -json "$mod@$ver" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
   [[ -d "$moddir" ]] || { echo "conformance/build.sh: go mod download $mod@$ver gave no directory" >&2; exit 2; }
-  (cd "$moddir" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w -X main.version=$ver" -o "$BIN/$name.tmp" "$pkg")
+  (cd "$moddir" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w -X ${var:-main.version}=$ver" -o "$BIN/$name.tmp" "$pkg")
   mv "$BIN/$name.tmp" "$BIN/$name"
+  tool_stamp "$t" >"$BIN/.stamp-$name"
 done
-echo "CSI sidecars and mock driver built in $((SECONDS - T_CSI))s" >&2
-echo "$WANT" >"$BIN/.stamp"
+echo "Go tools built in $((SECONDS - T_TOOLS))s" >&2
 echo "conformance binaries built in ${SECONDS}s ($K8S_VERSION)"
 echo "$BIN"

@@ -386,24 +386,7 @@ pass "Recycle: pv-recycle Available, VolumeRecycled, recycler pod deleted"
 # --- failover after kill -9 ---------------------------------------------------------------------
 kill -9 "${RPID[$LEADER]}"; wait "${RPID[$LEADER]}" 2>/dev/null || true
 unset "RPID[$LEADER]"
-k "create a pair after the leader died" create -f - <<'EOF'
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: pv-failover}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  nfs: {server: nfs.example.com, path: /exports/failover}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: failover, namespace: demo}
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  resources: {requests: {storage: 1Gi}}
-EOF
+create_static_pair failover demo
 T_KILL=$(now_ms)
 wait_until "demo/failover Bound by the standby" 60 claim_phase_is failover Bound
 echo "   standby bound the claim $(( $(now_ms) - T_KILL )) ms after the leader's kill -9 (lease 3 s)"

@@ -84,6 +84,28 @@ check_examples_up_bindings() {
   [[ -s "$WORK/out" ]] || fail "demo/logs has no uid"
   LOGS_PV="pvc-$(cat "$WORK/out")"
 }
+# create_static_pair NAME NAMESPACE: creates pv-NAME (1Gi, NFS, no class) and the claim
+# NAMESPACE/NAME that only it matches.
+create_static_pair() {
+  k "create pv-$1 and $2/$1" create -f - <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-$1}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  nfs: {server: nfs.example.com, path: /exports/$1}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $1, namespace: $2}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 1Gi}}
+EOF
+}
 # late_claim_waits TIMEOUT_S: creates demo/late (3Gi, no class), which no volume matches, and
 # waits for what a PV controller says of it: a FailedBinding event (type Normal), shown by describe.
 late_claim_waits() {
