@@ -20,11 +20,54 @@ pub enum ApiError {
     #[error("invalid: {0}")]
     Invalid(String),
     /// Anything else: 5xx, timeouts, transport errors. The request may or may not have applied.
-    #[error("{0}")]
-    Other(String),
+    #[error("{message}")]
+    Other {
+        /// What failed, in words.
+        message: String,
+        /// The error underneath (a transport's, a decoder's), when there is one.
+        #[source]
+        source: Option<Source>,
+    },
 }
 
+/// The error underneath an [`ApiError::Other`], shared so that the error stays `Clone`; two are
+/// equal when they read the same.
+#[derive(Clone, Debug)]
+pub struct Source(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Source {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+impl PartialEq for Source {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Source {}
+
 impl ApiError {
+    /// Any other failure, with no error underneath.
+    pub fn other(message: impl Into<String>) -> Self {
+        ApiError::Other { message: message.into(), source: None }
+    }
+    /// Any other failure, caused by `source`, whose message it has.
+    pub fn from_source(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ApiError::Other { message: source.to_string(), source: Some(Source(std::sync::Arc::new(source))) }
+    }
+    /// Any other failure, caused by `source`; the message is `what: source`.
+    pub fn caused(what: impl std::fmt::Display, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ApiError::Other { message: format!("{what}: {source}"), source: Some(Source(std::sync::Arc::new(source))) }
+    }
     /// True for 404.
     pub fn is_not_found(&self) -> bool {
         matches!(self, ApiError::NotFound(_))
@@ -36,7 +79,7 @@ impl ApiError {
             | ApiError::AlreadyExists(m)
             | ApiError::Conflict(m)
             | ApiError::Invalid(m)
-            | ApiError::Other(m) => m,
+            | ApiError::Other { message: m, .. } => m,
         }
     }
     /// True for 409 conflicts.

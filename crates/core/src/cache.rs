@@ -18,7 +18,7 @@
 //! that write; PVs and PVCs have no graceful deletion), and remember the resourceVersion each
 //! deleted object had ([`Tombstones`]), refusing any copy of it that is not newer.
 
-use crate::controller::Counts;
+use crate::caches::Counts;
 use pv_model::helpers;
 use pv_model::helpers::AccessModes;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
@@ -250,6 +250,8 @@ struct ClaimEntry {
     modes: AccessModes,
     request: Quantity,
     bound: bool,
+    /// The controller's last sync of this version found nothing to do (see [`ClaimCache::settle`]).
+    settled: bool,
     /// (class, volume attributes class), in [`ClaimCache::labels`].
     labels: u32,
 }
@@ -289,6 +291,7 @@ impl ClaimCache {
         let entry = ClaimEntry {
             claim: Held::new(c.clone(), bound),
             bound,
+            settled: false,
             labels: self.labels.id((class.to_string(), helpers::claim_vac(&c).to_string())),
             resource_version: c.metadata.resource_version.as_deref().map(Into::into),
             unbound_class: unbound_class(&c),
@@ -323,6 +326,37 @@ impl ClaimCache {
         self.gone.bury(key, rv);
         self.unindex(key);
         self.claims.remove(key).map(|e| e.claim.get())
+    }
+
+    /// The cached version of the claim with this key, read without decoding it; `None` when it
+    /// is not cached.
+    pub fn resource_version(&self, key: &str) -> Option<Option<&str>> {
+        self.claims.get(key).map(|e| e.resource_version.as_deref())
+    }
+
+    /// Marks the claim settled if its cached version is `resource_version`: the controller's
+    /// sync of that version found nothing to do, so a periodic resync may pass it over until it
+    /// or its volume changes ([`ClaimCache::unsettle`]). Returns whether it is now settled.
+    pub fn settle(&mut self, key: &str, resource_version: Option<&str>) -> bool {
+        match self.claims.get_mut(key) {
+            Some(e) if e.resource_version.as_deref() == resource_version => {
+                e.settled = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends what [`ClaimCache::settle`] marked: the claim is synced at every resync again.
+    pub fn unsettle(&mut self, key: &str) {
+        if let Some(e) = self.claims.get_mut(key) {
+            e.settled = false;
+        }
+    }
+
+    /// The keys of the claims not settled, in no particular order.
+    pub fn unsettled_keys(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.claims.iter().filter(|(_, e)| !e.settled).map(|(k, _)| k)
     }
 
     /// The claims whose phase is not Bound (fresh copies).

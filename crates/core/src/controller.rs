@@ -1,12 +1,12 @@
-//! The controller: its state, the watch-event handlers, and the per-key sync entry points.
-//!
-//! State is split so that readers (the plans, metrics) never wait on writers for long: each cache
-//! has its own lock, held only to read or replace an `Arc`. As upstream splits
-//! `pv_controller_base.go` (wiring) from `pv_controller.go` (sync logic), the decisions live in
-//! [`crate::plan`] and their execution in `exec/` (volume, claim, bind, provision, reclaim).
+//! The executor: the caches ([`Caches`], the read side) and everything that acts on what the
+//! plans decide — the API, one writer per object, the work queues, the operations, the event
+//! recorder and the metrics. The watch-event handlers update the caches and enqueue what they
+//! say to wake; the per-key syncs compute a plan ([`crate::plan`], over the caches alone) and
+//! carry it out (`exec/`: volume, claim, bind, provision, reclaim). As upstream splits
+//! `pv_controller_base.go` (wiring) from `pv_controller.go` (sync logic).
 
 use crate::api::ClusterApi;
-use crate::cache::{ClaimCache, Stored, VolumeCache};
+use crate::caches::{Caches, Wake};
 use crate::clock::Clock;
 use crate::events::{Involved, Recorder};
 use crate::metrics::Metrics;
@@ -15,10 +15,9 @@ use crate::plugin::PluginRegistry;
 use crate::queue::WorkQueue;
 use crate::writer::Writers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
-use pv_model::ObjectKey;
 use pv_model::{helpers, reasons};
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -79,22 +78,17 @@ pub enum ObjectEvent<T> {
     Deleted(T),
 }
 
-/// The PersistentVolume controller.
+/// The PersistentVolume controller: the executor, holding the caches.
 pub struct Controller {
     me: std::sync::Weak<Controller>,
     pub(crate) api: Arc<dyn ClusterApi>,
     pub(crate) plugins: PluginRegistry,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: Config,
-    pub(crate) volumes: RwLock<VolumeCache>,
-    pub(crate) claims: RwLock<ClaimCache>,
-    pub(crate) classes: RwLock<HashMap<String, Arc<StorageClass>>>,
-    pub(crate) pods: RwLock<HashMap<ObjectKey, Arc<Pod>>>,
-    pub(crate) pods_by_claim: RwLock<HashMap<ObjectKey, BTreeSet<ObjectKey>>>,
-    pub(crate) nodes: RwLock<HashMap<String, Arc<Node>>>,
+    /// What the plans read.
+    pub(crate) caches: Caches,
     pub(crate) operations: Arc<Operations>,
     pub(crate) recorder: Recorder,
-    pub(crate) reservations: Mutex<HashMap<String, ObjectKey>>,
     /// One writer per volume at a time (see [`crate::writer`]).
     pub(crate) volume_writers: Writers,
     /// One writer per claim at a time.
@@ -123,17 +117,11 @@ impl Controller {
             operations: Operations::new(config.operations, clock.clone()),
             volume_queue: WorkQueue::new("volumes", clock.clone()),
             claim_queue: WorkQueue::new("claims", clock.clone()),
+            caches: Caches::new(plugins.clone(), config.enable_dynamic_provisioning, config.wake_limit),
             api,
             plugins,
             clock,
             config,
-            volumes: RwLock::default(),
-            claims: RwLock::default(),
-            classes: RwLock::default(),
-            pods: RwLock::default(),
-            pods_by_claim: RwLock::default(),
-            nodes: RwLock::default(),
-            reservations: Mutex::default(),
             volume_writers: Writers::default(),
             claim_writers: Writers::default(),
             unused_assets: Mutex::default(),
@@ -144,6 +132,11 @@ impl Controller {
     /// A strong reference to this controller (operations outlive the sync that starts them).
     pub(crate) fn self_arc(&self) -> Arc<Controller> {
         self.me.upgrade().expect("controller is alive while it runs")
+    }
+
+    /// The caches: what the plans read.
+    pub fn caches(&self) -> &Caches {
+        &self.caches
     }
 
     /// The clock.
@@ -184,140 +177,59 @@ impl Controller {
 
     /// A PV was added, changed or deleted.
     pub fn on_volume(&self, ev: ObjectEvent<PersistentVolume>) {
-        match ev {
-            ObjectEvent::Applied(v) => {
-                let name = helpers::name(&v.metadata).to_string();
-                let plugin = self.volume_plugin_name(&v);
-                let Some(v) = self.volumes.write().unwrap().store(v, &plugin).cached() else {
-                    return;
-                };
-                self.volume_queue.add(&name);
-                self.wake_claims_for(&v);
-            }
-            ObjectEvent::Deleted(v) => {
-                let name = helpers::name(&v.metadata);
-                self.volumes.write().unwrap().delete(name, v.metadata.resource_version.as_deref());
-                // A deletion of this volume (if one started) is done.
-                self.metrics.operation_finished(name, self.clock.now_ms(), false);
-                // Sync the claim now so it goes Lost without waiting for resync.
-                if let Some(r) = helpers::claim_ref(&v) {
-                    self.claim_queue.add(&helpers::claim_ref_key(r));
-                }
-            }
+        let deleted = match &ev {
+            ObjectEvent::Deleted(v) => Some(helpers::name(&v.metadata).to_string()),
+            ObjectEvent::Applied(_) => None,
+        };
+        let wake = self.caches.on_volume(ev);
+        if let Some(name) = deleted {
+            // A deletion of this volume (if one started) is done.
+            self.metrics.operation_finished(&name, self.clock.now_ms(), false);
         }
-    }
-
-    /// A volume that is free (or pre-bound) wakes the unbound claims it could satisfy, so binding
-    /// does not wait for the periodic resync.
-    fn wake_claims_for(&self, v: &PersistentVolume) {
-        if let Some(r) = helpers::claim_ref(v) {
-            if r.uid.as_deref().unwrap_or("").is_empty() {
-                self.claim_queue.add(&helpers::claim_ref_key(r));
-            }
-            return;
-        }
-        if helpers::volume_phase(v) != helpers::pv_phase::AVAILABLE || v.metadata.deletion_timestamp.is_some() {
-            return;
-        }
-        let keys = self.claims.read().unwrap().unbound_claims_for(v, self.config.wake_limit);
-        for k in keys {
-            self.claim_queue.add(&k);
-        }
+        self.wake(wake);
     }
 
     /// A PVC was added, changed or deleted.
     pub fn on_claim(&self, ev: ObjectEvent<PersistentVolumeClaim>) {
-        match ev {
-            ObjectEvent::Applied(c) => {
-                let key = helpers::claim_key(&c);
-                if self.claims.write().unwrap().store(c).cached().is_some() {
-                    self.claim_queue.add(&key);
-                }
-            }
-            ObjectEvent::Deleted(c) => {
-                let key = helpers::claim_key(&c);
-                self.claims.write().unwrap().delete(&key, c.metadata.resource_version.as_deref());
-                self.metrics.operation_forgotten(&key);
-                // Sync its volume now so it is Released without waiting for resync.
-                let vn = helpers::claim_volume_name(&c);
-                if !vn.is_empty() {
-                    self.volume_queue.add(vn);
-                }
-                let claiming: Vec<String> = self
-                    .volumes
-                    .read()
-                    .unwrap()
-                    .index
-                    .volumes_claiming(&key)
-                    .map(|v| helpers::name(&v.metadata).to_string())
-                    .collect();
-                for v in claiming {
-                    self.volume_queue.add(&v);
-                }
-            }
+        let deleted = match &ev {
+            ObjectEvent::Deleted(c) => Some(helpers::claim_key(c)),
+            ObjectEvent::Applied(_) => None,
+        };
+        let wake = self.caches.on_claim(ev);
+        if let Some(key) = deleted {
+            self.metrics.operation_forgotten(&key);
         }
+        self.wake(wake);
     }
 
     /// A StorageClass was added, changed or deleted.
     pub fn on_class(&self, ev: ObjectEvent<StorageClass>) {
-        let mut classes = self.classes.write().unwrap();
-        match ev {
-            ObjectEvent::Applied(c) => {
-                classes.insert(helpers::name(&c.metadata).to_string(), Arc::new(c));
-            }
-            ObjectEvent::Deleted(c) => {
-                classes.remove(helpers::name(&c.metadata));
-            }
-        }
+        self.caches.on_class(ev);
     }
 
-    /// A Pod was added, changed or deleted (pods tell which claims are in use or waiting).
+    /// A Pod was added, changed or deleted.
     pub fn on_pod(&self, ev: ObjectEvent<Pod>) {
-        let (pod, deleted) = match ev {
-            ObjectEvent::Applied(p) => (p, false),
-            ObjectEvent::Deleted(p) => (p, true),
-        };
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
-        let key = ObjectKey::of(&pod.metadata);
-        let mut pods = self.pods.write().unwrap();
-        let mut by_claim = self.pods_by_claim.write().unwrap();
-        if let Some(old) = pods.remove(&key) {
-            for c in helpers::pod_claim_names(&old) {
-                if let Some(s) = by_claim.get_mut(ObjectKey::new(&ns, &c).as_str()) {
-                    s.remove(&key);
-                }
-            }
-        }
-        if !deleted {
-            for c in helpers::pod_claim_names(&pod) {
-                by_claim.entry(ObjectKey::new(&ns, &c)).or_default().insert(key.clone());
-            }
-            pods.insert(key, Arc::new(pod));
-        }
+        self.caches.on_pod(ev);
     }
 
     /// A Node was added, changed or deleted.
     pub fn on_node(&self, ev: ObjectEvent<Node>) {
-        let mut nodes = self.nodes.write().unwrap();
-        match ev {
-            ObjectEvent::Applied(n) => {
-                nodes.insert(helpers::name(&n.metadata).to_string(), Arc::new(n));
-            }
-            ObjectEvent::Deleted(n) => {
-                nodes.remove(helpers::name(&n.metadata));
-            }
-        }
+        self.caches.on_node(ev);
     }
 
-    /// Enqueues every known volume and claim (the periodic resync).
+    /// Enqueues every known volume and claim but the settled pairs (the periodic resync; see
+    /// [`crate::caches`]).
     pub fn resync(&self) {
-        let names: Vec<String> = self.volumes.read().unwrap().index.names().cloned().collect();
-        for n in names {
-            self.volume_queue.add(&n);
+        self.wake(self.caches.unsettled());
+    }
+
+    /// Enqueues what the caches said to sync now.
+    fn wake(&self, wake: Wake) {
+        for v in &wake.volumes {
+            self.volume_queue.add(v);
         }
-        let keys: Vec<ObjectKey> = self.claims.read().unwrap().keys().cloned().collect();
-        for k in keys {
-            self.claim_queue.add(&k);
+        for c in &wake.claims {
+            self.claim_queue.add(c);
         }
     }
 
@@ -343,23 +255,13 @@ impl Controller {
                 }
             };
             // Cheap first: almost every asset is a cached volume's name.
-            let mut unused: Vec<String> = listed.into_iter().filter(|n| self.volume(n).is_none()).collect();
+            let mut unused: Vec<String> = listed.into_iter().filter(|n| self.caches.volume(n).is_none()).collect();
             if unused.is_empty() {
                 continue;
             }
-            let volumes: Vec<Arc<PersistentVolume>> = {
-                let cache = self.volumes.read().unwrap();
-                cache.index.names().filter_map(|n| cache.get(n)).collect()
-            };
-            let sources: HashSet<String> = volumes.iter().filter_map(|v| plugin.asset_of(v)).collect();
-            let claimed: HashSet<String> = {
-                let claims = self.claims.read().unwrap();
-                let keys: Vec<ObjectKey> = claims.keys().cloned().collect();
-                keys.iter()
-                    .filter_map(|k| claims.get(k))
-                    .map(|c| format!("pvc-{}", helpers::uid(&c.metadata)))
-                    .collect()
-            };
+            let sources: HashSet<String> = self.caches.volumes().iter().filter_map(|v| plugin.asset_of(v)).collect();
+            let claimed: HashSet<String> =
+                self.caches.claims().iter().map(|c| format!("pvc-{}", helpers::uid(&c.metadata))).collect();
             let provisioning: HashSet<String> = self
                 .operations
                 .running()
@@ -393,98 +295,6 @@ impl Controller {
         removed
     }
 
-    // ---- cache readers --------------------------------------------------------------------
-
-    /// The cached volume.
-    pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.volumes.read().unwrap().get(name)
-    }
-
-    /// The cached claim.
-    pub fn claim(&self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
-        self.claims.read().unwrap().get(key)
-    }
-
-    /// Names of every cached volume, sorted (tests compare them with the API's objects).
-    pub fn cached_volume_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.volumes.read().unwrap().index.names().cloned().collect();
-        v.sort();
-        v
-    }
-
-    /// Keys (`namespace/name`) of every cached claim, sorted.
-    pub fn cached_claim_keys(&self) -> Vec<ObjectKey> {
-        let mut v: Vec<ObjectKey> = self.claims.read().unwrap().keys().cloned().collect();
-        v.sort();
-        v
-    }
-
-    /// The cached node.
-    pub fn node(&self, name: &str) -> Option<Arc<Node>> {
-        self.nodes.read().unwrap().get(name).cloned()
-    }
-
-    /// The cached class.
-    pub fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
-        self.classes.read().unwrap().get(name).cloned()
-    }
-
-    /// Counts for the `pv_collector_*` metrics, with upstream's rules: a PV or PVC counts as
-    /// bound when its *phase* is Bound; every PV also counts by plugin name and volume mode.
-    pub fn collect_counts(&self) -> Counts {
-        let mut c = Counts::default();
-        self.volumes.read().unwrap().count_into(&mut c);
-        self.claims.read().unwrap().count_into(&mut c);
-        c
-    }
-
-    /// Pending claims by the reason `explain` gives ([`crate::UnboundClaimPlan::pending_reason`]),
-    /// from the controller's own plan over its caches, sorted by reason
-    /// (`pv_controller_pending_claims`).
-    pub fn pending_claims(&self) -> Vec<(&'static str, u64)> {
-        let pending: Vec<_> = self.claims.read().unwrap().not_bound();
-        let mut by = std::collections::BTreeMap::<&'static str, u64>::new();
-        for c in pending {
-            let phase = helpers::claim_phase(&c);
-            if !(phase.is_empty() || phase == helpers::pvc_phase::PENDING)
-                || helpers::has_annotation(&c.metadata, pv_model::annotations::BIND_COMPLETED)
-            {
-                continue;
-            }
-            *by.entry(crate::plan::plan_unbound_claim(self, &c).pending_reason()).or_default() += 1;
-        }
-        by.into_iter().collect()
-    }
-
-    /// The plugin name upstream reports for a PV in `pv_collector_total_pv_count`: the first of
-    /// the binder's own volume plugins that supports the volume — host-path and NFS, the only ones
-    /// kube-controller-manager gives its binder — else `N/A` (CSI, local, iSCSI, FC, ... volumes;
-    /// the CSI plugin is the attach/detach controller's, not the binder's).
-    pub fn volume_plugin_name(&self, v: &PersistentVolume) -> String {
-        let s = v.spec.as_ref();
-        let name = if s.is_some_and(|s| s.host_path.is_some()) {
-            "kubernetes.io/host-path"
-        } else if s.is_some_and(|s| s.nfs.is_some()) {
-            "kubernetes.io/nfs"
-        } else {
-            crate::metrics::NOT_AVAILABLE
-        };
-        name.into()
-    }
-
-    // ---- stores after writes -----------------------------------------------------------------
-
-    pub(crate) fn store_volume(&self, v: PersistentVolume) -> Arc<PersistentVolume> {
-        let name = helpers::name(&v.metadata).to_string();
-        let plugin = self.volume_plugin_name(&v);
-        let mut volumes = self.volumes.write().unwrap();
-        match volumes.store(v, &plugin) {
-            Stored::Cached(v) | Stored::Gone(v) => v,
-            // Older than the cache (a watch event overtook the write's response): the newer one.
-            Stored::Older => volumes.get(&name).expect("a volume older than the cache is cached"),
-        }
-    }
-
     /// Enqueues the volume when called (an operation's follow-up; see [`Operations::schedule`]).
     pub(crate) fn sync_volume_again(&self, name: &str) -> crate::operations::Again {
         let (me, name) = (self.me.clone(), name.to_string());
@@ -505,21 +315,11 @@ impl Controller {
         })
     }
 
-    pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {
-        let key = helpers::claim_key(&c);
-        let mut claims = self.claims.write().unwrap();
-        match claims.store(c) {
-            Stored::Cached(c) | Stored::Gone(c) => c,
-            // Older than the cache (a watch event overtook the write's response): the newer one.
-            Stored::Older => claims.get(&key).expect("a claim older than the cache is cached"),
-        }
-    }
-
     // ---- per-key entry points --------------------------------------------------------------
 
     /// Syncs the volume with this name from the cache. Errors mean "retry later".
     pub async fn sync_volume_key(self: &Arc<Self>, name: &str) -> crate::Result<()> {
-        let Some(v) = self.volume(name) else {
+        let Some(v) = self.caches.volume(name) else {
             return Ok(());
         };
         self.sync_volume(v).instrument(tracing::debug_span!("sync_volume", volume = %name)).await
@@ -527,7 +327,7 @@ impl Controller {
 
     /// Syncs the claim with this key from the cache. Errors mean "retry later".
     pub async fn sync_claim_key(self: &Arc<Self>, key: &str) -> crate::Result<()> {
-        let Some(c) = self.claim(key) else {
+        let Some(c) = self.caches.claim(key) else {
             return Ok(());
         };
         self.sync_claim(c).instrument(tracing::debug_span!("sync_claim", pvc = %key)).await
@@ -567,52 +367,5 @@ fn log_sync_error(what: &str, key: &str, e: &crate::Error) {
         tracing::debug!(object = %key, error = %e, "could not sync {what}, will retry");
     } else {
         tracing::warn!(object = %key, error = %e, "could not sync {what}, will retry");
-    }
-}
-
-/// Object counts for the `pv_collector_*` metrics.
-#[derive(Default, Debug)]
-pub struct Counts {
-    /// Bound PVs by class.
-    pub bound_pv: HashMap<String, u64>,
-    /// Unbound PVs by class.
-    pub unbound_pv: HashMap<String, u64>,
-    /// Bound PVCs by (namespace, class, volume attributes class).
-    pub bound_pvc: HashMap<(String, String, String), u64>,
-    /// Unbound PVCs by (namespace, class, volume attributes class).
-    pub unbound_pvc: HashMap<(String, String, String), u64>,
-    /// All PVs by (plugin name, volume mode).
-    pub total_pv: HashMap<(String, String), u64>,
-}
-
-impl crate::view::View for Controller {
-    fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        Controller::volume(self, name)
-    }
-
-    fn best_match(&self, claim: &PersistentVolumeClaim, delay_binding: bool) -> Option<Arc<PersistentVolume>> {
-        let is_reserved = self.reserved_for_others(claim);
-        self.volumes.read().unwrap().index.find_best_match(claim, delay_binding, &is_reserved)
-    }
-
-    fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
-        Controller::class(self, name)
-    }
-
-    fn default_class(&self) -> Option<String> {
-        let classes = self.classes.read().unwrap();
-        helpers::default_class(classes.values().map(|c| &**c)).map(|c| helpers::name(&c.metadata).to_string())
-    }
-
-    fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
-        Controller::unscheduled_pods_using(self, claim)
-    }
-
-    fn provisioning_plugin(&self, provisioner: &str) -> std::result::Result<Arc<dyn crate::VolumePlugin>, String> {
-        self.plugins.provisionable_by_name(provisioner)
-    }
-
-    fn dynamic_provisioning(&self) -> bool {
-        self.config.enable_dynamic_provisioning
     }
 }

@@ -13,13 +13,19 @@
 //! that finishes (or rolls back) the work. That idempotence is what makes faults survivable.
 //!
 //! ## Flow
-//! Watch events update the caches ([`cache`]) and enqueue keys on two de-duplicating work queues
-//! ([`queue`]). Workers run [`Controller::sync_volume_key`] / [`Controller::sync_claim_key`]; long
-//! operations (provision, delete, recycle) go to the [`operations`] scheduler, keyed by name, at
-//! most one per key. A resync enqueues everything periodically.
+//! Watch events update the caches ([`caches::Caches`], the read side) and enqueue what they say
+//! to wake on two de-duplicating work queues ([`queue`]). Workers run
+//! [`Controller::sync_volume_key`] / [`Controller::sync_claim_key`]: each computes a plan
+//! ([`plan`]: pure functions over the caches, through [`View`], deciding by the one rule of who
+//! holds a volume, `pv_model::binding`) and the executor ([`Controller`]) carries the plan's
+//! variant out, writing each object through its writer; long operations (provision, delete,
+//! recycle) go to the [`operations`] scheduler, keyed by name, at most one per key; events go
+//! through a bounded queue that one task writes ([`events`]). A resync enqueues periodically
+//! everything but the bound pairs that are settled.
 
 pub mod api;
 pub mod cache;
+pub mod caches;
 pub mod clock;
 pub mod controller;
 pub mod error;
@@ -38,6 +44,7 @@ mod exec;
 mod writer;
 
 pub use api::{ApiError, ClusterApi};
+pub use caches::{Caches, Counts};
 pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent, WATCHED_KINDS};
 pub use error::{Error, Result};
@@ -45,5 +52,6 @@ pub use exec::claim::{waiting_for_consumer_event, FIRST_CONSUMER_HINT, NO_CLASS_
 pub use plan::{Provisioning, UnboundClaimPlan};
 pub use plugin::{NoRecyclerEvents, PluginError, PluginRegistry, ProvisionOptions, RecyclerEvents, VolumePlugin};
 pub use protection::Protection;
-pub use pv_model::helpers::{is_volume_unclaimed, phase_after_first_sync};
+pub use pv_model::binding::is_volume_unclaimed;
+pub use pv_model::helpers::phase_after_first_sync;
 pub use view::View;

@@ -10,8 +10,10 @@
 use crate::plugin::VolumePlugin;
 use crate::view::View;
 use pv_model::annotations as ann;
-use pv_model::helpers::{self, policy, pv_phase};
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, StorageClass};
+use pv_model::binding::{self, Holder, Relation};
+use pv_model::helpers;
+use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, StorageClass};
+use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{csi, matching, ObjectKey};
 use std::sync::Arc;
 
@@ -21,7 +23,13 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub enum UnboundClaimPlan {
     /// Bind the claim to this volume: the best match, or the volume the claim names.
-    Bind(Arc<PersistentVolume>),
+    Bind {
+        /// The volume.
+        volume: Arc<PersistentVolume>,
+        /// The binder chose it (the claim names no volume): promise it to this claim while the
+        /// bind is in flight, so that no other worker picks it for another claim.
+        reserve: bool,
+    },
     /// No volume matches and the claim names no class: give it the default class (then re-sync).
     AssignDefaultClass(String),
     /// The class binds on first consumer and no node is selected yet: wait for the scheduler.
@@ -48,6 +56,9 @@ pub enum UnboundClaimPlan {
         volume: Arc<PersistentVolume>,
         /// `namespace/name` its claimRef points to.
         other: ObjectKey,
+        /// The claim was bound by the controller, so this can only mean someone removed its
+        /// `bind-completed` annotation: the sync fails (and is retried) instead of waiting.
+        invalid: bool,
     },
 }
 
@@ -63,6 +74,10 @@ pub enum Provisioning {
         plugin: Arc<dyn VolumePlugin>,
         /// The claim's class.
         class: Arc<StorageClass>,
+        /// The node the claim's `selected-node` annotation names, from the caches.
+        node: Option<Arc<Node>>,
+        /// Why the plugin cannot provision this claim, if it cannot.
+        refusal: Option<Refusal>,
     },
     /// Handed off by annotation to an external provisioner (a CSI driver for migrated plugins).
     External {
@@ -79,10 +94,12 @@ impl std::fmt::Debug for Provisioning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Provisioning::Disabled => f.write_str("Disabled"),
-            Provisioning::Internal { plugin, class } => f
+            Provisioning::Internal { plugin, class, node, refusal } => f
                 .debug_struct("Internal")
                 .field("plugin", &plugin.name())
                 .field("class", &helpers::name(&class.metadata))
+                .field("node", &node.as_ref().map(|n| helpers::name(&n.metadata)))
+                .field("refusal", refusal)
                 .finish(),
             Provisioning::External { provisioner, class } => f
                 .debug_struct("External")
@@ -91,6 +108,43 @@ impl std::fmt::Debug for Provisioning {
                 .finish(),
             Provisioning::Failed(why) => f.debug_tuple("Failed").field(why).finish(),
         }
+    }
+}
+
+/// Why an in-process plugin cannot provision a claim. The provisioning operation meets these in
+/// upstream's order: a data source before the claim is annotated with its provisioner, the
+/// others after (so the annotation is written either way).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The claim asks for a data source, which only a CSI driver provisions from.
+    DataSource,
+    /// The class has mount options the plugin does not support.
+    MountOptions,
+    /// The selected node is not in the cache.
+    NodeNotFound(String),
+}
+
+impl Refusal {
+    /// Upstream's ProvisioningFailed message for this refusal.
+    pub fn message(&self, plugin: &str, class: &StorageClass) -> String {
+        match self {
+            Refusal::DataSource => {
+                format!(
+                    "plugin {plugin:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource"
+                )
+            }
+            Refusal::MountOptions => format!(
+                "Mount options are not supported by the provisioner but StorageClass {:?} has mount options [{}]",
+                helpers::name(&class.metadata),
+                class.mount_options.clone().unwrap_or_default().join(" ")
+            ),
+            Refusal::NodeNotFound(n) => format!("Failed to get target node: node {n:?} not found"),
+        }
+    }
+
+    /// Met before the claim is annotated with its provisioner.
+    pub fn before_annotation(&self) -> bool {
+        matches!(self, Refusal::DataSource)
     }
 }
 
@@ -115,7 +169,7 @@ pub enum ClaimLookup {
 }
 
 /// What the volume sync does once it knows the volume's claim.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum VolumePlan {
     /// No claimRef: the volume is unused. Phase Available.
     Unused,
@@ -130,7 +184,7 @@ pub enum VolumePlan {
     },
     /// The claim has not bound yet and its volumeMode differs from the volume's: the claim sync
     /// will never pick this volume, so a VolumeMismatch event says why, on both.
-    VolumeModeMismatch,
+    VolumeModeMismatch(Arc<PersistentVolumeClaim>),
     /// The claim has not bound yet (half-bound by us, or pre-bound by a user): queue the claim's
     /// sync now, rather than at resync; this binds a freshly provisioned volume.
     QueueClaim(ObjectKey),
@@ -155,7 +209,7 @@ pub enum BoundClaimPlan {
     /// The volume does not exist: phase Lost, ClaimLost.
     LostVolume,
     /// The volume's claimRef has another claim's uid: phase Lost, ClaimMisbound.
-    Misbound,
+    Misbound(Arc<PersistentVolume>),
     /// The volume has no claimRef (it came unbound, or the cache is behind): bind it again.
     Rebind(Arc<PersistentVolume>),
     /// The volume points back: write whatever of the binding is missing (usually nothing).
@@ -170,10 +224,11 @@ impl UnboundClaimPlan {
     /// claim about to be given the default class. The `reason` of `pv_controller_pending_claims`.
     pub fn pending_reason(&self) -> &'static str {
         match self {
-            UnboundClaimPlan::Bind(_) => "bind",
+            UnboundClaimPlan::Bind { .. } => "bind",
             UnboundClaimPlan::AssignDefaultClass(_) => "default-class",
             UnboundClaimPlan::WaitForFirstConsumer { .. } => "wait-first-consumer",
-            UnboundClaimPlan::Provision(Provisioning::Internal { .. }) => "provision",
+            UnboundClaimPlan::Provision(Provisioning::Internal { refusal: Some(_), .. }) => "provisioning-failed",
+            UnboundClaimPlan::Provision(Provisioning::Internal { refusal: None, .. }) => "provision",
             UnboundClaimPlan::Provision(Provisioning::External { .. }) => "wait-external-provisioner",
             UnboundClaimPlan::Provision(Provisioning::Failed(_)) => "provisioning-failed",
             UnboundClaimPlan::Provision(Provisioning::Disabled) => "provisioning-disabled",
@@ -194,51 +249,52 @@ pub const MISBOUND: &str = "Two claims are bound to the same volume, this one is
 
 /// Which claim the volume's sync looks up.
 pub fn claim_lookup(volume: &PersistentVolume) -> ClaimLookup {
-    let Some(r) = helpers::claim_ref(volume) else { return ClaimLookup::None };
-    let uid = r.uid.clone().unwrap_or_default();
-    if uid.is_empty() {
-        return ClaimLookup::None;
-    }
+    let Some(r) = binding::held_by(volume) else { return ClaimLookup::None };
     ClaimLookup::Claim {
         namespace: r.namespace.clone().unwrap_or_default(),
         name: r.name.clone().unwrap_or_default(),
-        uid,
+        uid: r.uid.clone().unwrap_or_default(),
         ask_api: !is_released_or_failed(volume),
     }
 }
 
 fn is_released_or_failed(volume: &PersistentVolume) -> bool {
-    matches!(helpers::volume_phase(volume), pv_phase::RELEASED | pv_phase::FAILED)
+    matches!(PvPhase::of(volume), Some(PvPhase::Released | PvPhase::Failed))
 }
 
 /// The volume sync's decision. `claim`: what the lookup of [`claim_lookup`] found; a claim with
 /// another uid than the claimRef's counts as gone.
-pub fn plan_volume(volume: &PersistentVolume, claim: Option<&PersistentVolumeClaim>) -> VolumePlan {
-    let Some(claim_ref) = helpers::claim_ref(volume) else { return VolumePlan::Unused };
-    let ref_uid = claim_ref.uid.as_deref().unwrap_or("");
-    if ref_uid.is_empty() {
-        return VolumePlan::PreBound;
-    }
+pub fn plan_volume(volume: &PersistentVolume, claim: Option<&Arc<PersistentVolumeClaim>>) -> VolumePlan {
     let mark_released = !is_released_or_failed(volume);
-    let Some(claim) = claim.filter(|c| helpers::uid(&c.metadata) == ref_uid) else {
-        return VolumePlan::Release { mark_released };
-    };
-    let claim_volume = helpers::claim_volume_name(claim);
-    if claim_volume.is_empty() {
-        if helpers::volume_mode_mismatch(claim, volume) {
-            return VolumePlan::VolumeModeMismatch;
+    match binding::holder(volume, claim.map(|c| &**c)) {
+        Holder::Nobody if helpers::claim_ref(volume).is_none() => VolumePlan::Unused,
+        Holder::Nobody => VolumePlan::PreBound,
+        Holder::Gone => VolumePlan::Release { mark_released },
+        Holder::Binding => {
+            let claim = claim.expect("a claim that is binding was found");
+            if helpers::volume_mode_mismatch(claim, volume) {
+                VolumePlan::VolumeModeMismatch(claim.clone())
+            } else {
+                VolumePlan::QueueClaim(helpers::claim_key(claim))
+            }
         }
-        return VolumePlan::QueueClaim(helpers::claim_key(claim));
+        Holder::BoundHere => VolumePlan::Bound,
+        Holder::BoundElsewhere
+            if helpers::has_annotation(&volume.metadata, ann::PROVISIONED_BY)
+                && ReclaimPolicy::of(volume) == Some(ReclaimPolicy::Delete) =>
+        {
+            VolumePlan::DeleteUnneeded { mark_released }
+        }
+        Holder::BoundElsewhere => VolumePlan::Unbind,
     }
-    if claim_volume == helpers::name(&volume.metadata) {
-        return VolumePlan::Bound;
-    }
-    if helpers::has_annotation(&volume.metadata, ann::PROVISIONED_BY)
-        && helpers::reclaim_policy(volume) == policy::DELETE
-    {
-        return VolumePlan::DeleteUnneeded { mark_released };
-    }
-    VolumePlan::Unbind
+}
+
+/// Whether a volume may still be reclaimed, decided again on the volume as it is now (read
+/// fresh from the API server by the delete and recycle operations, which may have waited) and
+/// the claim its claimRef names as the caches have it: by the rule [`plan_volume`] releases by,
+/// the claim is gone or bound to another volume.
+pub fn still_released(volume: &PersistentVolume, claim: Option<&PersistentVolumeClaim>) -> bool {
+    binding::holder(volume, claim).is_released()
 }
 
 /// The bound-claim sync's decision. `volume`: the volume the claim's `volumeName` names, if it
@@ -248,10 +304,13 @@ pub fn plan_bound_claim(claim: &PersistentVolumeClaim, volume: Option<Arc<Persis
         return BoundClaimPlan::LostReference;
     }
     let Some(volume) = volume else { return BoundClaimPlan::LostVolume };
-    match helpers::claim_ref(&volume) {
-        None => BoundClaimPlan::Rebind(volume),
-        Some(r) if r.uid.as_deref().unwrap_or("") == helpers::uid(&claim.metadata) => BoundClaimPlan::KeepBound(volume),
-        Some(_) => BoundClaimPlan::Misbound,
+    match binding::classify(&volume, claim) {
+        Relation::Unclaimed => BoundClaimPlan::Rebind(volume),
+        Relation::ThisClaim { pre_bound: false } => BoundClaimPlan::KeepBound(volume),
+        // A claimRef without this claim's uid: another claim's, or a pre-binding no claim holds.
+        Relation::ThisClaim { pre_bound: true } | Relation::EarlierOfSameName { .. } | Relation::OtherClaim(_) => {
+            BoundClaimPlan::Misbound(volume)
+        }
     }
 }
 
@@ -273,7 +332,7 @@ pub fn plan_unbound_claim(view: &impl View, claim: &PersistentVolumeClaim) -> Un
     // The user does not care which volume.
     let delay = is_delay_binding(view, claim);
     if let Some(volume) = view.best_match(claim, delay) {
-        return UnboundClaimPlan::Bind(volume);
+        return UnboundClaimPlan::Bind { volume, reserve: true };
     }
     // No match: maybe give it the default class first (retroactive assignment).
     if !helpers::claim_has_class(claim) {
@@ -295,24 +354,29 @@ fn plan_requested_volume(view: &impl View, claim: &PersistentVolumeClaim, reques
     let Some(volume) = view.volume(requested) else {
         return UnboundClaimPlan::VolumeNotFound(requested.to_string());
     };
-    match helpers::claim_ref(&volume) {
+    let bind = |volume| UnboundClaimPlan::Bind { volume, reserve: false };
+    match binding::classify(&volume, claim) {
         // Unclaimed: bind if it fits.
-        None => match matching::check_requested_volume(&volume, claim) {
+        Relation::Unclaimed => match matching::check_requested_volume(&volume, claim) {
             Some(verdict) => UnboundClaimPlan::VolumeMismatch { volume, verdict },
-            None => UnboundClaimPlan::Bind(volume),
+            None => bind(volume),
         },
         // Claimed by this claim: finish the binding (adds the UID).
-        Some(_) if helpers::is_volume_bound_to_claim(&volume, claim) => UnboundClaimPlan::Bind(volume),
+        Relation::ThisClaim { .. } => bind(volume),
         // Retained from an earlier claim of this name and asking to be bound again: if it fits.
-        Some(_) if helpers::rebinds_same_name(&volume, claim) => {
+        Relation::EarlierOfSameName { rebind: true } => {
             let verdict = matching::evaluate(claim, &volume, false);
             if verdict.is_match() {
-                UnboundClaimPlan::Bind(volume)
+                bind(volume)
             } else {
                 UnboundClaimPlan::VolumeMismatch { volume, verdict }
             }
         }
-        Some(r) => UnboundClaimPlan::ClaimedByOther { other: helpers::claim_ref_key(r), volume },
+        Relation::EarlierOfSameName { rebind: false } | Relation::OtherClaim(_) => {
+            let other = helpers::claim_ref(&volume).map(helpers::claim_ref_key).unwrap_or_default();
+            let invalid = helpers::has_annotation(&claim.metadata, ann::BOUND_BY_CONTROLLER);
+            UnboundClaimPlan::ClaimedByOther { other, volume, invalid }
+        }
     }
 }
 
@@ -330,11 +394,36 @@ pub fn provisioning_for(view: &impl View, claim: &PersistentVolumeClaim) -> Prov
         return Provisioning::External { provisioner: driver.to_string(), class };
     }
     match view.provisioning_plugin(&class.provisioner) {
-        Ok(plugin) => Provisioning::Internal { plugin, class },
+        Ok(plugin) => {
+            let node = helpers::annotation(&claim.metadata, ann::SELECTED_NODE).map(|n| (n, view.node(n)));
+            let refusal = internal_refusal(claim, &*plugin, &class, &node);
+            Provisioning::Internal { plugin, class, node: node.and_then(|(_, n)| n), refusal }
+        }
         Err(_) if !class.provisioner.starts_with(ann::IN_TREE_PREFIX) => {
             Provisioning::External { provisioner: class.provisioner.clone(), class }
         }
         Err(e) => Provisioning::Failed(e),
+    }
+}
+
+/// Why `plugin` cannot provision `claim` with `class`, checked in the order the operation meets
+/// them; `node`: the selected node's name and whether the caches have it.
+fn internal_refusal(
+    claim: &PersistentVolumeClaim,
+    plugin: &dyn VolumePlugin,
+    class: &StorageClass,
+    node: &Option<(&str, Option<Arc<Node>>)>,
+) -> Option<Refusal> {
+    let spec = claim.spec.as_ref();
+    if spec.is_some_and(|s| s.data_source.is_some() || s.data_source_ref.is_some()) {
+        return Some(Refusal::DataSource);
+    }
+    if !plugin.supports_mount_options() && class.mount_options.as_ref().is_some_and(|m| !m.is_empty()) {
+        return Some(Refusal::MountOptions);
+    }
+    match node {
+        Some((name, None)) => Some(Refusal::NodeNotFound(name.to_string())),
+        _ => None,
     }
 }
 
@@ -384,7 +473,7 @@ mod tests {
     fn a_claim_ref_without_uid_is_a_user_pre_binding() {
         let v = pv(json!({"spec": {"claimRef": {"namespace": "ns", "name": "c1"}}}));
         assert_eq!(claim_lookup(&v), ClaimLookup::None);
-        assert_eq!(plan_volume(&v, Some(&pvc(json!({})))), VolumePlan::PreBound);
+        assert_eq!(plan_volume(&v, Some(&Arc::new(pvc(json!({}))))), VolumePlan::PreBound);
     }
 
     #[test]
@@ -407,22 +496,31 @@ mod tests {
     #[test]
     fn a_claim_of_the_same_name_with_another_uid_is_gone() {
         let other = pvc(json!({"metadata": {"uid": "u2"}, "spec": {"volumeName": "pv1"}}));
-        assert_eq!(plan_volume(&claimed("Bound"), Some(&other)), VolumePlan::Release { mark_released: true });
+        assert_eq!(
+            plan_volume(&claimed("Bound"), Some(&Arc::new(other.clone()))),
+            VolumePlan::Release { mark_released: true }
+        );
     }
 
     #[test]
     fn an_unbound_claim_is_queued_unless_its_volume_mode_differs() {
         let c = pvc(json!({}));
-        assert_eq!(plan_volume(&claimed("Available"), Some(&c)), VolumePlan::QueueClaim(ObjectKey::new("ns", "c1")));
+        assert_eq!(
+            plan_volume(&claimed("Available"), Some(&Arc::new(c.clone()))),
+            VolumePlan::QueueClaim(ObjectKey::new("ns", "c1"))
+        );
         let block = pvc(json!({"spec": {"volumeMode": "Block"}}));
-        assert_eq!(plan_volume(&claimed("Available"), Some(&block)), VolumePlan::VolumeModeMismatch);
+        assert_eq!(
+            plan_volume(&claimed("Available"), Some(&Arc::new(block.clone()))),
+            VolumePlan::VolumeModeMismatch(Arc::new(block))
+        );
     }
 
     #[test]
     fn a_claim_bound_to_the_volume_makes_it_bound() {
         let c = pvc(json!({"spec": {"volumeName": "pv1"}}));
-        assert_eq!(plan_volume(&claimed("Available"), Some(&c)), VolumePlan::Bound);
-        assert_eq!(plan_volume(&claimed("Bound"), Some(&c)), VolumePlan::Bound);
+        assert_eq!(plan_volume(&claimed("Available"), Some(&Arc::new(c.clone()))), VolumePlan::Bound);
+        assert_eq!(plan_volume(&claimed("Bound"), Some(&Arc::new(c.clone()))), VolumePlan::Bound);
     }
 
     #[test]
@@ -434,15 +532,15 @@ mod tests {
                       "status": {"phase": phase}}))
         };
         assert_eq!(
-            plan_volume(&provisioned("Delete", "Bound"), Some(&c)),
+            plan_volume(&provisioned("Delete", "Bound"), Some(&Arc::new(c.clone()))),
             VolumePlan::DeleteUnneeded { mark_released: true }
         );
         assert_eq!(
-            plan_volume(&provisioned("Delete", "Released"), Some(&c)),
+            plan_volume(&provisioned("Delete", "Released"), Some(&Arc::new(c.clone()))),
             VolumePlan::DeleteUnneeded { mark_released: false }
         );
-        assert_eq!(plan_volume(&provisioned("Retain", "Bound"), Some(&c)), VolumePlan::Unbind);
-        assert_eq!(plan_volume(&claimed("Bound"), Some(&c)), VolumePlan::Unbind);
+        assert_eq!(plan_volume(&provisioned("Retain", "Bound"), Some(&Arc::new(c.clone()))), VolumePlan::Unbind);
+        assert_eq!(plan_volume(&claimed("Bound"), Some(&Arc::new(c.clone()))), VolumePlan::Unbind);
     }
 
     #[test]
@@ -458,7 +556,7 @@ mod tests {
         assert!(matches!(plan_bound_claim(&c, Some(Arc::new(pv(json!({}))))), BoundClaimPlan::Rebind(_)));
         assert!(matches!(plan_bound_claim(&c, Some(Arc::new(claimed("Bound")))), BoundClaimPlan::KeepBound(_)));
         let other = pv(json!({"spec": {"claimRef": {"namespace": "ns", "name": "c1", "uid": "u2"}}}));
-        assert!(matches!(plan_bound_claim(&c, Some(Arc::new(other))), BoundClaimPlan::Misbound));
+        assert!(matches!(plan_bound_claim(&c, Some(Arc::new(other))), BoundClaimPlan::Misbound(_)));
     }
 
     // --- the unbound claim ----------------------------------------------------------------------
@@ -537,7 +635,7 @@ mod tests {
 
     fn bound_name(plan: &UnboundClaimPlan) -> Option<&str> {
         match plan {
-            UnboundClaimPlan::Bind(v) => Some(helpers::name(&v.metadata)),
+            UnboundClaimPlan::Bind { volume, .. } => Some(helpers::name(&volume.metadata)),
             _ => None,
         }
     }
@@ -571,9 +669,10 @@ mod tests {
             json!({"metadata": {"name": "pv2"}, "spec": {"claimRef": {"namespace": "ns", "name": "c2", "uid": "u2"}}});
         let caches = objects().volume(pv(theirs));
         match plan_unbound_claim(&caches, &requesting("pv2", "1Gi")) {
-            UnboundClaimPlan::ClaimedByOther { volume, other } => {
+            UnboundClaimPlan::ClaimedByOther { volume, other, invalid } => {
                 assert_eq!(helpers::name(&volume.metadata), "pv2");
                 assert_eq!(other, "ns/c2");
+                assert!(!invalid);
             }
             other => panic!("{other:?}"),
         }
@@ -655,9 +754,10 @@ mod tests {
             .class(sc(class("ext", "example.com/nfs")))
             .class(sc(class("unknown", "kubernetes.io/no-such-plugin")));
         match provisioning(&caches, "hostpath") {
-            Provisioning::Internal { plugin, class } => {
+            Provisioning::Internal { plugin, class, node, refusal } => {
                 assert_eq!(plugin.name(), "kubernetes.io/host-path");
                 assert_eq!(helpers::name(&class.metadata), "hostpath");
+                assert!(node.is_none() && refusal.is_none());
             }
             other => panic!("{other:?}"),
         }
@@ -676,5 +776,35 @@ mod tests {
         );
         let caches = caches.dynamic_provisioning(false);
         assert!(matches!(provisioning(&caches, "hostpath"), Provisioning::Disabled));
+    }
+
+    #[test]
+    fn an_in_process_plugin_is_refused_a_data_source_mount_options_it_lacks_and_a_node_not_cached() {
+        let mut with_options = class("opts", "kubernetes.io/host-path");
+        with_options["mountOptions"] = json!(["ro"]);
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": "node-1"}})).unwrap();
+        let caches =
+            objects().class(sc(class("hostpath", "kubernetes.io/host-path"))).class(sc(with_options)).node(node);
+        let refusal = |claim: &PersistentVolumeClaim| match plan_unbound_claim(&caches, claim) {
+            UnboundClaimPlan::Provision(Provisioning::Internal { refusal, node, .. }) => {
+                (refusal, node.map(|n| helpers::name(&n.metadata).to_string()))
+            }
+            other => panic!("{other:?}"),
+        };
+        let cloned = pvc(
+            json!({"spec": {"storageClassName": "hostpath", "dataSource": {"kind": "PersistentVolumeClaim", "name": "src"}}}),
+        );
+        assert_eq!(refusal(&cloned), (Some(Refusal::DataSource), None));
+        assert!(Refusal::DataSource.before_annotation() && !Refusal::MountOptions.before_annotation());
+        assert_eq!(refusal(&with_class("1Gi", "opts")), (Some(Refusal::MountOptions), None));
+        let mut on = with_class("1Gi", "hostpath");
+        helpers::set_annotation(&mut on.metadata, ann::SELECTED_NODE, "node-1");
+        assert_eq!(refusal(&on), (None, Some("node-1".to_string())));
+        helpers::set_annotation(&mut on.metadata, ann::SELECTED_NODE, "node-9");
+        assert_eq!(refusal(&on), (Some(Refusal::NodeNotFound("node-9".into())), None));
+        assert_eq!(
+            Refusal::NodeNotFound("node-9".into()).message("kubernetes.io/host-path", &sc(class("x", "y"))),
+            "Failed to get target node: node \"node-9\" not found"
+        );
     }
 }

@@ -32,6 +32,7 @@
 use crate::api::ClusterApi;
 use crate::clock::Clock;
 use crate::controller::ObjectEvent;
+use crate::queue::WorkQueue;
 use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolumeClaimCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -39,12 +40,8 @@ use pv_model::ObjectKey;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
-/// The finalizer that keeps a volume while it is bound.
-pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
-/// The finalizer that keeps a claim while a pod uses it.
-pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+use pv_model::finalizers;
 /// The claim condition that says since when no pod uses the claim.
 pub const UNUSED_CONDITION: &str = "Unused";
 /// Its reason while a pod references the claim (status `False`).
@@ -55,12 +52,31 @@ const POD_USING_PVC_MESSAGE: &str = "A pod is currently referencing this PVC";
 const NO_PODS_USING_PVC_MESSAGE: &str = "No pods are currently referencing this PVC";
 
 /// How long a key whose write failed waits before it is tried again.
-const RETRY_AFTER: Duration = Duration::from_millis(200);
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Key {
     Volume(String),
     Claim(ObjectKey),
+}
+
+impl Key {
+    /// The key in the work queue: `pv:NAME` or `pvc:NAMESPACE/NAME` (no object name has a `:`).
+    fn encode(&self) -> String {
+        match self {
+            Key::Volume(name) => format!("pv:{name}"),
+            Key::Claim(key) => format!("pvc:{key}"),
+        }
+    }
+
+    fn decode(s: &str) -> Option<Key> {
+        match s.split_once(':')? {
+            ("pv", name) => Some(Key::Volume(name.to_string())),
+            ("pvc", key) => {
+                let (namespace, name) = key.split_once('/')?;
+                Some(Key::Claim(ObjectKey::new(namespace, name)))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Which of the two controllers run (kube-controller-manager's
@@ -261,20 +277,20 @@ pub struct Protection {
     clock: Arc<dyn Clock>,
     scope: Scope,
     pods: Mutex<Pods>,
-    tx: mpsc::UnboundedSender<Key>,
-    rx: Mutex<Option<mpsc::UnboundedReceiver<Key>>>,
+    /// Volumes and claims to look at; a failed look is retried with the queue's backoff.
+    queue: WorkQueue,
 }
 
 impl Protection {
     /// Controllers that write through `api` at `clock`'s time, those `scope` selects;
     /// [`Protection::run`] does the work.
     pub fn new(api: Arc<dyn ClusterApi>, clock: Arc<dyn Clock>, scope: Scope) -> Arc<Self> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        Arc::new(Protection { api, clock, scope, pods: Mutex::new(Pods::default()), tx, rx: Mutex::new(Some(rx)) })
+        let queue = WorkQueue::new("protection", clock.clone());
+        Arc::new(Protection { api, clock, scope, pods: Mutex::new(Pods::default()), queue })
     }
 
     fn enqueue(&self, key: Key) {
-        let _ = self.tx.send(key);
+        self.queue.add(&key.encode());
     }
 
     /// A volume changed: one being deleted with its finalizer, or one that lacks it, is looked at.
@@ -283,7 +299,7 @@ impl Protection {
             return;
         }
         if let ObjectEvent::Applied(v) = ev {
-            if v.metadata.deletion_timestamp.is_some() == has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER) {
+            if v.metadata.deletion_timestamp.is_some() == has(&v.metadata.finalizers, finalizers::PV_PROTECTION) {
                 self.enqueue(Key::Volume(v.metadata.name.unwrap_or_default()));
             }
         }
@@ -297,7 +313,7 @@ impl Protection {
         }
         if let ObjectEvent::Applied(c) = ev {
             let deleting = c.metadata.deletion_timestamp.is_some();
-            if deleting == has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER) || unused_condition(&c).is_none() {
+            if deleting == has(&c.metadata.finalizers, finalizers::PVC_PROTECTION) || unused_condition(&c).is_none() {
                 self.enqueue(Key::Claim(ObjectKey::of(&c.metadata)));
             }
         }
@@ -321,32 +337,54 @@ impl Protection {
         }
     }
 
-    /// Works the queue until `shutdown` completes.
+    /// Works the queue until `shutdown` completes. Everything runs inside this future, so that
+    /// dropping it (an aborted task) lets go of the API at once.
     pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
-        let Some(mut rx) = self.rx.lock().unwrap().take() else { return };
-        tokio::pin!(shutdown);
-        loop {
-            let key = tokio::select! {
-                _ = &mut shutdown => return,
-                k = rx.recv() => match k { Some(k) => k, None => return },
-            };
-            // Take whatever else is queued, so a burst of events for one key is one sync, and
-            // the claims of one namespace share one live list of its pods.
-            let mut pending: HashSet<Key> = HashSet::from([key]);
-            while let Ok(k) = rx.try_recv() {
-                pending.insert(k);
+        // Releases the keys a failure delayed, on the clock.
+        let timer = async {
+            loop {
+                self.queue.promote_due();
+                let now = self.clock.now_ms();
+                let wait = self
+                    .queue
+                    .next_due()
+                    .map_or(Duration::from_secs(3600), |due| Duration::from_millis(due.saturating_sub(now)));
+                tokio::select! {
+                    _ = self.clock.sleep(wait) => {}
+                    _ = self.queue.earlier_due() => {}
+                }
+            }
+        };
+        tokio::select! {
+            _ = shutdown => {}
+            _ = timer => {}
+            _ = self.work() => {}
+        }
+        self.queue.shutdown();
+    }
+
+    async fn work(&self) {
+        while let Some(first) = self.queue.get().await {
+            // Take whatever else is queued, so the claims of one namespace share one live list
+            // of its pods.
+            let mut taken = vec![first];
+            while let Some(k) = self.queue.try_get() {
+                taken.push(k);
             }
             let mut by_namespace: BTreeMap<String, Vec<ObjectKey>> = BTreeMap::new();
-            let mut failed = Vec::new();
-            for key in pending {
-                match key {
-                    Key::Claim(c) => by_namespace.entry(c.namespace().to_string()).or_default().push(c),
-                    Key::Volume(name) => {
-                        if let Err(e) = self.sync_volume(&name).await {
-                            tracing::debug!(volume = %name, error = %e, "pv-protection: will retry");
-                            failed.push(Key::Volume(name));
-                        }
-                    }
+            let mut volumes = Vec::new();
+            for k in &taken {
+                match Key::decode(k) {
+                    Some(Key::Claim(c)) => by_namespace.entry(c.namespace().to_string()).or_default().push(c),
+                    Some(Key::Volume(name)) => volumes.push(name),
+                    None => {}
+                }
+            }
+            let mut failed = HashSet::new();
+            for name in volumes {
+                if let Err(e) = self.sync_volume(&name).await {
+                    tracing::debug!(volume = %name, error = %e, "pv-protection: will retry");
+                    failed.insert(Key::Volume(name).encode());
                 }
             }
             for claims in by_namespace.into_values() {
@@ -354,16 +392,17 @@ impl Protection {
                 for key in claims {
                     if let Err(e) = self.sync_claim(&key, &mut live).await {
                         tracing::debug!(pvc = %key, error = %e, "pvc-protection: will retry");
-                        failed.push(Key::Claim(key));
+                        failed.insert(Key::Claim(key).encode());
                     }
                 }
             }
-            for key in failed {
-                let this = self.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(RETRY_AFTER).await;
-                    this.enqueue(key);
-                });
+            for k in &taken {
+                if failed.contains(k) {
+                    self.queue.add_rate_limited(k);
+                } else {
+                    self.queue.forget(k);
+                }
+                self.queue.done(k);
             }
         }
     }
@@ -375,13 +414,13 @@ impl Protection {
         };
         let bound = v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
         let deleting = v.metadata.deletion_timestamp.is_some();
-        let protected = has(&v.metadata.finalizers, PV_PROTECTION_FINALIZER);
+        let protected = has(&v.metadata.finalizers, finalizers::PV_PROTECTION);
         let finalizers = v.metadata.finalizers.get_or_insert_with(Vec::new);
         if deleting && protected && !bound {
-            finalizers.retain(|x| x != PV_PROTECTION_FINALIZER);
+            finalizers.retain(|x| x != finalizers::PV_PROTECTION);
             tracing::info!(volume = %name, "removed the pv-protection finalizer: the volume is not bound");
         } else if !deleting && !protected {
-            finalizers.push(PV_PROTECTION_FINALIZER.to_string());
+            finalizers.push(finalizers::PV_PROTECTION.to_string());
             tracing::info!(volume = %name, "added the pv-protection finalizer");
         } else {
             return Ok(());
@@ -428,16 +467,16 @@ impl Protection {
                 };
             }
         }
-        let protected = has(&c.metadata.finalizers, PVC_PROTECTION_FINALIZER);
+        let protected = has(&c.metadata.finalizers, finalizers::PVC_PROTECTION);
         if deleting && protected {
             if self.used(&c, live, keeps_from_deletion).await? {
                 tracing::debug!(pvc = %key, "kept: a scheduled pod uses the claim");
                 return Ok(());
             }
-            c.metadata.finalizers.get_or_insert_with(Vec::new).retain(|x| x != PVC_PROTECTION_FINALIZER);
+            c.metadata.finalizers.get_or_insert_with(Vec::new).retain(|x| x != finalizers::PVC_PROTECTION);
             tracing::info!(pvc = %key, "removed the pvc-protection finalizer: no pod uses the claim");
         } else if !deleting && !protected {
-            c.metadata.finalizers.get_or_insert_with(Vec::new).push(PVC_PROTECTION_FINALIZER.to_string());
+            c.metadata.finalizers.get_or_insert_with(Vec::new).push(finalizers::PVC_PROTECTION.to_string());
             tracing::info!(pvc = %key, "added the pvc-protection finalizer");
         } else {
             return Ok(());

@@ -1,11 +1,11 @@
-//! What the plans read: the controller's caches, read-only. [`crate::Controller`] is one view;
+//! What the plans read: the controller's caches, read-only. [`crate::Caches`] is one view;
 //! [`Objects`] is another, made of a handful of objects with no API behind it (`explain` and the
 //! plans' unit tests).
 
 use crate::plugin::{PluginRegistry, VolumePlugin};
 use pv_model::helpers;
 use pv_model::index::VolumeIndex;
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -19,6 +19,8 @@ pub trait View {
     fn best_match(&self, claim: &PersistentVolumeClaim, delay_binding: bool) -> Option<Arc<PersistentVolume>>;
     /// The cached class with this name.
     fn class(&self, name: &str) -> Option<Arc<StorageClass>>;
+    /// The cached node with this name.
+    fn node(&self, name: &str) -> Option<Arc<Node>>;
     /// The name of the default class a claim without class is given, if any.
     fn default_class(&self) -> Option<String>;
     /// Pods that use `claim` and are not scheduled yet, by name.
@@ -35,6 +37,7 @@ pub trait View {
 pub struct Objects {
     index: VolumeIndex,
     classes: BTreeMap<String, Arc<StorageClass>>,
+    nodes: BTreeMap<String, Arc<Node>>,
     pods: Vec<Arc<Pod>>,
     plugins: PluginRegistry,
     dynamic_provisioning: bool,
@@ -46,6 +49,7 @@ impl Objects {
         Objects {
             index: VolumeIndex::default(),
             classes: BTreeMap::new(),
+            nodes: BTreeMap::new(),
             pods: Vec::new(),
             plugins,
             dynamic_provisioning: true,
@@ -70,6 +74,12 @@ impl Objects {
         self
     }
 
+    /// Adds (or replaces) a node.
+    pub fn node(mut self, node: Node) -> Self {
+        self.nodes.insert(helpers::name(&node.metadata).to_string(), Arc::new(node));
+        self
+    }
+
     /// Adds a pod.
     pub fn pod(mut self, pod: Pod) -> Self {
         self.pods.push(Arc::new(pod));
@@ -88,6 +98,10 @@ impl View for Objects {
 
     fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
         self.classes.get(name).cloned()
+    }
+
+    fn node(&self, name: &str) -> Option<Arc<Node>> {
+        self.nodes.get(name).cloned()
     }
 
     fn default_class(&self) -> Option<String> {

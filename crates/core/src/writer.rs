@@ -72,14 +72,14 @@ impl Controller {
         step: &'static str,
     ) -> Result<Arc<PersistentVolume>> {
         let name = helpers::name(&base.metadata);
-        let cached = || self.volume(name).and_then(|v| v.metadata.resource_version.clone());
+        let cached = || self.caches.volume(name).and_then(|v| v.metadata.resource_version.clone());
         let write = async {
             let saved = if status {
                 self.api.update_volume_status(changed).await
             } else {
                 self.api.update_volume(changed).await
             };
-            saved.map(|v| self.store_volume(v)).map_err(Error::api(step))
+            saved.map(|v| self.caches.store_volume(v)).map_err(Error::api(step))
         };
         self.volume_writers.write(name, &base.metadata, cached, step, write).await
     }
@@ -94,11 +94,11 @@ impl Controller {
         step: &'static str,
     ) -> Result<Arc<PersistentVolumeClaim>> {
         let key = helpers::claim_key(base);
-        let cached = || self.claim(&key).and_then(|c| c.metadata.resource_version.clone());
+        let cached = || self.caches.claim(&key).and_then(|c| c.metadata.resource_version.clone());
         let write = async {
             let saved =
                 if status { self.api.update_claim_status(changed).await } else { self.api.update_claim(changed).await };
-            saved.map(|c| self.store_claim(c)).map_err(Error::api(step))
+            saved.map(|c| self.caches.store_claim(c)).map_err(Error::api(step))
         };
         self.claim_writers.write(&key, &base.metadata, cached, step, write).await
     }

@@ -12,6 +12,7 @@ use pv_core::plan;
 use pv_core::plan::BoundClaimPlan;
 use pv_core::{Provisioning, UnboundClaimPlan, View};
 use pv_model::annotations as ann;
+use pv_model::binding::{self, Relation};
 use pv_model::helpers::{self, pvc_phase, AccessModes};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::{matching, selector, VerdictKind};
@@ -184,8 +185,9 @@ fn rank_all(
     delay: bool,
     best: Option<&str>,
 ) -> Vec<Candidate> {
-    let best_prebound =
-        volumes.iter().any(|v| Some(helpers::name(&v.metadata)) == best && helpers::is_volume_bound_to_claim(v, claim));
+    let best_prebound = volumes.iter().any(|v| {
+        Some(helpers::name(&v.metadata)) == best && matches!(binding::classify(v, claim), Relation::ThisClaim { .. })
+    });
     let mut sorted: Vec<&PersistentVolume> = volumes.iter().collect();
     sorted.sort_by_cached_key(|v| {
         let m = helpers::volume_access_modes(v);
@@ -241,7 +243,7 @@ fn explain_unbound(view: &impl View, volumes: &[PersistentVolume], claim: &Persi
     let requested = helpers::claim_volume_name(claim);
     if requested.is_empty() {
         let best = match &plan {
-            UnboundClaimPlan::Bind(v) => Some(helpers::name(&v.metadata).to_string()),
+            UnboundClaimPlan::Bind { volume, .. } => Some(helpers::name(&volume.metadata).to_string()),
             _ => None,
         };
         let delay = plan::is_delay_binding(view, claim);
@@ -258,8 +260,8 @@ fn explain_unbound(view: &impl View, volumes: &[PersistentVolume], claim: &Persi
         };
         e.candidates = vec![candidate(&v, kind, detail)];
         e.candidates[0].earlier_claim = kind == VerdictKind::ClaimedByOther && earlier_incarnation(&v, claim).is_some();
-        if let UnboundClaimPlan::Bind(v) = &plan {
-            e.best_match = Some(helpers::name(&v.metadata).to_string());
+        if let UnboundClaimPlan::Bind { volume, .. } = &plan {
+            e.best_match = Some(helpers::name(&volume.metadata).to_string());
         }
     }
     let (next, message) = describe_plan(claim, &plan, e);
@@ -285,9 +287,9 @@ fn describe_plan(claim: &PersistentVolumeClaim, plan: &UnboundClaimPlan, e: &mut
     let class = helpers::claim_class(claim);
     let matching = e.candidates.iter().filter(|c| c.verdict == VerdictKind::Match).count();
     match plan {
-        UnboundClaimPlan::Bind(v) => {
+        UnboundClaimPlan::Bind { volume: v, .. } => {
             let name = helpers::name(&v.metadata);
-            let why = if helpers::is_volume_bound_to_claim(v, claim) {
+            let why = if matches!(binding::classify(v, claim), Relation::ThisClaim { .. }) {
                 "which is pre-bound to it".to_string()
             } else if !helpers::claim_volume_name(claim).is_empty() {
                 "which the claim names in spec.volumeName".to_string()
@@ -348,7 +350,7 @@ fn describe_plan(claim: &PersistentVolumeClaim, plan: &UnboundClaimPlan, e: &mut
                 verdict.detail
             ),
         ),
-        UnboundClaimPlan::ClaimedByOther { volume, other } => (
+        UnboundClaimPlan::ClaimedByOther { volume, other, .. } => (
             Next::None,
             if earlier_incarnation(volume, claim).is_some() {
                 format!(
@@ -369,6 +371,18 @@ fn describe_plan(claim: &PersistentVolumeClaim, plan: &UnboundClaimPlan, e: &mut
 fn describe_provisioning(claim: &PersistentVolumeClaim, p: &Provisioning, e: &mut Explanation) -> (Next, String) {
     let class = helpers::claim_class(claim);
     match p {
+        Provisioning::Internal { plugin, class: sc, refusal: Some(refusal), .. } => {
+            e.hint = Some(format!("{}, or fix StorageClass {class:?}", create_hint(claim)));
+            (
+                Next::None,
+                format!(
+                    "No volume matches, and the in-tree plugin {} refuses to provision this claim: {} \
+                     (Warning ProvisioningFailed).",
+                    plugin.name(),
+                    refusal.message(plugin.name(), sc)
+                ),
+            )
+        }
         Provisioning::Internal { plugin, .. } => (
             Next::Provision,
             format!(
@@ -408,12 +422,10 @@ fn describe_provisioning(claim: &PersistentVolumeClaim, p: &Provisioning, e: &mu
 /// earlier claim of that name (deleted, then re-created as this one), not by another user: says
 /// so, with the volume's phase, reclaim policy and message, and what frees it.
 fn earlier_incarnation(v: &PersistentVolume, claim: &PersistentVolumeClaim) -> Option<String> {
-    let r = helpers::claim_ref(v)?;
-    let uid = r.uid.as_deref().unwrap_or("");
-    if uid.is_empty() || uid == helpers::uid(&claim.metadata) || helpers::claim_ref_key(r) != helpers::claim_key(claim)
-    {
+    if !matches!(binding::classify(v, claim), Relation::EarlierOfSameName { .. }) {
         return None;
     }
+    let uid = helpers::claim_ref(v).and_then(|r| r.uid.as_deref()).unwrap_or("");
     let phase = helpers::or_dash(helpers::volume_phase(v));
     let policy = helpers::reclaim_policy(v);
     let message = v.status.as_ref().and_then(|s| s.message.as_deref()).filter(|m| !m.is_empty());
@@ -442,7 +454,7 @@ fn free_earlier_hint(volumes: &[PersistentVolume], claim: &PersistentVolumeClaim
     let held: Vec<&str> = volumes
         .iter()
         .filter(|v| helpers::reclaim_policy(v) == "Retain" && helpers::volume_phase(v) != "Bound")
-        .filter(|v| earlier_incarnation(v, claim).is_some() && !helpers::rebinds_same_name(v, claim))
+        .filter(|v| binding::classify(v, claim) == (Relation::EarlierOfSameName { rebind: false }))
         .map(|v| helpers::name(&v.metadata))
         .collect();
     let first = held.first()?;
@@ -540,8 +552,7 @@ fn explain_bound(view: &impl View, volumes: &[PersistentVolume], claim: &Persist
             );
         }
         BoundClaimPlan::KeepBound(v) => explain_kept(view, volumes, claim, &v, e),
-        BoundClaimPlan::Misbound => {
-            let v = view.volume(vname).expect("a misbound claim's volume exists");
+        BoundClaimPlan::Misbound(v) => {
             let r = helpers::claim_ref(&v).expect("a misbound claim's volume has a claimRef");
             let other = helpers::claim_ref_key(r);
             let uid = r.uid.as_deref().unwrap_or("");

@@ -144,7 +144,7 @@ impl KubeApi {
         self.requests.record(method.as_str(), code);
         match r {
             Ok(r) => r.map_err(|e| classify(what, e)),
-            Err(_) => Err(ApiError::Other(format!("{what}: no answer within {:?}", self.timeout))),
+            Err(_) => Err(ApiError::other(format!("{what}: no answer within {:?}", self.timeout))),
         }
     }
 }
@@ -186,10 +186,10 @@ pub fn classify(what: &str, e: kube::Error) -> ApiError {
             } else if status.is_invalid() {
                 ApiError::Invalid(msg)
             } else {
-                ApiError::Other(msg)
+                ApiError::other(msg)
             }
         }
-        other => ApiError::Other(format!("{what}: {other}")),
+        other => ApiError::caused(what, other),
     }
 }
 
@@ -320,7 +320,7 @@ mod tests {
     fn not_found_invalid_and_server_errors_map_to_their_kinds() {
         assert!(classify("get", status(404, "NotFound")).is_not_found());
         assert!(matches!(classify("update", status(422, "Invalid")), ApiError::Invalid(_)));
-        assert!(matches!(classify("update", status(500, "InternalError")), ApiError::Other(_)));
+        assert!(matches!(classify("update", status(500, "InternalError")), ApiError::Other { .. }));
     }
 
     #[test]

@@ -89,10 +89,18 @@ async fn metrics(State(h): State<Health>) -> impl IntoResponse {
 async fn debug_caches(State(h): State<Health>) -> impl IntoResponse {
     let c = &h.controller;
     let rv = |m: &pv_model::k8s::ObjectMeta| serde_json::Value::from(m.resource_version.clone().unwrap_or_default());
-    let volumes: serde_json::Map<String, serde_json::Value> =
-        c.cached_volume_names().into_iter().filter_map(|n| c.volume(&n).map(|v| (n, rv(&v.metadata)))).collect();
-    let claims: serde_json::Map<String, serde_json::Value> =
-        c.cached_claim_keys().into_iter().filter_map(|k| c.claim(&k).map(|v| (k.into(), rv(&v.metadata)))).collect();
+    let volumes: serde_json::Map<String, serde_json::Value> = c
+        .caches()
+        .volume_names()
+        .into_iter()
+        .filter_map(|n| c.caches().volume(&n).map(|v| (n, rv(&v.metadata))))
+        .collect();
+    let claims: serde_json::Map<String, serde_json::Value> = c
+        .caches()
+        .claim_keys()
+        .into_iter()
+        .filter_map(|k| c.caches().claim(&k).map(|v| (k.into(), rv(&v.metadata))))
+        .collect();
     let body = serde_json::json!({ "volumes": volumes, "claims": claims }).to_string();
     ([(header::CONTENT_TYPE, "application/json")], body)
 }

@@ -202,7 +202,7 @@ impl KubeLeaseStore {
     ) -> Result<T, ApiError> {
         match tokio::time::timeout(self.timeout, fut).await {
             Ok(r) => r.map_err(|e| crate::api::classify(what, e)),
-            Err(_) => Err(ApiError::Other(format!("{what}: timed out"))),
+            Err(_) => Err(ApiError::other(format!("{what}: timed out"))),
         }
     }
 }

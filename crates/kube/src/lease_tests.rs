@@ -27,7 +27,7 @@ impl MemLease {
     }
     fn check(&self) -> Result<(), ApiError> {
         if self.down.load(Ordering::SeqCst) {
-            Err(ApiError::Other("connection refused".into()))
+            Err(ApiError::other("connection refused"))
         } else {
             Ok(())
         }

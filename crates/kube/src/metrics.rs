@@ -120,7 +120,7 @@ fn sorted<K: Ord, V>(m: std::collections::HashMap<K, V>) -> BTreeMap<K, V> {
 }
 
 fn collector_counts(out: &mut Out, c: &Controller) {
-    let counts = c.collect_counts();
+    let counts = c.caches().collect_counts();
     out.header(
         "pv_collector_bound_pv_count",
         "gauge",
@@ -247,7 +247,7 @@ fn operations(out: &mut Out, c: &Controller) {
         "gauge",
         "Pending persistent volume claims by the reason `pv-controller explain` gives (its next step, or what stops the claim)",
     );
-    for (reason, n) in c.pending_claims() {
+    for (reason, n) in c.caches().pending_claims() {
         out.sample(name, &[("reason", reason)], n as f64);
     }
 }
@@ -343,37 +343,37 @@ mod tests {
     #[async_trait::async_trait]
     impl pv_core::ClusterApi for NoApi {
         async fn get_volume(&self, _: &str) -> Result<PersistentVolume, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn create_volume(&self, _: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn update_volume(&self, _: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn update_volume_status(&self, _: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn delete_volume(&self, _: &str) -> Result<(), ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn get_claim(&self, _: &str, _: &str) -> Result<PersistentVolumeClaim, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn update_claim(&self, _: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn update_claim_status(&self, _: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn create_event(&self, _: &Event) -> Result<Event, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn update_event(&self, _: &Event) -> Result<Event, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
         async fn list_pods(&self, _: &str) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, ApiError> {
-            Err(ApiError::Other("none".into()))
+            Err(ApiError::other("none"))
         }
     }
 

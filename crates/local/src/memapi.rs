@@ -58,7 +58,7 @@ impl MemApi {
 
     fn alive(&self) -> Result<(), ApiError> {
         if self.crashed() {
-            Err(ApiError::Other("controller stopped (crash-step test)".into()))
+            Err(ApiError::other("controller stopped (crash-step test)"))
         } else {
             Ok(())
         }
@@ -76,7 +76,7 @@ fn map_err(e: StoreError) -> ApiError {
         StoreError::AlreadyExists { .. } => ApiError::AlreadyExists(e.to_string()),
         StoreError::Conflict { .. } => ApiError::Conflict(e.to_string()),
         StoreError::Invalid { .. } => ApiError::Invalid(e.to_string()),
-        other => ApiError::Other(other.to_string()),
+        other => ApiError::from_source(other),
     }
 }
 
@@ -96,7 +96,7 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 }
 
 fn undecodable(e: serde_json::Error) -> ApiError {
-    ApiError::Other(format!("decoding stored object: {e}"))
+    ApiError::caused("decoding stored object", e)
 }
 
 /// The object a write answered with, as its type.

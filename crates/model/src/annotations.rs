@@ -28,12 +28,6 @@ pub const PRE_RESIZE_CAPACITY: &str = "volume.alpha.kubernetes.io/pre-resize-cap
 /// On a PV created by the host-path provisioner.
 pub const CREATED_BY: &str = "kubernetes.io/createdby";
 
-/// Finalizer the controller puts on in-tree provisioned volumes with policy Delete, lifted only
-/// after the storage asset is deleted (HonorPVReclaimPolicy).
-pub const PV_CONTROLLER_FINALIZER: &str = "kubernetes.io/pv-controller";
-/// Finalizer external provisioners put on volumes; removed when an in-tree plugin owns it again.
-pub const EXTERNAL_PROVISIONER_FINALIZER: &str = "external-provisioner.volume.kubernetes.io/finalizer";
-
 /// Prefix of in-tree plugin names: a provisioner is external only when its name lacks it.
 pub const IN_TREE_PREFIX: &str = "kubernetes.io/";
 /// Name of the in-tree host-path plugin.

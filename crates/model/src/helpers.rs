@@ -9,16 +9,17 @@ use std::collections::BTreeMap;
 
 /// PV phases.
 pub mod pv_phase {
+    use crate::phase::PvPhase;
     /// Created, not yet processed.
-    pub const PENDING: &str = "Pending";
+    pub const PENDING: &str = PvPhase::Pending.as_str();
     /// Free to be bound.
-    pub const AVAILABLE: &str = "Available";
+    pub const AVAILABLE: &str = PvPhase::Available.as_str();
     /// Bound to a claim.
-    pub const BOUND: &str = "Bound";
+    pub const BOUND: &str = PvPhase::Bound.as_str();
     /// Its claim is gone; waiting for reclaim.
-    pub const RELEASED: &str = "Released";
+    pub const RELEASED: &str = PvPhase::Released.as_str();
     /// Reclaim failed.
-    pub const FAILED: &str = "Failed";
+    pub const FAILED: &str = PvPhase::Failed.as_str();
 }
 
 /// PVC phases.
@@ -33,12 +34,13 @@ pub mod pvc_phase {
 
 /// Reclaim policies.
 pub mod policy {
+    use crate::phase::ReclaimPolicy;
     /// Keep the volume and its data.
-    pub const RETAIN: &str = "Retain";
+    pub const RETAIN: &str = ReclaimPolicy::Retain.as_str();
     /// Empty the volume and make it Available again.
-    pub const RECYCLE: &str = "Recycle";
+    pub const RECYCLE: &str = ReclaimPolicy::Recycle.as_str();
     /// Delete the storage asset and the PV.
-    pub const DELETE: &str = "Delete";
+    pub const DELETE: &str = ReclaimPolicy::Delete.as_str();
 }
 
 /// `-` for an empty string, as kubectl prints missing values.
@@ -144,17 +146,12 @@ pub fn claim_ref(volume: &PersistentVolume) -> Option<&ObjectReference> {
     volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
 }
 
-/// True when no claim holds the volume: it has no claimRef, or one without a uid (pre-bound by a
-/// user to a claim that has not bound yet). The volume sync makes such a volume Available.
-pub fn is_volume_unclaimed(volume: &PersistentVolume) -> bool {
-    claim_ref(volume).is_none_or(|r| r.uid.as_deref().unwrap_or("").is_empty())
-}
-
 /// The phase the volume's next sync gives it before anything else happens, when that differs
 /// from its phase now: Available for an unclaimed volume (a new PV has no phase, or Pending, until
 /// then).
 pub fn phase_after_first_sync(volume: &PersistentVolume) -> Option<&'static str> {
-    (is_volume_unclaimed(volume) && volume_phase(volume) != pv_phase::AVAILABLE).then_some(pv_phase::AVAILABLE)
+    (crate::binding::is_volume_unclaimed(volume) && volume_phase(volume) != pv_phase::AVAILABLE)
+        .then_some(pv_phase::AVAILABLE)
 }
 
 /// The phase the binder matches a volume by: its phase as its own sync leaves it
@@ -216,37 +213,6 @@ pub fn claim_vac(claim: &PersistentVolumeClaim) -> &str {
 /// `volumeAttributesClassName` of a volume ("" when unset).
 pub fn volume_vac(volume: &PersistentVolume) -> &str {
     volume.spec.as_ref().and_then(|s| s.volume_attributes_class_name.as_deref()).unwrap_or("")
-}
-
-/// True when the volume asks to be bound again to a re-created claim of its earlier claim's name
-/// and `claim` is one: annotation `pv-controller.io/rebind: same-name`, reclaim policy Retain,
-/// phase Bound or Released, and a claimRef naming the claim's namespace and name with another
-/// uid. A claim of that name with another uid exists, so the one the claimRef names is gone
-/// (one name holds one object at a time), even before the volume's sync has marked it Released.
-pub fn rebinds_same_name(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
-    let Some(r) = claim_ref(volume) else { return false };
-    let ref_uid = r.uid.as_deref().unwrap_or("");
-    annotation(&volume.metadata, ann::REBIND) == Some(ann::REBIND_SAME_NAME)
-        && reclaim_policy(volume) == policy::RETAIN
-        && matches!(volume_phase(volume), pv_phase::BOUND | pv_phase::RELEASED)
-        && r.name.as_deref().unwrap_or("") == name(&claim.metadata)
-        && r.namespace.as_deref().unwrap_or("") == claim.metadata.namespace.as_deref().unwrap_or("")
-        && !ref_uid.is_empty()
-        && ref_uid != uid(&claim.metadata)
-}
-
-/// True when the volume's claimRef names this claim (and, if it has a UID, this claim's UID).
-pub fn is_volume_bound_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
-    let Some(r) = claim_ref(volume) else {
-        return false;
-    };
-    if r.name.as_deref().unwrap_or("") != name(&claim.metadata)
-        || r.namespace.as_deref().unwrap_or("") != claim.metadata.namespace.as_deref().unwrap_or("")
-    {
-        return false;
-    }
-    let ref_uid = r.uid.as_deref().unwrap_or("");
-    ref_uid.is_empty() || ref_uid == uid(&claim.metadata)
 }
 
 /// A reference to the claim, as the controller writes into `spec.claimRef`.

@@ -24,6 +24,7 @@ use crate::k8s::{PersistentVolume, PersistentVolumeClaim};
 use crate::key::ObjectKey;
 use crate::matching::{evaluate_in_mode_set, VerdictKind};
 use crate::packed::Held;
+use crate::phase::PvPhase;
 use crate::quantity::Quantity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -39,6 +40,8 @@ struct Entry {
     claim_key: Option<ObjectKey>,
     bound: bool,
     tag: u32,
+    /// The controller's last sync of this version found nothing to do (see [`VolumeIndex::settle`]).
+    settled: bool,
     /// The host path, normalised ([`hostpath::normalize`]).
     host_path: Option<Box<str>>,
 }
@@ -71,7 +74,7 @@ pub struct VolumeIndex {
 
 fn is_free(v: &PersistentVolume) -> bool {
     helpers::claim_ref(v).is_none()
-        && helpers::settled_volume_phase(v) == helpers::pv_phase::AVAILABLE
+        && helpers::settled_volume_phase(v) == PvPhase::Available.as_str()
         && v.metadata.deletion_timestamp.is_none()
 }
 
@@ -101,6 +104,41 @@ impl VolumeIndex {
         self.entries.get(name).map(|e| e.resource_version.as_deref())
     }
 
+    /// Marks the volume settled if its cached version is `resource_version`: the controller's
+    /// sync of that version found nothing to do, so a periodic resync may pass it over until it
+    /// or its claim changes ([`VolumeIndex::unsettle`]). Returns whether it is now settled.
+    pub fn settle(&mut self, name: &str, resource_version: Option<&str>) -> bool {
+        match self.entries.get_mut(name) {
+            Some(e) if e.resource_version.as_deref() == resource_version => {
+                e.settled = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends what [`VolumeIndex::settle`] marked: the volume is synced at every resync again.
+    pub fn unsettle(&mut self, name: &str) {
+        if let Some(e) = self.entries.get_mut(name) {
+            e.settled = false;
+        }
+    }
+
+    /// The names of the volumes not settled, in no particular order.
+    pub fn unsettled_names(&self) -> impl Iterator<Item = &String> {
+        self.entries.iter().filter(|(_, e)| !e.settled).map(|(n, _)| n)
+    }
+
+    /// The key of the claim the volume's claimRef names, read without decoding the volume.
+    pub fn claim_key_of(&self, name: &str) -> Option<&ObjectKey> {
+        self.entries.get(name).and_then(|e| e.claim_key.as_ref())
+    }
+
+    /// The names of the volumes whose claimRef names `claim_key`, sorted.
+    pub fn names_claiming(&self, claim_key: &str) -> &[String] {
+        self.by_claim.get(claim_key).map(Vec::as_slice).unwrap_or_default()
+    }
+
     /// Every volume's name, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &String> {
         self.entries.keys()
@@ -125,7 +163,7 @@ impl VolumeIndex {
     pub fn apply_tagged(&mut self, volume: Arc<PersistentVolume>, tag: u32) {
         let name = helpers::name(&volume.metadata).to_string();
         self.remove(&name);
-        let bound = helpers::volume_phase(&volume) == helpers::pv_phase::BOUND;
+        let bound = PvPhase::of(&volume) == Some(PvPhase::Bound);
         let entry = Entry {
             bound,
             tag,
@@ -133,6 +171,7 @@ impl VolumeIndex {
             class: helpers::volume_class(&volume).to_string(),
             capacity: helpers::volume_capacity(&volume),
             free: is_free(&volume),
+            settled: false,
             claim_key: helpers::claim_ref(&volume).map(helpers::claim_ref_key),
             resource_version: volume.metadata.resource_version.as_deref().map(Into::into),
             host_path: hostpath::of(&volume).map(|p| hostpath::normalize(p).into()),

@@ -7,7 +7,9 @@
 //! match for a claim without scanning every volume.
 
 pub mod annotations;
+pub mod binding;
 pub mod csi;
+pub mod finalizers;
 pub mod helpers;
 pub mod hostpath;
 pub mod index;
@@ -15,6 +17,7 @@ pub mod key;
 pub mod matching;
 pub mod ownership;
 pub mod packed;
+pub mod phase;
 pub mod quantity;
 pub mod reasons;
 pub mod selector;

@@ -113,12 +113,10 @@ pub fn evaluate(claim: &PersistentVolumeClaim, volume: &PersistentVolume, delay_
 
 /// [`evaluate`] without the access-mode rule (the index has already applied it).
 pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVolume, delay_binding: bool) -> Verdict {
-    let bound_to_this = helpers::is_volume_bound_to_claim(volume, claim);
-    let rebind = !bound_to_this && helpers::rebinds_same_name(volume, claim);
-    if let Some(r) = helpers::claim_ref(volume) {
-        if !bound_to_this && !rebind {
-            return Verdict::fail(VerdictKind::ClaimedByOther, format!("claimed by {}", helpers::claim_ref_key(r)));
-        }
+    let relation = crate::binding::classify(volume, claim);
+    if !relation.may_bind() {
+        let by = helpers::claim_ref(volume).map(helpers::claim_ref_key).unwrap_or_default();
+        return Verdict::fail(VerdictKind::ClaimedByOther, format!("claimed by {by}"));
     }
     let requested = helpers::claim_request(claim);
     let capacity = helpers::volume_capacity(volume);
@@ -141,10 +139,10 @@ pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVo
     if volume.metadata.deletion_timestamp.is_some() {
         return Verdict::fail(VerdictKind::BeingDeleted, "volume is being deleted".into());
     }
-    if bound_to_this {
+    if let crate::binding::Relation::ThisClaim { .. } = relation {
         return Verdict { kind: VerdictKind::Match, prebound: true, detail: "pre-bound to this claim".into() };
     }
-    if rebind {
+    if relation == (crate::binding::Relation::EarlierOfSameName { rebind: true }) {
         // As a pre-binding, whatever the phase and binding mode, once selector and class still fit.
         return match selector_and_class(claim, volume) {
             Some(fail) => fail,

@@ -222,10 +222,10 @@ pub fn caches(store: &Store, controller: &pv_core::Controller, hidden: &[(String
         api.len() - hidden.len()
     };
     let (pvs, pvcs) = (keys("persistentvolumes"), keys("persistentvolumeclaims"));
-    let volumes = controller.cached_volume_names().iter().map(|n| ObjectKey::new("", n)).collect();
+    let volumes = controller.caches().volume_names().iter().map(|n| ObjectKey::new("", n)).collect();
     let pv_seen = diff("persistentvolumes", volumes, &pvs, &mut errs);
-    let pvc_seen = diff("persistentvolumeclaims", controller.cached_claim_keys(), &pvcs, &mut errs);
-    let counts = controller.collect_counts();
+    let pvc_seen = diff("persistentvolumeclaims", controller.caches().claim_keys(), &pvcs, &mut errs);
+    let counts = controller.caches().collect_counts();
     let total_pv: u64 = counts.total_pv.values().sum();
     let by_phase_pv: u64 = counts.bound_pv.values().chain(counts.unbound_pv.values()).sum();
     let by_phase_pvc: u64 = counts.bound_pvc.values().chain(counts.unbound_pvc.values()).sum();

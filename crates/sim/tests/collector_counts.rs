@@ -80,7 +80,7 @@ fn reference(
 }
 
 fn counted(c: &Controller) -> Reference {
-    let k = c.collect_counts();
+    let k = c.caches().collect_counts();
     fn s<K: Ord + std::hash::Hash>(m: HashMap<K, u64>) -> BTreeMap<K, u64> {
         m.into_iter().collect()
     }

@@ -160,12 +160,12 @@ fn time_to_bound_by_path_and_pending_claims_by_reason() {
     let mut sim = Simulation::new(input, pv_core::PluginRegistry::new(), SimulationOptions::default()).unwrap();
     rt.block_on(sim.run()).unwrap();
     let controller = sim.controller().clone();
-    assert_eq!(controller.pending_claims(), [("wait-external-provisioner", 1)]);
+    assert_eq!(controller.caches().pending_claims(), [("wait-external-provisioner", 1)]);
     assert!(controller.metrics.time_to_bound_snapshot().is_empty());
     sim.advance(Duration::from_secs(40));
     sim.store().create("persistentvolumes", provisioned_pv()).unwrap();
     rt.block_on(sim.run()).unwrap();
-    assert!(controller.pending_claims().is_empty());
+    assert!(controller.caches().pending_claims().is_empty());
     let s = controller.metrics.time_to_bound_snapshot();
     assert_eq!(s.len(), 1, "{s:?}");
     assert_eq!((s[0].0, s[0].1.count), (PATH_EXTERNAL, 1));
@@ -188,5 +188,5 @@ fn time_to_bound_by_path_and_pending_claims_by_reason() {
     .unwrap();
     let mut sim = Simulation::new(input, pv_core::PluginRegistry::new(), SimulationOptions::default()).unwrap();
     rt.block_on(sim.run()).unwrap();
-    assert_eq!(sim.controller().pending_claims(), [("no-class", 1), ("volume-not-found", 1)]);
+    assert_eq!(sim.controller().caches().pending_claims(), [("no-class", 1), ("volume-not-found", 1)]);
 }

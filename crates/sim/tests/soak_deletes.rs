@@ -71,7 +71,7 @@ async fn provisioned_claims_created_and_deleted_leave_caches_equal_to_the_api() 
     tokio::time::sleep(Duration::from_millis(200)).await;
     let errs = invariants::caches(&store, &controller, &[]);
     assert!(errs.is_empty(), "after {rounds} rounds of {n} claims:\n{}", errs.join("\n"));
-    assert_eq!(controller.cached_volume_names().len(), 1);
+    assert_eq!(controller.caches().volume_names().len(), 1);
     let _ = stop_tx.send(true);
     runner.await.unwrap();
     drop(informers);

@@ -24,10 +24,7 @@ use crate::error::StoreError;
 use pv_model::quantity::Quantity;
 use serde_json::{json, Value};
 
-/// The finalizer StorageObjectInUseProtection puts on volumes.
-pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
-/// The finalizer StorageObjectInUseProtection puts on claims.
-pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+use pv_model::finalizers;
 
 const IS_DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 const BETA_IS_DEFAULT_CLASS: &str = "storageclass.beta.kubernetes.io/is-default-class";
@@ -69,7 +66,7 @@ impl Admission {
     /// The mutating plugins on a new object of `kind`; `classes` are the stored classes.
     pub fn admit_create(&self, kind: &str, obj: &mut Value, classes: &[Value]) {
         match kind {
-            "PersistentVolume" if self.storage_protection => add_finalizer(obj, PV_PROTECTION_FINALIZER),
+            "PersistentVolume" if self.storage_protection => add_finalizer(obj, finalizers::PV_PROTECTION),
             "PersistentVolumeClaim" => {
                 if self.default_storage_class && !has_class(obj) {
                     if let Some(name) = default_class(classes) {
@@ -79,7 +76,7 @@ impl Admission {
                     }
                 }
                 if self.storage_protection {
-                    add_finalizer(obj, PVC_PROTECTION_FINALIZER);
+                    add_finalizer(obj, finalizers::PVC_PROTECTION);
                 }
             }
             "Pod" if self.pod_defaults => crate::validation::other::admit_pod(obj),
@@ -201,7 +198,7 @@ mod tests {
         let mut claim = json!({"metadata": {"name": "c"}, "spec": {}});
         Admission::kube_apiserver().admit_create("PersistentVolumeClaim", &mut claim, &classes);
         assert_eq!(claim["spec"]["storageClassName"], "new");
-        assert_eq!(claim["metadata"]["finalizers"], json!([PVC_PROTECTION_FINALIZER]));
+        assert_eq!(claim["metadata"]["finalizers"], json!([finalizers::PVC_PROTECTION]));
         let mut empty = json!({"metadata": {"name": "c"}, "spec": {"storageClassName": ""}});
         Admission::kube_apiserver().admit_create("PersistentVolumeClaim", &mut empty, &classes);
         assert_eq!(empty["spec"]["storageClassName"], "");

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The finalizer the namespace lifecycle owns.
-pub const FINALIZER: &str = "kubernetes";
+pub use pv_model::finalizers::NAMESPACE as FINALIZER;
 
 /// The label every namespace carries with its own name.
 pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";

@@ -8,8 +8,10 @@ use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::metrics;
 use pv_model::annotations as ann;
-use pv_model::helpers::{self, pv_phase};
+use pv_model::binding::{self, Relation};
+use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus, PersistentVolumeStatus};
+use pv_model::phase::PvPhase;
 use pv_model::reasons;
 use std::sync::Arc;
 
@@ -18,18 +20,18 @@ impl Controller {
     pub(crate) async fn update_volume_phase(
         &self,
         volume: &Arc<PersistentVolume>,
-        phase: &str,
+        phase: PvPhase,
         message: &str,
     ) -> Result<Arc<PersistentVolume>> {
-        if helpers::volume_phase(volume) == phase {
+        if PvPhase::of(volume) == Some(phase) {
             return Ok(volume.clone());
         }
         let mut clone = (**volume).clone();
         let status = clone.status.get_or_insert_with(PersistentVolumeStatus::default);
-        status.phase = Some(phase.to_string());
+        status.phase = Some(phase.as_str().to_string());
         status.message = if message.is_empty() { None } else { Some(message.to_string()) };
         let saved = self.save_volume(volume, &clone, true, "saving volume phase").await?;
-        tracing::info!(volume = %helpers::name(&volume.metadata), phase, "volume entered phase");
+        tracing::info!(volume = %helpers::name(&volume.metadata), phase = phase.as_str(), "volume entered phase");
         Ok(saved)
     }
 
@@ -37,12 +39,12 @@ impl Controller {
     pub(crate) async fn update_volume_phase_with_event(
         &self,
         volume: &Arc<PersistentVolume>,
-        phase: &str,
+        phase: PvPhase,
         type_: &'static str,
         reason: &'static str,
         message: &str,
     ) -> Result<Arc<PersistentVolume>> {
-        if helpers::volume_phase(volume) == phase {
+        if PvPhase::of(volume) == Some(phase) {
             return Ok(volume.clone());
         }
         let saved = self.update_volume_phase(volume, phase, message).await?;
@@ -175,7 +177,7 @@ impl Controller {
         volume: &Arc<PersistentVolume>,
         claim: &PersistentVolumeClaim,
     ) -> Result<Arc<PersistentVolume>> {
-        let should_mark = !helpers::is_volume_bound_to_claim(volume, claim);
+        let should_mark = !matches!(binding::classify(volume, claim), Relation::ThisClaim { .. });
         let mut clone = (**volume).clone();
         let mut dirty = false;
         let r = helpers::claim_ref(volume);
@@ -231,9 +233,9 @@ impl Controller {
 
     /// Binds volume and claim: four writes at most, PV first.
     pub(crate) async fn bind(&self, volume: &Arc<PersistentVolume>, claim: &Arc<PersistentVolumeClaim>) -> Result<()> {
-        let earlier = helpers::rebinds_same_name(volume, claim).then(|| helpers::claim_ref(volume).cloned()).flatten();
+        let earlier = binding::rebinds_same_name(volume, claim).then(|| helpers::claim_ref(volume).cloned()).flatten();
         let volume = self.bind_volume_to_claim(volume, claim).await?;
-        let volume = self.update_volume_phase(&volume, pv_phase::BOUND, "").await?;
+        let volume = self.update_volume_phase(&volume, PvPhase::Bound, "").await?;
         let claim = self.bind_claim_to_volume(claim, &volume).await?;
         self.update_claim_status(&claim, helpers::pvc_phase::BOUND, Some(&volume)).await?;
         if let Some(earlier) = earlier {
@@ -262,7 +264,7 @@ impl Controller {
             r.uid = None;
         }
         let saved = self.save_volume(volume, &clone, false, "rolling back volume binding").await?;
-        self.update_volume_phase(&saved, pv_phase::AVAILABLE, "").await?;
+        self.update_volume_phase(&saved, PvPhase::Available, "").await?;
         Ok(())
     }
 }

@@ -65,36 +65,22 @@ impl Controller {
         }
     }
 
-    /// Whether a volume is promised to a claim other than `claim`: a bind of it is in flight on
-    /// another worker. Read once per decision; the binder and the FailedBinding breakdown skip
-    /// such volumes alike.
-    pub(crate) fn reserved_for_others(&self, claim: &PersistentVolumeClaim) -> impl Fn(&str) -> bool {
-        let key = helpers::claim_key(claim);
-        let reserved = self.reservations.lock().unwrap().clone();
-        move |v| reserved.get(v).is_some_and(|c| *c != key)
-    }
-
     async fn sync_unbound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
         let key = helpers::claim_key(&claim);
         // Decided from the caches alone (the function `pv-controller explain` reports).
-        match plan::plan_unbound_claim(self, &claim) {
-            UnboundClaimPlan::Bind(volume) if helpers::claim_volume_name(&claim).is_empty() => {
-                // Reserve the volume so concurrent workers do not pick it for another claim.
-                let vname = helpers::name(&volume.metadata).to_string();
-                {
-                    let mut r = self.reservations.lock().unwrap();
-                    if r.get(&vname).is_some_and(|c| *c != key) {
-                        return Err(Error::Reserved(vname));
-                    }
-                    r.insert(vname.clone(), key.clone());
-                }
+        match plan::plan_unbound_claim(&self.caches, &claim) {
+            UnboundClaimPlan::Bind { volume, reserve: true } => {
+                let vname = helpers::name(&volume.metadata);
+                let Some(reservation) = self.caches.reserve(vname, &key) else {
+                    return Err(Error::Reserved(vname.to_string()));
+                };
                 let result = self.bind(&volume, &claim).await;
-                self.reservations.lock().unwrap().remove(&vname);
+                drop(reservation);
                 // A provisioning of this claim (if one started) is done once it is bound.
                 self.metrics.operation_finished(&key, self.clock.now_ms(), result.is_err());
                 result
             }
-            UnboundClaimPlan::Bind(volume) => self.bind(&volume, &claim).await,
+            UnboundClaimPlan::Bind { volume, reserve: false } => self.bind(&volume, &claim).await,
             UnboundClaimPlan::AssignDefaultClass(class) => self.assign_default_class(&claim, class).await,
             // Provisioning runs as an operation; it updates the claim itself.
             UnboundClaimPlan::Provision(provisioning) => self.provision_claim(claim, provisioning).await,
@@ -104,7 +90,8 @@ impl Controller {
             }
             UnboundClaimPlan::NoClass => {
                 // Upstream's text; with detailed events, why each volume was rejected too.
-                let why = if self.config.detailed_events { self.rejection_breakdown(&claim) } else { String::new() };
+                let why =
+                    if self.config.detailed_events { self.caches.rejection_breakdown(&claim) } else { String::new() };
                 let (normal, reason) = (reasons::NORMAL, reasons::FAILED_BINDING);
                 self.recorder.event_with_detail(&*claim, normal, reason, NO_CLASS_MESSAGE, &why).await;
                 self.stay_pending(&claim).await
@@ -121,12 +108,12 @@ impl Controller {
                 self.recorder.event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, msg).await;
                 self.stay_pending(&claim).await
             }
-            UnboundClaimPlan::ClaimedByOther { volume, other } => {
+            UnboundClaimPlan::ClaimedByOther { volume, other, invalid } => {
                 let requested = helpers::name(&volume.metadata);
                 // Upstream emits this in both branches below.
                 let msg = format!("volume {requested:?} already bound to a different claim.");
                 self.recorder.event(&*claim, reasons::WARNING, reasons::FAILED_BINDING, msg).await;
-                if helpers::has_annotation(&claim.metadata, ann::BOUND_BY_CONTROLLER) {
+                if invalid {
                     // Only possible if someone removed bind-completed from a claim we bound.
                     return Err(Error::Invalid(format!(
                         "invalid binding of claim {key:?} to volume {requested:?}: volume already claimed by {other:?}"
@@ -146,13 +133,19 @@ impl Controller {
     /// The bound claim's sync: carries out [`plan::plan_bound_claim`]'s decision for the volume
     /// its `volumeName` names in the cache.
     async fn sync_bound_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
-        let volume = self.volume(helpers::claim_volume_name(&claim));
+        let volume = self.caches.volume(helpers::claim_volume_name(&claim));
         match plan::plan_bound_claim(&claim, volume) {
             BoundClaimPlan::LostReference => self.mark_lost(&claim, reasons::CLAIM_LOST, plan::LOST_REFERENCE).await,
             BoundClaimPlan::LostVolume => self.mark_lost(&claim, reasons::CLAIM_LOST, plan::LOST_VOLUME).await,
-            BoundClaimPlan::Misbound => self.mark_lost(&claim, reasons::CLAIM_MISBOUND, plan::MISBOUND).await,
-            // bind() writes only what is missing.
-            BoundClaimPlan::Rebind(volume) | BoundClaimPlan::KeepBound(volume) => self.bind(&volume, &claim).await,
+            BoundClaimPlan::Misbound(_) => self.mark_lost(&claim, reasons::CLAIM_MISBOUND, plan::MISBOUND).await,
+            BoundClaimPlan::Rebind(volume) => self.bind(&volume, &claim).await,
+            // bind() writes only what is missing (usually nothing: the pair settles).
+            BoundClaimPlan::KeepBound(volume) => {
+                self.bind(&volume, &claim).await?;
+                // Settled unless a write made a new version of either (which syncs again).
+                self.caches.settle_claim(&claim, &volume);
+                Ok(())
+            }
         }
     }
 
@@ -182,40 +175,6 @@ impl Controller {
     async fn emit_waiting_for_consumer(&self, claim: &Arc<PersistentVolumeClaim>, pods: &[String]) {
         let (reason, msg) = waiting_for_consumer_event(pods, self.config.detailed_events);
         self.recorder.event(&**claim, reasons::NORMAL, reason, msg).await;
-    }
-
-    /// Names of running (not terminated) pods that use the claim and are not scheduled yet.
-    pub(crate) fn unscheduled_pods_using(&self, claim: &PersistentVolumeClaim) -> Vec<String> {
-        self.pods_using(&helpers::claim_key(claim))
-            .into_iter()
-            .filter(|p| !helpers::pod_is_scheduled(p))
-            .map(|p| helpers::name(&p.metadata).to_string())
-            .collect()
-    }
-
-    /// Running (not terminated) pods that use the claim with this key, by name.
-    pub(crate) fn pods_using(&self, claim_key: &str) -> Vec<Arc<pv_model::k8s::Pod>> {
-        let keys: Vec<pv_model::ObjectKey> =
-            self.pods_by_claim.read().unwrap().get(claim_key).into_iter().flatten().cloned().collect();
-        let pods = self.pods.read().unwrap();
-        keys.iter().filter_map(|k| pods.get(k)).filter(|p| !helpers::is_pod_terminated(p)).cloned().collect()
-    }
-
-    /// " (12 volumes: 7 too small, 3 access modes, 2 class)" — why every volume was rejected; empty
-    /// when there are no volumes. Appended to upstream's FailedBinding message with detailed
-    /// events (`Config::detailed_events`).
-    pub fn rejection_breakdown(&self, claim: &PersistentVolumeClaim) -> String {
-        let delay = plan::is_delay_binding(self, claim);
-        let is_reserved = self.reserved_for_others(claim);
-        let counts = self.volumes.read().unwrap().index.verdict_counts(claim, delay, &is_reserved);
-        let total: usize = counts.values().sum();
-        if total == 0 {
-            return String::new();
-        }
-        let mut parts: Vec<(usize, &str)> = counts.iter().map(|(k, n)| (*n, k.breakdown_label())).collect();
-        parts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-        let list: Vec<String> = parts.iter().map(|(n, l)| format!("{n} {l}")).collect();
-        format!(" ({total} volume{}: {})", if total == 1 { "" } else { "s" }, list.join(", "))
     }
 }
 

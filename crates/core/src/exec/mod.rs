@@ -1,6 +1,7 @@
-//! Carrying out the plans: each file is the part of `impl Controller` that executes what
-//! [`crate::plan`] decided for one kind of work, writing each object through its writer
-//! ([`crate::writer`]) and handing long operations to [`crate::operations`].
+//! Carrying out the plans: each file is the part of the executor (`impl Controller`) that matches
+//! the variants [`crate::plan`] decided for one kind of work and writes, each object through its
+//! writer ([`crate::writer`]), handing long operations to [`crate::operations`]. What it reads,
+//! it reads from [`crate::caches::Caches`] or the API; what to do, the plan's variant says.
 //!
 //! - [`volume`]: the volume sync (upstream's `syncVolume`), after [`crate::plan::plan_volume`].
 //! - [`claim`]: the claim syncs (`syncUnboundClaim`, `syncBoundClaim`), after

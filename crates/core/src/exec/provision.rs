@@ -5,11 +5,13 @@ use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::metrics;
 use crate::operations::OpKey;
-use crate::plan::Provisioning;
+use crate::plan::{Provisioning, Refusal};
 use crate::plugin::{ProvisionOptions, VolumePlugin};
 use pv_model::annotations as ann;
-use pv_model::helpers::{self, policy, pv_phase};
-use pv_model::k8s::{PersistentVolumeClaim, StorageClass};
+use pv_model::finalizers;
+use pv_model::helpers;
+use pv_model::k8s::{Node, PersistentVolumeClaim, StorageClass};
+use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{csi, reasons};
 use std::sync::Arc;
 
@@ -17,16 +19,16 @@ impl Controller {
     /// Carries out a provisioning the plan decided: starts it as an operation keyed by the claim,
     /// or says why it cannot start.
     pub(crate) async fn provision_claim(&self, claim: Arc<PersistentVolumeClaim>, how: Provisioning) -> Result<()> {
-        let (plugin, class, provisioner) = match how {
+        let (internal, class, provisioner) = match how {
             Provisioning::Disabled => return Ok(()),
             Provisioning::Failed(e) => {
                 // Retried on every sync of the claim.
                 self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, e).await;
                 return Ok(());
             }
-            Provisioning::Internal { plugin, class } => {
+            Provisioning::Internal { plugin, class, node, refusal } => {
                 let name = plugin.name().to_string();
-                (Some(plugin), class, name)
+                (Some((plugin, node, refusal)), class, name)
             }
             Provisioning::External { provisioner, class } => (None, class, provisioner),
         };
@@ -39,9 +41,9 @@ impl Controller {
             Box::pin(async move {
                 // Timed from here to the claim bound (see `metrics`); failures count as errors.
                 this.metrics.operation_started(&key, &provisioner, metrics::PROVISION, this.clock.now_ms());
-                let r = match plugin {
+                let r = match internal {
                     None => this.provision_external(claim, &provisioner).await,
-                    Some(p) => this.provision_internal(claim, p, class).await,
+                    Some((plugin, node, refusal)) => this.provision_internal(claim, plugin, class, node, refusal).await,
                 };
                 if r.is_err() {
                     this.metrics.operation_finished(&key, this.clock.now_ms(), true);
@@ -100,14 +102,13 @@ impl Controller {
         claim: Arc<PersistentVolumeClaim>,
         plugin: Arc<dyn VolumePlugin>,
         class: Arc<StorageClass>,
+        node: Option<Arc<Node>>,
+        refusal: Option<Refusal>,
     ) -> Result<()> {
         let plugin_name = plugin.name().to_string();
-        let spec = claim.spec.clone().unwrap_or_default();
-        if spec.data_source.is_some() || spec.data_source_ref.is_some() {
-            let msg = format!(
-                "plugin {plugin_name:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource"
-            );
-            return Err(self.fail_provisioning(&claim, msg).await);
+        // The plan's refusals, where upstream's operation meets them.
+        if let Some(r) = refusal.as_ref().filter(|r| r.before_annotation()) {
+            return Err(self.fail_provisioning(&claim, r.message(&plugin_name, &class)).await);
         }
         let claim = self.set_claim_provisioner(claim, &class.provisioner).await?;
 
@@ -118,34 +119,18 @@ impl Controller {
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(Error::api("checking for an existing provisioned volume")(e)),
         }
-        let claim_ref = helpers::claim_reference(&claim);
-        let mount_options = class.mount_options.clone().unwrap_or_default();
-        if !plugin.supports_mount_options() && !mount_options.is_empty() {
-            let msg = format!(
-                "Mount options are not supported by the provisioner but StorageClass {:?} has mount options [{}]",
-                helpers::name(&class.metadata),
-                mount_options.join(" ")
-            );
-            return Err(self.fail_provisioning(&claim, msg).await);
+        if let Some(r) = refusal {
+            return Err(self.fail_provisioning(&claim, r.message(&plugin_name, &class)).await);
         }
-        let selected_node = match helpers::annotation(&claim.metadata, ann::SELECTED_NODE) {
-            None => None,
-            Some(n) => match self.node(n) {
-                Some(node) => Some((*node).clone()),
-                None => {
-                    let msg = format!("Failed to get target node: node {n:?} not found");
-                    return Err(self.fail_provisioning(&claim, msg).await);
-                }
-            },
-        };
+        let claim_ref = helpers::claim_reference(&claim);
         let options = ProvisionOptions {
             pv_name: pv_name.clone(),
             claim: claim.clone(),
             class: class.clone(),
-            reclaim_policy: class.reclaim_policy.clone().unwrap_or_else(|| policy::DELETE.into()),
-            mount_options,
+            reclaim_policy: class.reclaim_policy.clone().unwrap_or_else(|| ReclaimPolicy::Delete.as_str().into()),
+            mount_options: class.mount_options.clone().unwrap_or_default(),
             parameters: class.parameters.clone().unwrap_or_default(),
-            selected_node,
+            selected_node: node.map(|n| (*n).clone()),
         };
         let started = std::time::Instant::now();
         let provisioned = plugin.provision(&options).await;
@@ -169,12 +154,12 @@ impl Controller {
         if !class_name.is_empty() {
             spec.storage_class_name = Some(class_name.to_string());
         }
-        let delete_policy = spec.persistent_volume_reclaim_policy.as_deref() == Some(policy::DELETE);
-        volume.status.get_or_insert_with(Default::default).phase = Some(pv_phase::BOUND.into());
+        let delete_policy = spec.persistent_volume_reclaim_policy.as_deref() == Some(ReclaimPolicy::Delete.as_str());
+        volume.status.get_or_insert_with(Default::default).phase = Some(PvPhase::Bound.as_str().into());
         helpers::set_annotation(&mut volume.metadata, ann::BOUND_BY_CONTROLLER, "yes");
         helpers::set_annotation(&mut volume.metadata, ann::PROVISIONED_BY, &plugin_name);
         if delete_policy {
-            volume.metadata.finalizers = Some(vec![ann::PV_CONTROLLER_FINALIZER.to_string()]);
+            volume.metadata.finalizers = Some(vec![finalizers::PV_CONTROLLER.to_string()]);
         }
 
         let key = helpers::claim_key(&claim);
@@ -185,7 +170,7 @@ impl Controller {
             }
             match self.api.create_volume(&volume).await {
                 Ok(saved) => {
-                    self.store_volume(saved);
+                    self.caches.store_volume(saved);
                     last_err = None;
                     break;
                 }
@@ -207,7 +192,7 @@ impl Controller {
                     if helpers::claim_ref(&existing).and_then(|r| r.uid.as_deref())
                         == claim.metadata.uid.as_deref() =>
                 {
-                    self.store_volume(existing);
+                    self.caches.store_volume(existing);
                 }
                 Ok(_) => last_err = Some(err),
                 Err(e) if e.is_not_found() => last_err = Some(err),

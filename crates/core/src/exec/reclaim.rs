@@ -6,8 +6,11 @@ use crate::metrics;
 use crate::operations::OpKey;
 use crate::plugin::{RecyclerEvents, VolumePlugin};
 use pv_model::annotations as ann;
-use pv_model::helpers::{self, policy, pv_phase};
+use pv_model::binding::{self, Holder};
+use pv_model::finalizers;
+use pv_model::helpers;
 use pv_model::k8s::PersistentVolume;
+use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
 
@@ -47,11 +50,11 @@ impl Controller {
         }
         let name = helpers::name(&volume.metadata).to_string();
         let uid = helpers::uid(&volume.metadata).to_string();
-        match helpers::reclaim_policy(&volume) {
-            policy::RETAIN => {
+        match ReclaimPolicy::of(&volume) {
+            Some(ReclaimPolicy::Retain) => {
                 tracing::debug!(volume = %name, "policy is Retain, nothing to do");
             }
-            policy::RECYCLE => {
+            Some(ReclaimPolicy::Recycle) => {
                 let this = self.self_arc();
                 self.operations.schedule(
                     OpKey::Recycle { volume: name.clone(), uid },
@@ -62,7 +65,7 @@ impl Controller {
                     self.sync_volume_again(&name),
                 );
             }
-            policy::DELETE => {
+            Some(ReclaimPolicy::Delete) => {
                 // Timed from here to the PV gone (see `metrics`); failures count as errors.
                 let plugin = self.provisioner_name_of(&volume);
                 self.metrics.operation_started(&name, &plugin, metrics::DELETE, self.clock.now_ms());
@@ -80,10 +83,10 @@ impl Controller {
                     self.sync_volume_again(&name),
                 );
             }
-            _ => {
+            None => {
                 self.update_volume_phase_with_event(
                     &volume,
-                    pv_phase::FAILED,
+                    PvPhase::Failed,
                     reasons::WARNING,
                     reasons::VOLUME_UNKNOWN_RECLAIM_POLICY,
                     "Volume has unrecognized PersistentVolumeReclaimPolicy",
@@ -94,22 +97,11 @@ impl Controller {
         Ok(())
     }
 
-    /// True when the volume's claim is gone (or bound elsewhere), so it may be reclaimed.
-    pub(crate) fn is_volume_released(&self, volume: &PersistentVolume) -> bool {
-        let Some(r) = helpers::claim_ref(volume) else {
-            return false;
-        };
-        let ref_uid = r.uid.as_deref().unwrap_or("");
-        if ref_uid.is_empty() {
-            return false;
-        }
-        match self.claim(&helpers::claim_ref_key(r)) {
-            Some(c) if helpers::uid(&c.metadata) == ref_uid => {
-                let vn = helpers::claim_volume_name(&c);
-                !vn.is_empty() && vn != helpers::name(&volume.metadata)
-            }
-            _ => true,
-        }
+    /// Whether the volume may still be reclaimed, by [`crate::plan::still_released`] over the
+    /// claim the caches hold for its claimRef.
+    fn still_released(&self, volume: &PersistentVolume) -> bool {
+        let claim = helpers::claim_ref(volume).and_then(|r| self.caches.claim(&helpers::claim_ref_key(r)));
+        crate::plan::still_released(volume, claim.as_deref())
     }
 
     /// Whether the volume's claim exists in the API server and still holds the volume (same uid,
@@ -125,14 +117,12 @@ impl Controller {
         let (namespace, name) = (r.namespace.as_deref().unwrap_or(""), r.name.as_deref().unwrap_or(""));
         match self.api.get_claim(namespace, name).await {
             Ok(c) => {
-                let vn = helpers::claim_volume_name(&c);
-                let holds = helpers::uid(&c.metadata) == r.uid.as_deref().unwrap_or("")
-                    && (vn.is_empty() || vn == helpers::name(&volume.metadata));
+                let holds = matches!(binding::holder(volume, Some(&c)), Holder::Binding | Holder::BoundHere);
                 if holds {
                     tracing::warn!(volume = %helpers::name(&volume.metadata), pvc = %key,
                         "the claim exists in the API server though the cache does not have it: the volume is not reclaimed");
                     // Cached, the next sync of the volume finds it and binds the volume again.
-                    self.store_claim(c);
+                    self.caches.store_claim(c);
                     self.volume_queue.add(helpers::name(&volume.metadata));
                 }
                 Ok(holds)
@@ -145,7 +135,7 @@ impl Controller {
     /// Reads the latest volume from the API server (operations may have waited).
     async fn fresh_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
         match self.api.get_volume(name).await {
-            Ok(v) => Some(self.store_volume(v)),
+            Ok(v) => Some(self.caches.store_volume(v)),
             Err(e) => {
                 tracing::debug!(volume = %name, error = %e, "error reading persistent volume");
                 None
@@ -159,7 +149,7 @@ impl Controller {
         let _ = self
             .update_volume_phase_with_event(
                 volume,
-                pv_phase::FAILED,
+                PvPhase::Failed,
                 reasons::WARNING,
                 reasons::VOLUME_FAILED_RECYCLE,
                 message,
@@ -172,14 +162,15 @@ impl Controller {
         let Some(volume) = self.fresh_volume(&name).await else {
             return;
         };
-        if !self.is_volume_released(&volume) {
+        if !self.still_released(&volume) {
             tracing::debug!(volume = %name, "volume no longer needs recycling, skipping");
             return;
         }
         // A cached claim with the old name is a new claim: its pods do not use this volume.
         let r = helpers::claim_ref(&volume).cloned().unwrap_or_default();
-        if self.claim(&helpers::claim_ref_key(&r)).is_none() {
+        if self.caches.claim(&helpers::claim_ref_key(&r)).is_none() {
             let mut pods: Vec<String> = self
+                .caches
                 .pods_using(&helpers::claim_ref_key(&r))
                 .iter()
                 .map(|p| ObjectKey::of(&p.metadata).into())
@@ -225,7 +216,7 @@ impl Controller {
         let Some(fresh) = self.fresh_volume(&name).await else {
             return Ok(());
         };
-        if !self.is_volume_released(&fresh) {
+        if !self.still_released(&fresh) {
             tracing::debug!(volume = %name, "volume no longer needs deletion, skipping");
             return Ok(());
         }
@@ -240,7 +231,7 @@ impl Controller {
                 } else {
                     self.update_volume_phase_with_event(
                         &fresh,
-                        pv_phase::FAILED,
+                        PvPhase::Failed,
                         reasons::WARNING,
                         reasons::VOLUME_FAILED_DELETE,
                         &msg,
@@ -268,7 +259,7 @@ impl Controller {
                 // than leaving the volume Terminating until the next resync.
                 for attempt in 1..=FINALIZER_ATTEMPTS {
                     let v = match self.api.get_volume(&name).await {
-                        Ok(v) => self.store_volume(v),
+                        Ok(v) => self.caches.store_volume(v),
                         Err(e) if e.is_not_found() => return Ok(()),
                         Err(e) => return Err(Error::api("reading deleted volume")(e)),
                     };
@@ -286,12 +277,12 @@ impl Controller {
     }
 
     async fn remove_deletion_finalizer(&self, volume: Arc<PersistentVolume>) -> Result<Arc<PersistentVolume>> {
-        if !helpers::has_finalizer(&volume.metadata, ann::PV_CONTROLLER_FINALIZER) {
+        if !helpers::has_finalizer(&volume.metadata, finalizers::PV_CONTROLLER) {
             return Ok(volume);
         }
         let mut clone = (*volume).clone();
         if let Some(f) = clone.metadata.finalizers.as_mut() {
-            f.retain(|x| x != ann::PV_CONTROLLER_FINALIZER);
+            f.retain(|x| x != finalizers::PV_CONTROLLER);
             if f.is_empty() {
                 clone.metadata.finalizers = None;
             }
@@ -333,7 +324,7 @@ impl Controller {
     /// (it must first be bound and mounted, which the cache sees long before). The cache's index
     /// answers without reading any volume (`VolumeIndex::host_path_conflict`).
     fn shared_host_path(&self, volume: &PersistentVolume, action: &str) -> Option<String> {
-        let shared = self.volumes.read().unwrap().index.host_path_conflict(volume)?;
+        let shared = self.caches.host_path_conflict(volume)?;
         Some(shared.refusal(action))
     }
 
@@ -344,7 +335,7 @@ impl Controller {
         match self.find_deletable_plugin(volume) {
             Err(_) => metrics::NOT_AVAILABLE.into(),
             Ok(Some(p)) => p.name().into(),
-            Ok(None) => match self.class(helpers::volume_class(volume)) {
+            Ok(None) => match self.caches.class(helpers::volume_class(volume)) {
                 None => metrics::NOT_AVAILABLE.into(),
                 Some(c) => csi::migrated_driver(&c.provisioner).unwrap_or(&c.provisioner).to_string(),
             },

@@ -4,8 +4,10 @@ use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::plan::{self, ClaimLookup, VolumePlan};
 use pv_model::annotations as ann;
-use pv_model::helpers::{self, policy, pv_phase};
+use pv_model::finalizers;
+use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
 
@@ -31,7 +33,7 @@ impl Controller {
 
     /// Looks a claim up by key: cache, then the API server.
     async fn find_claim(&self, namespace: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>> {
-        if let Some(c) = self.claim(&ObjectKey::new(namespace, name)) {
+        if let Some(c) = self.caches.claim(&ObjectKey::new(namespace, name)) {
             return Ok(Some(c));
         }
         self.get_claim_from_api(namespace, name).await
@@ -39,7 +41,7 @@ impl Controller {
 
     async fn get_claim_from_api(&self, namespace: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>> {
         match self.api.get_claim(namespace, name).await {
-            Ok(c) => Ok(Some(self.store_claim(c))),
+            Ok(c) => Ok(Some(self.caches.store_claim(c))),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(Error::api("reading claim")(e)),
         }
@@ -53,7 +55,7 @@ impl Controller {
         let claim = if *ask_api {
             self.find_claim(namespace, name).await?
         } else {
-            self.claim(&ObjectKey::new(namespace, name))
+            self.caches.claim(&ObjectKey::new(namespace, name))
         };
         if claim.as_ref().is_some_and(|c| helpers::uid(&c.metadata) != uid) {
             return Ok(self.get_claim_from_api(namespace, name).await?.filter(|c| helpers::uid(&c.metadata) == uid));
@@ -67,21 +69,20 @@ impl Controller {
         let volume = self.update_volume_migration_and_finalizers(volume).await?;
         let claim = self.look_up_claim(&plan::claim_lookup(&volume)).await?;
         let name = helpers::name(&volume.metadata).to_string();
-        match plan::plan_volume(&volume, claim.as_deref()) {
+        match plan::plan_volume(&volume, claim.as_ref()) {
             VolumePlan::Unused | VolumePlan::PreBound => {
-                self.update_volume_phase(&volume, pv_phase::AVAILABLE, "").await?;
+                self.update_volume_phase(&volume, PvPhase::Available, "").await?;
                 Ok(())
             }
             VolumePlan::Release { mark_released } => {
                 let mut volume = volume;
                 if mark_released {
                     tracing::info!(volume = %name, policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
-                    volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
+                    volume = self.update_volume_phase(&volume, PvPhase::Released, "").await?;
                 }
                 self.reclaim_volume(volume).await
             }
-            VolumePlan::VolumeModeMismatch => {
-                let claim = claim.expect("the plan saw the claim");
+            VolumePlan::VolumeModeMismatch(claim) => {
                 let cname = helpers::name(&claim.metadata);
                 let vmsg = format!("Cannot bind PersistentVolume to requested PersistentVolumeClaim {cname:?} due to incompatible volumeMode.");
                 self.recorder.event(&*volume, reasons::WARNING, reasons::VOLUME_MISMATCH, vmsg).await;
@@ -94,13 +95,17 @@ impl Controller {
                 Ok(())
             }
             VolumePlan::Bound => {
-                self.update_volume_phase(&volume, pv_phase::BOUND, "").await?;
+                self.update_volume_phase(&volume, PvPhase::Bound, "").await?;
+                if let Some(claim) = &claim {
+                    // Settled unless a write above made a new version (which syncs again).
+                    self.caches.settle_volume(&volume, claim);
+                }
                 Ok(())
             }
             VolumePlan::DeleteUnneeded { mark_released } => {
                 let mut volume = volume;
                 if mark_released {
-                    volume = self.update_volume_phase(&volume, pv_phase::RELEASED, "").await?;
+                    volume = self.update_volume_phase(&volume, PvPhase::Released, "").await?;
                 }
                 self.reclaim_volume(volume).await
             }
@@ -118,17 +123,20 @@ fn modify_deletion_finalizers(volume: &mut PersistentVolume) -> bool {
     let mut fins = volume.metadata.finalizers.clone().unwrap_or_default();
     let before = fins.clone();
     if csi::migrated_driver(&provisioner).is_some() {
-        fins.retain(|f| f != ann::PV_CONTROLLER_FINALIZER);
+        fins.retain(|f| f != finalizers::PV_CONTROLLER);
     } else if provisioner.starts_with(ann::IN_TREE_PREFIX) {
-        let pol = helpers::reclaim_policy(volume);
-        let has = fins.iter().any(|f| f == ann::PV_CONTROLLER_FINALIZER);
-        // A volume being deleted never gains a finalizer (the API server refuses it anyway).
-        if pol == policy::DELETE && !has && volume.metadata.deletion_timestamp.is_none() {
-            fins.push(ann::PV_CONTROLLER_FINALIZER.to_string());
-        } else if (pol == policy::RETAIN || pol == policy::RECYCLE) && has {
-            fins.retain(|f| f != ann::PV_CONTROLLER_FINALIZER);
+        let has = fins.iter().any(|f| f == finalizers::PV_CONTROLLER);
+        match ReclaimPolicy::of(volume) {
+            // A volume being deleted never gains a finalizer (the API server refuses it anyway).
+            Some(ReclaimPolicy::Delete) if !has && volume.metadata.deletion_timestamp.is_none() => {
+                fins.push(finalizers::PV_CONTROLLER.to_string());
+            }
+            Some(ReclaimPolicy::Retain | ReclaimPolicy::Recycle) if has => {
+                fins.retain(|f| f != finalizers::PV_CONTROLLER);
+            }
+            Some(ReclaimPolicy::Delete | ReclaimPolicy::Retain | ReclaimPolicy::Recycle) | None => {}
         }
-        fins.retain(|f| f != ann::EXTERNAL_PROVISIONER_FINALIZER);
+        fins.retain(|f| f != finalizers::EXTERNAL_PROVISIONER);
     } else {
         return false;
     }
