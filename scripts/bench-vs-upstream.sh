@@ -12,7 +12,7 @@
 # pairs in flight (CEILING_CONCURRENCY="..." to change the list; each on a fresh control plane):
 # the ceiling is the best of them, reported with the concurrency that reached it.
 #
-#   scripts/bench-vs-upstream.sh N [--pairs-only | --claims-only] [--upstream-qps Q] [--no-cleanup] [--keep-logs DIR]
+#   scripts/bench-vs-upstream.sh N [--pairs-only | --claims-only] [--upstream-qps Q] [--no-cleanup] [--keep-logs DIR] [--plot DIR]
 #
 # --upstream-qps Q runs upstream's binder with its client limit lifted, --kube-api-qps=Q
 # --kube-api-burst=2Q, as large clusters run it (its default, QPS 20 and burst 30, caps it at
@@ -21,30 +21,38 @@
 # static pairs). --no-cleanup passes --keep to every bench: nothing is timed after the last bind,
 # and each control plane is torn down right after its run anyway, so this only skips the
 # deletes, which upstream makes at its client's QPS 20 (about 1,000 s for 10,000 pairs).
+# --plot DIR is where the charts go (default: the --keep-logs DIR if given, else the current
+# directory): one SVG per workload, bench-vs-upstream-WORKLOAD-N.svg, with every claim's time to
+# Bound (logarithmic scale) against its creation time for upstream, ours and, for the static
+# pairs, the best ceiling run, one colour each (`bench --plot-data` for each run, then `bench plot`).
 #
 # Prints one JSON report per run (bench -o json, with the controller's CPU seconds and peak RSS
-# added as controllerCpuSeconds / controllerPeakRssBytes), a table, and as its last line:
+# added as controllerCpuSeconds / controllerPeakRssBytes), the charts' paths, a table, and as its last line:
 #   ours/upstream binds/s: X.X, upstream/ours p50: Y.Y
 # (for the static pairs, or for the claims with --claims-only). Needs Go (conformance/build.sh)
 # and openssl; builds nothing else.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PV_CONTROLLER:-$ROOT/target/release/pv-controller}"
-usage() { echo "usage: $0 N [--pairs-only | --claims-only] [--upstream-qps Q] [--no-cleanup] [--keep-logs DIR]" >&2; exit 2; }
+usage() { echo "usage: $0 N [--pairs-only | --claims-only] [--upstream-qps Q] [--no-cleanup] [--keep-logs DIR] [--plot DIR]" >&2; exit 2; }
 [[ $# -ge 1 && "$1" =~ ^[0-9]+$ && "$1" -gt 0 ]] || usage
 N="$1"; shift
-PAIRS=1 CLAIMS=1 NO_CLEANUP=0 KEEP="" QPS=""
+PAIRS=1 CLAIMS=1 NO_CLEANUP=0 KEEP="" QPS="" PLOT=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pairs-only) CLAIMS=0; shift ;;
     --claims-only) PAIRS=0; shift ;;
     --no-cleanup) NO_CLEANUP=1; shift ;;
     --keep-logs) [[ $# -ge 2 ]] || usage; KEEP="$2"; shift 2 ;;
+    --plot) [[ $# -ge 2 && -n "$2" ]] || usage; PLOT="$2"; shift 2 ;;
     --upstream-qps) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -gt 0 ]] || usage; QPS="$2"; shift 2 ;;
     *) usage ;;
   esac
 done
 (( PAIRS || CLAIMS )) || usage
+PLOT="${PLOT:-${KEEP:-.}}"
+mkdir -p "$PLOT" || { echo "bench-vs-upstream: cannot create --plot $PLOT" >&2; exit 2; }
+PLOT="$(cd "$PLOT" && pwd)"
 [[ -x "$BIN" ]] || { echo "bench-vs-upstream: $BIN not built (cargo build --release)" >&2; exit 2; }
 "$ROOT/conformance/build.sh" >/dev/null
 KCM="$ROOT/conformance/bin/kube-controller-manager"
@@ -104,6 +112,15 @@ one() {
   # them after the delete: its objects are left to the cluster, which is torn down next.
   [[ "$controller" == none ]] && bench_flags+=(--bind-itself --keep)
   (( NO_CLEANUP )) && [[ "$controller" != none ]] && bench_flags+=(--keep)
+  local concurrency=32 i label
+  for ((i = 0; i < ${#bench_flags[@]}; i++)); do [[ "${bench_flags[$i]}" == --concurrency ]] && concurrency="${bench_flags[$((i + 1))]}"; done
+  case "$controller" in
+    upstream) label="upstream${QPS:+ qps=$QPS}" ;;
+    none) label="ceiling c=$concurrency (the bench binds)" ;;
+    *) label="$controller" ;;
+  esac
+  # Every claim's creation time and time to Bound, for the chart (`bench plot`, at the end).
+  bench_flags+=(--plot-data "$WORK/$name.points.json" --label "$label")
   if ! "$BIN" bench --kubeconfig "$kc" -o json --timeout "$TIMEOUT" "${bench_flags[@]}" >"$WORK/$name.json" 2>"$WORK/$name.bench.err"; then
     echo "bench-vs-upstream: $name failed: $(tail -3 "$WORK/$name.bench.err")" >&2
     exit 1
@@ -114,8 +131,6 @@ one() {
     cpu="$(cpu_seconds "$CTRL_PID")" rss="$(peak_rss "$CTRL_PID")"
     kill "$CTRL_PID"; wait "$CTRL_PID" 2>/dev/null || true; CTRL_PID=""
   fi
-  local concurrency=32 i
-  for ((i = 0; i < ${#bench_flags[@]}; i++)); do [[ "${bench_flags[$i]}" == --concurrency ]] && concurrency="${bench_flags[$((i + 1))]}"; done
   python3 - "$WORK/$name.json" "$controller" "$cpu" "$rss" "$concurrency" "$([[ "$controller" == upstream ]] && echo "$QPS")" >>"$WORK/reports" <<'EOF'
 import json, sys
 path, controller, cpu, rss = sys.argv[1:5]
@@ -162,6 +177,30 @@ if (( CLAIMS )); then
     one "$controller" claims --claims "$N" --class bench-hostpath
   done
 fi
+
+# One chart per workload: upstream, ours and, for the pairs, the ceiling run that reached the
+# most binds/s. A chart that cannot be drawn is said on stderr; the comparison still stands.
+chart() {
+  local workload="$1" out="$PLOT/bench-vs-upstream-$1-$N.svg"
+  shift
+  if "$BIN" bench plot --log-y --out "$out" "$@" 2>"$WORK/chart-$workload.err"; then
+    echo "chart ($workload): $out"
+  else
+    echo "bench-vs-upstream: no chart for $workload: $(tail -1 "$WORK/chart-$workload.err")" >&2
+  fi
+}
+if (( PAIRS )); then
+  best="$(python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ceilings = [r for r in rows if r["controller"] == "none"]
+print(max(ceilings, key=lambda r: r["bindsPerSecond"])["concurrency"] if ceilings else "")
+' "$WORK/reports")"
+  files=("$WORK/upstream-pairs.points.json" "$WORK/ours-pairs.points.json")
+  [[ -n "$best" ]] && files+=("$WORK/none-pairs-c$best.points.json")
+  chart pairs "${files[@]}"
+fi
+(( CLAIMS )) && chart claims "$WORK/upstream-claims.points.json" "$WORK/ours-claims.points.json"
 
 python3 - "$WORK/reports" "$N" <<'EOF'
 import json, sys

@@ -4,7 +4,7 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::util::{text, Up, BIN};
+use crate::util::{assert_user_error, text, Up, BIN};
 
 fn bench(args: &[&str]) -> Output {
     Command::new(BIN).arg("bench").args(args).env_remove("KUBECONFIG").output().expect("binary runs")
@@ -34,6 +34,140 @@ fn simulate_provisioning_as_json() {
     assert_eq!(v["bound"], 50);
     assert!(v["bindsPerSecond"].as_f64().unwrap() > 0.0);
     assert!(v["peakRssBytes"].as_u64().unwrap() > 0);
+}
+
+/// `<circle` elements of an SVG, by fill colour.
+fn circles_by_fill(svg: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut by = std::collections::BTreeMap::new();
+    for c in svg.split("<circle").skip(1) {
+        let c = &c[..c.find("/>").unwrap_or(c.len())];
+        let fill = c.split("fill=\"").nth(1).and_then(|f| f.split('"').next()).unwrap_or("none");
+        *by.entry(fill.to_string()).or_insert(0) += 1;
+    }
+    by
+}
+
+/// The text of every `<text>` element of an SVG.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim().to_string()))
+        .collect()
+}
+
+/// A file as `bench --plot-data` writes it: `points` as (created, to Bound) seconds.
+fn points_file(dir: &std::path::Path, name: &str, label: &str, n: usize, points: &[(f64, f64)]) -> String {
+    let points: Vec<serde_json::Value> =
+        points.iter().map(|&(c, b)| serde_json::json!({"createdSeconds": c, "secondsToBound": b})).collect();
+    let v = serde_json::json!({"label": label, "workload": "4 static PV/PVC pairs", "n": n, "points": points});
+    let path = dir.join(name);
+    std::fs::write(&path, v.to_string()).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn plot_merges_runs_on_one_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = points_file(dir.path(), "up.json", "upstream", 4, &[(0.0, 3.0), (0.1, 5.5), (0.2, 8.0), (0.3, 9.5)]);
+    let ours = points_file(dir.path(), "ours.json", "ours", 4, &[(0.0, 0.2), (0.1, 0.3), (0.2, 0.25)]);
+    let svg_path = dir.path().join("chart.svg");
+    let out = bench(&["plot", "--out", svg_path.to_str().unwrap(), &up, &ours]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("2 runs, 7 points"), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    // Two colours: each with one marker per point, plus its legend entry.
+    let mut counts: Vec<usize> = circles_by_fill(&svg).into_values().collect();
+    counts.sort();
+    assert_eq!(counts, [3 + 1, 4 + 1], "{svg}");
+    let texts = svg_texts(&svg);
+    for want in [
+        "Time to Bound per claim: 4 static PV/PVC pairs",
+        "upstream",
+        "ours (1 of 4 not bound)",
+        "claim created (s since the start of the run)",
+        "time to Bound (s)",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "{want:?} not among {texts:?}");
+    }
+
+    // A title of one's own, and a logarithmic time axis.
+    let out = bench(&["plot", "--out", svg_path.to_str().unwrap(), "--title", "A & B", "--log-y", &up, &ours]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let texts = svg_texts(&std::fs::read_to_string(&svg_path).unwrap());
+    assert!(texts.iter().any(|t| t == "A &amp; B"), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "time to Bound (s, logarithmic scale)"), "{texts:?}");
+}
+
+#[test]
+fn plot_input_errors_name_the_file_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = points_file(dir.path(), "good.json", "ours", 1, &[(0.0, 0.5)]);
+    let no_points = dir.path().join("no-points.json");
+    std::fs::write(&no_points, r#"{"label": "upstream", "n": 4}"#).unwrap();
+    let svg = dir.path().join("chart.svg");
+    let out = bench(&["plot", "--out", svg.to_str().unwrap(), &good, no_points.to_str().unwrap()]);
+    assert_user_error(&out, &[no_points.to_str().unwrap(), "missing field `points`"]);
+    assert!(!svg.exists(), "no chart from bad input");
+
+    let bad_point = dir.path().join("bad-point.json");
+    std::fs::write(&bad_point, r#"{"label": "x", "n": 1, "points": [{"createdSeconds": 0}]}"#).unwrap();
+    let out = bench(&["plot", "--out", svg.to_str().unwrap(), bad_point.to_str().unwrap()]);
+    assert_user_error(&out, &[bad_point.to_str().unwrap(), "points[0]", "secondsToBound"]);
+
+    let absent = dir.path().join("absent.json");
+    let out = bench(&["plot", "--out", svg.to_str().unwrap(), absent.to_str().unwrap()]);
+    assert_user_error(&out, &[absent.to_str().unwrap()]);
+
+    let out = bench(&["plot", "--out", dir.path().join("no/dir/chart.svg").to_str().unwrap(), &good]);
+    assert_user_error(&out, &["writing", "no/dir/chart.svg"]);
+}
+
+#[test]
+fn simulate_writes_its_chart_and_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svg, data) = (dir.path().join("run.svg"), dir.path().join("run.json"));
+    let out = bench(&[
+        "--simulate",
+        "--pairs",
+        "40",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--plot-data",
+        data.to_str().unwrap(),
+        "--label",
+        "ours",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    assert_eq!(v["label"], "ours");
+    assert_eq!(v["n"], 40);
+    assert_eq!(v["workload"], "40 static PV/PVC pairs (simulated)");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 40);
+    assert!(points.iter().all(|p| p["createdSeconds"] == 0.0 && p["secondsToBound"].as_f64().unwrap() > 0.0));
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(circles_by_fill(&chart).into_values().collect::<Vec<_>>(), [40 + 1]);
+    assert!(svg_texts(&chart).iter().any(|t| t == "ours"));
+
+    // Flags that need a chart, and a chart that cannot be written: refused before the run.
+    let out = bench(&["--simulate", "--pairs", "1", "--label", "ours"]);
+    assert_user_error(&out, &["--label"]);
+    let out = bench(&["--simulate", "--pairs", "1", "--plot", "/nonexistent/dir/run.svg"]);
+    assert_user_error(&out, &["--plot", "/nonexistent/dir"]);
+    assert!(out.stdout.is_empty(), "nothing ran: {}", text(&out.stdout));
+}
+
+#[test]
+fn help_shows_the_chart_flags_and_plot() {
+    let out = bench(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = text(&out.stdout);
+    for want in
+        ["--plot <FILE>", "--plot-data <FILE>", "--label <NAME>", "--log-y", "plot ", "bench plot --out chart.svg"]
+    {
+        assert!(help.contains(want), "{want:?} missing in\n{help}");
+    }
 }
 
 #[test]

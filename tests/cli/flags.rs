@@ -103,6 +103,12 @@ fn man_prints_the_manual_page_of_the_program_or_a_subcommand() {
     assert!(run.contains(".TH pv-controller-run 1"), "{run}");
     assert!(run.contains("leader\\-elect\\-namespace") && run.contains("leader\\-elect\\-resource\\-name"), "{run}");
     assert_user_error(&pv_controller(&["man", "nosuch"]), "no subcommand \"nosuch\"");
+    // A subcommand's own subcommand, which its page names.
+    let bench = text(&pv_controller(&["man", "bench"]).stdout);
+    assert!(bench.contains("pv\\-controller\\-bench\\-plot(1)"), "{bench}");
+    let plot = text(&pv_controller(&["man", "bench", "plot"]).stdout);
+    assert!(plot.contains(".TH pv-controller-bench-plot 1") && plot.contains("\\-\\-out"), "{plot}");
+    assert_user_error(&pv_controller(&["man", "bench", "nosuch"]), "no subcommand \"nosuch\" (one of: plot)");
 }
 
 #[test]

@@ -418,12 +418,15 @@ pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Resul
     let pv_created = pv_created.lock().unwrap_or_else(|p| p.into_inner()).clone();
     // Creates run in index order, so everything created lies below the last index seen.
     let pvs_created = pv_created.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
-    let mut latencies = Vec::with_capacity(bound.len());
+    let mut claim_times = Vec::with_capacity(bound.len());
     let mut last = start;
     for (i, c) in created.iter().enumerate() {
         if let (Some(c), Some(b)) = (c, bound.get(&pvc_name(&run, i))) {
             let from = pv_created.get(i).copied().flatten().map_or(*c, |p| p.max(*c));
-            latencies.push(b.saturating_duration_since(from));
+            claim_times.push(ClaimTime {
+                created: from.saturating_duration_since(start),
+                to_bound: b.saturating_duration_since(from),
+            });
             last = last.max(*b);
         }
     }
@@ -453,7 +456,7 @@ pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Resul
         note: Some(latency_note(w).into()),
         ..Default::default()
     };
-    fill_latencies(&mut r, latencies);
+    fill_latencies(&mut r, claim_times);
     r.binds_per_second = r.bound as f64 / wall.as_secs_f64().max(1e-9);
     if late > 0 {
         r.note = Some(format!(

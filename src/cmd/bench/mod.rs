@@ -22,6 +22,10 @@
 //!   time-to-Bound there is the wall time since the start at which a watch on the store saw it
 //!   Bound.
 //!
+//! `--plot FILE` writes an SVG scatter chart of every claim's time to Bound against the time its
+//! creation was requested; `--plot-data FILE` saves those points (with `--label NAME`), and
+//! `bench plot --out FILE A.json B.json ...` draws several runs on one chart, one colour each.
+//!
 //! Cleanup deletes claims first, then the PVs the bench created (static PVs have the Retain
 //! policy: deleting their claims only releases them). For `--claims`, provisioned volumes whose
 //! class retains them are deleted too. The namespace is left in place: deleting it would make an
@@ -42,6 +46,7 @@ use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,11 +57,14 @@ use tokio::task::JoinSet;
 mod api;
 mod cleanup;
 mod objects;
+mod plot;
 mod report;
 mod simulate;
 use api::*;
 use cleanup::*;
 use objects::*;
+pub use plot::BenchCommand;
+use plot::*;
 use report::*;
 use simulate::*;
 
@@ -75,9 +83,23 @@ pub enum Format {
     Json,
 }
 
+/// What `bench --help` adds after the flags.
+const AFTER_HELP: &str = "\
+Charts: --plot FILE draws every claim's time to Bound (y) against the time its creation was
+requested (x, seconds since the run's start) as an SVG scatter chart. To put several runs on one
+chart, save each run's points with --plot-data FILE (named in the legend by --label), then draw
+them together, one colour per run:
+  pv-controller bench --pairs 1000 --plot-data upstream.json --label upstream --kubeconfig A
+  pv-controller bench --pairs 1000 --plot-data ours.json --label ours --kubeconfig B
+  pv-controller bench plot --out chart.svg upstream.json ours.json";
+
 /// Flags of `bench`.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, after_help = AFTER_HELP)]
 pub struct BenchArgs {
+    /// `bench plot`, instead of a run.
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// How to reach the cluster.
     #[command(flatten)]
     pub kube: super::KubeconfigArgs,
@@ -121,6 +143,20 @@ pub struct BenchArgs {
     /// Give up waiting for claims to become Bound after this long (e.g. 90s, 15m).
     #[arg(long, default_value = "15m", value_parser = super::run::parse_duration)]
     pub timeout: Duration,
+    /// Write an SVG chart of every claim's time to Bound against the time its creation was
+    /// requested.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Write every claim's creation time and time to Bound as JSON, for `bench plot`.
+    #[arg(long, value_name = "FILE")]
+    pub plot_data: Option<PathBuf>,
+    /// The run's name in the legend of --plot and in --plot-data (default: "simulated" with
+    /// --simulate, "ceiling" with --bind-itself, else "run ID").
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// With --plot: time to Bound on a logarithmic scale.
+    #[arg(long)]
+    pub log_y: bool,
 }
 
 /// What to create.
@@ -157,6 +193,20 @@ impl Workload {
         }
         if a.bind_itself && (a.simulate || a.pairs.is_none() || a.claims_first) {
             return Err("--bind-itself applies to --pairs against a server, PVs first".into());
+        }
+        if a.label.is_some() && a.plot.is_none() && a.plot_data.is_none() {
+            return Err("--label names the run in --plot and --plot-data: give one of them".into());
+        }
+        if a.label.as_ref().is_some_and(|l| l.trim().is_empty()) {
+            return Err("--label: must not be empty".into());
+        }
+        if a.log_y && a.plot.is_none() {
+            return Err("--log-y applies to --plot".into());
+        }
+        for (flag, path) in [("--plot", &a.plot), ("--plot-data", &a.plot_data)] {
+            if let Some(p) = path {
+                check_writable(flag, p)?;
+            }
         }
         if a.simulate && a.kube.given() {
             return Err("--simulate runs in-process: --kubeconfig, --context, --cluster and --user do not apply".into());
@@ -224,8 +274,38 @@ fn is_dns_label(s: &str) -> bool {
         && s.chars().last().is_some_and(ok)
 }
 
+/// The run's name in the legend when --label is not given.
+fn default_label(a: &BenchArgs, r: &Report) -> String {
+    if a.simulate {
+        "simulated".into()
+    } else if a.bind_itself {
+        "ceiling".into()
+    } else {
+        format!("run {}", r.run)
+    }
+}
+
+/// Writes what --plot and --plot-data ask for.
+fn write_plots(a: &BenchArgs, w: &Workload, r: &Report) -> anyhow::Result<()> {
+    let label = a.label.clone().unwrap_or_else(|| default_label(a, r));
+    let workload = if a.simulate { format!("{} (simulated)", w.describe()) } else { w.describe() };
+    let series = Series::from_report(label, workload, r);
+    if let Some(path) = &a.plot_data {
+        write_file(path, &serde_json::to_string(&series)?).map_err(plot_error)?;
+    }
+    if let Some(path) = &a.plot {
+        let series = [series];
+        let svg = render_svg(&series, &default_title(&series), a.log_y).map_err(plot_error)?;
+        write_file(path, &svg).map_err(plot_error)?;
+    }
+    Ok(())
+}
+
 /// Runs `bench`.
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(BenchCommand::Plot(p)) = a.command {
+        return run_plot(p);
+    }
     super::init_logging("error,kube_client=off", false);
     let workload = Workload::from_args(&a).map_err(user)?;
     let (report, failure) = if a.simulate {
@@ -237,6 +317,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     match a.output {
         Format::Text => print!("{}", format_text(&report)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+    }
+    // Also when not every claim became Bound: the chart shows which did, and when.
+    if let Err(e) = write_plots(&a, &workload, &report) {
+        return Err(match failure {
+            Some(f) => user(format!("{f}; {e:#}")),
+            None => e,
+        });
     }
     match failure {
         Some(f) => Err(user(f)),
@@ -311,7 +398,11 @@ mod tests {
             binds_per_second: 2.0,
             ..Default::default()
         };
-        fill_latencies(&mut r, vec![Duration::from_millis(30), Duration::from_millis(10), Duration::from_millis(20)]);
+        let claim = |created: u64, to_bound: u64| ClaimTime {
+            created: Duration::from_millis(created),
+            to_bound: Duration::from_millis(to_bound),
+        };
+        fill_latencies(&mut r, vec![claim(2, 30), claim(0, 10), claim(1, 20)]);
         r
     }
 
@@ -335,6 +426,44 @@ mod tests {
         assert_eq!(v["maxMs"], 30.0);
         assert_eq!(v["bindsPerSecond"], 2.0);
         assert!(v["peakRssBytes"].is_null());
+    }
+
+    #[test]
+    fn claims_are_kept_in_creation_order_for_the_chart() {
+        let r = sample();
+        let created: Vec<u128> = r.claims.iter().map(|c| c.created.as_millis()).collect();
+        assert_eq!(created, [0, 1, 2]);
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v.get("claims").is_none(), "the report stays small: {v}");
+        let s = Series::from_report("ours".into(), "3 static PV/PVC pairs".into(), &r);
+        assert_eq!((s.label.as_str(), s.n), ("ours", 3));
+        let points: Vec<(f64, f64)> = s.points.iter().map(|p| (p.created_seconds, p.seconds_to_bound)).collect();
+        assert_eq!(points, [(0.0, 0.01), (0.001, 0.02), (0.002, 0.03)]);
+    }
+
+    #[test]
+    fn plot_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("a.svg").display().to_string();
+        assert!(parse(&["--pairs", "1", "--plot", &svg, "--label", "ours", "--log-y"]).is_ok());
+        assert!(parse(&["--pairs", "1", "--plot-data", &svg, "--label", "ours"]).is_ok());
+        let err = |args: &[&str]| parse(args).unwrap_err();
+        assert!(err(&["--pairs", "1", "--label", "ours"]).contains("--plot"));
+        assert!(err(&["--pairs", "1", "--plot", &svg, "--label", ""]).contains("--label"));
+        assert!(err(&["--pairs", "1", "--plot-data", &svg, "--log-y"]).contains("--log-y applies to --plot"));
+        assert!(err(&["--pairs", "1", "--plot", "/nonexistent/dir/a.svg"]).contains("no directory"));
+        // `bench plot` is a subcommand of its own: a run's flags do not go with it.
+        let cli = Cli::try_parse_from(["bench", "plot", "--out", "c.svg", "a.json", "b.json"]).unwrap();
+        match cli.a.command {
+            Some(BenchCommand::Plot(p)) => {
+                assert_eq!(p.files, [PathBuf::from("a.json"), PathBuf::from("b.json")]);
+                assert_eq!(p.out, PathBuf::from("c.svg"));
+            }
+            None => panic!("no subcommand"),
+        }
+        assert!(Cli::try_parse_from(["bench", "--pairs", "3", "plot", "--out", "c.svg", "a.json"]).is_err());
+        assert!(Cli::try_parse_from(["bench", "plot", "--out", "c.svg"]).is_err(), "a file is required");
+        assert!(Cli::try_parse_from(["bench", "plot", "a.json"]).is_err(), "--out is required");
     }
 
     #[test]

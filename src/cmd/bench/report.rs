@@ -40,6 +40,18 @@ pub struct Report {
     pub cleanup_seconds: Option<f64>,
     /// How to read the latency figures.
     pub note: Option<String>,
+    /// Every claim seen Bound, in creation order: what `--plot` and `--plot-data` draw.
+    #[serde(skip)]
+    pub claims: Vec<ClaimTime>,
+}
+
+/// One claim seen Bound: when its creation was requested and how long it then took to be Bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClaimTime {
+    /// Since the run's start (for a pair, to the later of its two create requests).
+    pub created: Duration,
+    /// Time to Bound.
+    pub to_bound: Duration,
 }
 
 /// Nearest-rank percentile of sorted durations (`p` in 0..=100).
@@ -51,14 +63,17 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
     sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
 }
 
-/// Fills the latency fields from per-claim times to Bound.
-pub fn fill_latencies(r: &mut Report, mut latencies: Vec<Duration>) {
+/// Fills the latency fields from the claims seen Bound, and keeps them in creation order.
+pub fn fill_latencies(r: &mut Report, mut claims: Vec<ClaimTime>) {
+    claims.sort_by_key(|c| c.created);
+    let mut latencies: Vec<Duration> = claims.iter().map(|c| c.to_bound).collect();
     latencies.sort();
     let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
     r.bound = latencies.len();
     r.p50_ms = ms(percentile(&latencies, 50.0));
     r.p99_ms = ms(percentile(&latencies, 99.0));
     r.max_ms = ms(latencies.last().copied());
+    r.claims = claims;
 }
 
 pub(super) fn human_ms(ms: Option<f64>) -> String {
