@@ -9,29 +9,32 @@
 # and its client limit lifted (`--kube-api-qps=Q --kube-api-burst=2Q`, Q 1000 by default) as
 # large clusters run it; ours is `pv-controller run` with its defaults (`--resync-period 15s`).
 #
-#   scripts/bench-idle.sh N [--window S] [--warmup S] [--upstream-qps Q]
+#   scripts/bench-idle.sh N [--window S] [--warmup S] [--upstream-qps Q] [--ours-only]
 #
 # Prints one line per controller (CPU seconds over the window, CPU seconds per minute, peak RSS)
 # and as its last line:
 #   ours/upstream idle CPU: X.XXX
+# (with --ours-only, which runs no upstream, the ours line is the last).
 # Needs Go (conformance/build.sh); builds nothing else (PV_CONTROLLER=path to use another binary).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PV_CONTROLLER:-$ROOT/target/release/pv-controller}"
-usage() { echo "usage: $0 N [--window S] [--warmup S] [--upstream-qps Q]" >&2; exit 2; }
+usage() { echo "usage: $0 N [--window S] [--warmup S] [--upstream-qps Q] [--ours-only]" >&2; exit 2; }
 [[ $# -ge 1 && "$1" =~ ^[0-9]+$ && "$1" -gt 0 ]] || usage
 N="$1"; shift
-WINDOW=60 WARMUP=45 QPS=1000
+WINDOW=60 WARMUP=45 QPS=1000 UPSTREAM=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --window) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || usage; WINDOW="$2"; shift 2 ;;
     --warmup) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || usage; WARMUP="$2"; shift 2 ;;
     --upstream-qps) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -gt 0 ]] || usage; QPS="$2"; shift 2 ;;
+    --ours-only) UPSTREAM=0; shift ;;
     *) usage ;;
   esac
 done
 [[ -x "$BIN" ]] || { echo "bench-idle: $BIN not built (cargo build --release)" >&2; exit 2; }
-KBIN="$("$ROOT/conformance/build.sh" | tail -1)"
+KBIN=""
+(( UPSTREAM )) && KBIN="$("$ROOT/conformance/build.sh" | tail -1)"
 
 WORK="$(mktemp -d)"
 SERVER_PID="" CTRL_PID=""
@@ -75,6 +78,7 @@ measure() { # LABEL LOG READY-PATTERN CMD...
 
 measure ours "$WORK/ours.log" 'caches synced' \
   "$BIN" run --kubeconfig "$KUBECONFIG" --metrics-addr 127.0.0.1:0 --hostpath-root "$WORK/volumes"
+(( UPSTREAM )) || exit 0
 measure "upstream qps=$QPS" "$WORK/kcm.log" 'Starting persistent volume controller' \
   "$KBIN/kube-controller-manager" --kubeconfig="$KUBECONFIG" --controllers=persistentvolume-binder-controller \
   --use-service-account-credentials=false --secure-port=0 --leader-elect=false --profiling=false \

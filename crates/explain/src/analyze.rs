@@ -9,12 +9,13 @@
 //! (`pvc.spec.volumeName` and `pv.spec.claimRef`), the way the bound-claim sync reads them.
 
 use pv_core::plan;
-use pv_core::plan::BoundClaimPlan;
+use pv_core::plan::{BoundClaimPlan, VolumePlan};
 use pv_core::{Provisioning, UnboundClaimPlan, View};
 use pv_model::annotations as ann;
 use pv_model::binding::{self, Relation};
 use pv_model::helpers::{self, pvc_phase, AccessModes};
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{matching, selector, VerdictKind};
 
 /// What the controller does next for the claim (the `next` field of the JSON output).
@@ -430,18 +431,24 @@ fn earlier_incarnation(v: &PersistentVolume, claim: &PersistentVolumeClaim) -> O
     let policy = helpers::reclaim_policy(v);
     let message = v.status.as_ref().and_then(|s| s.message.as_deref()).filter(|m| !m.is_empty());
     let message = message.map(|m| format!(" ({m})")).unwrap_or_default();
-    let frees = match (policy, phase) {
-        (_, "Bound") => "the controller releases it at its next sync, then reclaims it by its policy".to_string(),
-        ("Retain", _) => format!(
+    // What the volume's own sync does now that its claim is gone: the controller's plan.
+    let released = matches!(plan::plan_volume(v, None), VolumePlan::Release { mark_released: true });
+    let frees = match (ReclaimPolicy::of(v), PvPhase::of(v)) {
+        _ if released => "the controller releases it at its next sync, then reclaims it by its policy".to_string(),
+        (Some(ReclaimPolicy::Retain), _) => format!(
             "clearing its spec.claimRef makes it Available again, data kept; annotated {}={}, it is bound to this claim again",
             ann::REBIND,
             ann::REBIND_SAME_NAME
         ),
-        ("Delete", "Failed") => "deleting it failed: fix that, or delete the volume".to_string(),
-        ("Recycle", "Failed") => "recycling it failed: fix that, or clear its spec.claimRef".to_string(),
-        ("Delete", _) => "the controller deletes it".to_string(),
-        ("Recycle", _) => "the controller recycles it, then it is Available".to_string(),
-        _ => "clearing its spec.claimRef makes it Available again".to_string(),
+        (Some(ReclaimPolicy::Delete), Some(PvPhase::Failed)) => {
+            "deleting it failed: fix that, or delete the volume".to_string()
+        }
+        (Some(ReclaimPolicy::Recycle), Some(PvPhase::Failed)) => {
+            "recycling it failed: fix that, or clear its spec.claimRef".to_string()
+        }
+        (Some(ReclaimPolicy::Delete), _) => "the controller deletes it".to_string(),
+        (Some(ReclaimPolicy::Recycle), _) => "the controller recycles it, then it is Available".to_string(),
+        (None, _) => "clearing its spec.claimRef makes it Available again".to_string(),
     };
     Some(format!(
         "held by an earlier claim of this name (uid {uid}), not this one; {phase}, reclaim policy {policy}{message}; \
