@@ -38,7 +38,11 @@ KBIN=""
 
 WORK="$(mktemp -d)"
 SERVER_PID="" CTRL_PID=""
-stop() { [[ -n "$1" ]] && { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }; }
+stop() {
+  [[ -n "$1" ]] || return 0
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
 cleanup() { stop "$CTRL_PID"; stop "$SERVER_PID"; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// How often every volume and claim is synced again.
     #[arg(long, visible_alias = "pvclaimbinder-sync-period", default_value = "15s", value_parser = parse_duration)]
     pub resync_period: Duration,
-    /// Workers per queue (default: 32 per CPU, between 32 and 128).
+    /// Workers per queue (default: 128 per CPU, between 64 and 256).
     #[arg(long)]
     pub workers: Option<usize>,
     /// Enables the host-path plugin: provision, delete and recycle directories under DIR.

@@ -45,7 +45,7 @@ pub struct UpArgs {
     /// when `pv-controller run` is the binder.
     #[arg(long, value_name = "LIST", default_value = "*", conflicts_with = "no_controller")]
     pub controllers: String,
-    /// Worker tasks per queue (default: 32 per CPU, between 32 and 128).
+    /// Worker tasks per queue (default: 128 per CPU, between 64 and 256).
     #[arg(long)]
     pub workers: Option<usize>,
     /// Address for the controller's /metrics, /healthz and /readyz (port 0 picks a free port).

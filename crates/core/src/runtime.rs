@@ -9,12 +9,11 @@ use std::time::Duration;
 
 /// Workers per queue by default: a sync mostly waits on API round trips or durable commits (a
 /// bind is four sequential writes), so throughput is workers / (4 × round trip) until the API
-/// server is saturated. 32 per core, at least 32, at most 128: on 2 cores, 10,000 pairs on `up`
-/// took 6.6 s with 16 workers and 4.3 s with 64, and 1,000 pairs on a real kube-apiserver bound
-/// at 212 binds/s with 16 and 261–270 with 64, against the 283 binds/s that server absorbs with
-/// no controller at all (BENCHMARKS.md).
+/// server is saturated, and a server saturated by many clients gives each a share that grows
+/// with what it keeps in flight. 128 per core, at least 64, at most 256 (BENCHMARKS.md,
+/// "Workers per queue, against a real kube-apiserver").
 pub fn default_workers() -> usize {
-    (std::thread::available_parallelism().map_or(1, |n| n.get()) * 32).clamp(32, 128)
+    (std::thread::available_parallelism().map_or(1, |n| n.get()) * 128).clamp(64, 256)
 }
 
 /// Runs workers until `shutdown` resolves, then drains and stops.
