@@ -149,11 +149,6 @@ impl VolumeIndex {
         self.entries.values().map(|e| Summary { class: &e.class, bound: e.bound, tag: e.tag })
     }
 
-    /// Volumes whose claimRef points to `claim_key` (`namespace/name`).
-    pub fn volumes_claiming(&self, claim_key: &str) -> impl Iterator<Item = Arc<PersistentVolume>> + '_ {
-        self.by_claim.get(claim_key).into_iter().flatten().filter_map(|n| self.get(n))
-    }
-
     /// Adds or replaces a volume.
     pub fn apply(&mut self, volume: Arc<PersistentVolume>) {
         self.apply_tagged(volume, 0);
