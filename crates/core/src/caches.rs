@@ -92,7 +92,7 @@ impl Caches {
         match ev {
             ObjectEvent::Applied(v) => {
                 let name = helpers::name(&v.metadata).to_string();
-                let Some(v) = self.store_volume_version(v).0.cached() else {
+                let Some(v) = self.store_volume_version(v, false).0.cached() else {
                     return Wake::default();
                 };
                 Wake { volumes: vec![name], claims: self.claims_woken_by(&v) }
@@ -131,7 +131,7 @@ impl Caches {
         match ev {
             ObjectEvent::Applied(c) => {
                 let key = helpers::claim_key(&c);
-                let stored = self.store_claim_version(c).0.cached().is_some();
+                let stored = self.store_claim_version(c, false).0.cached().is_some();
                 Wake { volumes: Vec::new(), claims: if stored { vec![key] } else { Vec::new() } }
             }
             ObjectEvent::Deleted(c) => {
@@ -251,8 +251,13 @@ impl Caches {
     }
 
     /// Stores a version of a volume; a new one unsettles the claims its claimRef named and names.
-    /// With the outcome, the volume now cached (the newer one, when this one was older).
-    fn store_volume_version(&self, v: PersistentVolume) -> (Stored<PersistentVolume>, Option<Arc<PersistentVolume>>) {
+    /// With the outcome, and when `newer_if_older`, the volume cached when this one was older
+    /// (read under the same lock; a watch event does not ask, since a packed one is decoded).
+    fn store_volume_version(
+        &self,
+        v: PersistentVolume,
+        newer_if_older: bool,
+    ) -> (Stored<PersistentVolume>, Option<Arc<PersistentVolume>>) {
         let name = helpers::name(&v.metadata).to_string();
         let plugin = volume_plugin_name(&v);
         let mut claims: Vec<ObjectKey> = helpers::claim_ref(&v).map(helpers::claim_ref_key).into_iter().collect();
@@ -260,7 +265,7 @@ impl Caches {
             let mut volumes = self.volumes.write().unwrap();
             claims.extend(volumes.index.claim_key_of(&name).cloned());
             let stored = volumes.store(v, &plugin);
-            let newer = matches!(stored, Stored::Older).then(|| volumes.get(&name)).flatten();
+            let newer = (newer_if_older && matches!(stored, Stored::Older)).then(|| volumes.get(&name)).flatten();
             (stored, newer)
         };
         if !matches!(stored, Stored::Older) {
@@ -270,16 +275,17 @@ impl Caches {
     }
 
     /// Stores a version of a claim; a new one unsettles the volumes whose claimRef names it.
-    /// With the outcome, the claim now cached (the newer one, when this one was older).
+    /// With the outcome, and when `newer_if_older`, the claim cached when this one was older.
     fn store_claim_version(
         &self,
         c: PersistentVolumeClaim,
+        newer_if_older: bool,
     ) -> (Stored<PersistentVolumeClaim>, Option<Arc<PersistentVolumeClaim>>) {
         let key = helpers::claim_key(&c);
         let (stored, newer) = {
             let mut claims = self.claims.write().unwrap();
             let stored = claims.store(c);
-            let newer = matches!(stored, Stored::Older).then(|| claims.get(&key)).flatten();
+            let newer = (newer_if_older && matches!(stored, Stored::Older)).then(|| claims.get(&key)).flatten();
             (stored, newer)
         };
         if !matches!(stored, Stored::Older) {
@@ -293,7 +299,7 @@ impl Caches {
 
     /// Caches a volume a write returned; the cached one if the watch already brought a newer one.
     pub(crate) fn store_volume(&self, v: PersistentVolume) -> Arc<PersistentVolume> {
-        match self.store_volume_version(v) {
+        match self.store_volume_version(v, true) {
             (Stored::Cached(v) | Stored::Gone(v), _) => v,
             // Older than the cache (a watch event overtook the write's response): the newer one.
             (Stored::Older, newer) => newer.expect("a volume older than the cache is cached"),
@@ -302,7 +308,7 @@ impl Caches {
 
     /// Caches a claim a write (or a read) returned; the cached one if it is newer.
     pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {
-        match self.store_claim_version(c) {
+        match self.store_claim_version(c, true) {
             (Stored::Cached(c) | Stored::Gone(c), _) => c,
             // Older than the cache (a watch event overtook the write's response): the newer one.
             (Stored::Older, newer) => newer.expect("a claim older than the cache is cached"),
