@@ -12,11 +12,17 @@
 # pairs in flight (CEILING_CONCURRENCY="..." to change the list; each on a fresh control plane):
 # the ceiling is the best of them, reported with the concurrency that reached it.
 #
-#   scripts/bench-vs-upstream.sh N [--pairs-only | --claims-only] [--upstream-qps Q] [--no-cleanup] [--keep-logs DIR] [--plot DIR]
+#   scripts/bench-vs-upstream.sh N [--pairs-only | --claims-only] [--upstream-qps Q] [--upstream-window D]
+#                                [--no-cleanup] [--keep-logs DIR] [--plot DIR]
 #
 # --upstream-qps Q runs upstream's binder with its client limit lifted, --kube-api-qps=Q
 # --kube-api-burst=2Q, as large clusters run it (its default, QPS 20 and burst 30, caps it at
 # about 4 binds/s: 5 requests per bind).
+# --upstream-window D gives upstream's run D (a duration as `bench --timeout` takes it, e.g. 25m),
+# the creates included, and keeps what it bound by then: its row is marked partial, with how many
+# of N were Bound, its binds/s over the window and its percentiles over the claims it bound. For
+# sizes where upstream would take hours (its matching scans every volume of a class for each
+# claim, so its binds/s fall as N grows).
 # --pairs-only and --claims-only run one workload (--claims-only skips the ceiling, which is for
 # static pairs). --no-cleanup passes --keep to every bench: nothing is timed after the last bind,
 # and each control plane is torn down right after its run anyway, so this only skips the
@@ -34,10 +40,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${PV_CONTROLLER:-$ROOT/target/release/pv-controller}"
-usage() { echo "usage: $0 N [--pairs-only | --claims-only] [--upstream-qps Q] [--no-cleanup] [--keep-logs DIR] [--plot DIR]" >&2; exit 2; }
+usage() { echo "usage: $0 N [--pairs-only | --claims-only] [--upstream-qps Q] [--upstream-window D] [--no-cleanup] [--keep-logs DIR] [--plot DIR]" >&2; exit 2; }
 [[ $# -ge 1 && "$1" =~ ^[0-9]+$ && "$1" -gt 0 ]] || usage
 N="$1"; shift
-PAIRS=1 CLAIMS=1 NO_CLEANUP=0 KEEP="" QPS="" PLOT=""
+PAIRS=1 CLAIMS=1 NO_CLEANUP=0 KEEP="" QPS="" PLOT="" WINDOW=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --pairs-only) CLAIMS=0; shift ;;
@@ -45,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --no-cleanup) NO_CLEANUP=1; shift ;;
     --keep-logs) [[ $# -ge 2 ]] || usage; KEEP="$2"; shift 2 ;;
     --plot) [[ $# -ge 2 && -n "$2" ]] || usage; PLOT="$2"; shift 2 ;;
+    --upstream-window) [[ $# -ge 2 && "$2" =~ ^[0-9]+(s|m|h)$ ]] || usage; WINDOW="$2"; shift 2 ;;
     --upstream-qps) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -gt 0 ]] || usage; QPS="$2"; shift 2 ;;
     *) usage ;;
   esac
@@ -80,7 +87,8 @@ peak_rss() { awk '$1 == "VmHWM:" {print $2 * 1024}' "/proc/$1/status"; }
 # the bench; appends the bench's JSON report, with the controller's figures, to $WORK/reports.
 one() {
   local controller="$1"; shift
-  local name="$controller-$1$CEILING_TAG" kc volumes="$WORK/volumes-$controller-$1"
+  local workload="$1"
+  local name="$controller-$workload$CEILING_TAG" kc volumes="$WORK/volumes-$controller-$workload"
   shift
   CLUSTER="$WORK/cluster-$name"
   # Every configuration runs beside kube-controller-manager's pv- and pvc-protection
@@ -116,14 +124,23 @@ one() {
   for ((i = 0; i < ${#bench_flags[@]}; i++)); do [[ "${bench_flags[$i]}" == --concurrency ]] && concurrency="${bench_flags[$((i + 1))]}"; done
   case "$controller" in
     upstream) label="upstream${QPS:+ qps=$QPS}" ;;
-    none) label="ceiling c=$concurrency (the bench binds)" ;;
+    none) label="ceiling c=$concurrency (the bench $([[ "$workload" == claims ]] && echo "provisions and binds" || echo binds))" ;;
     *) label="$controller" ;;
   esac
   # Every claim's creation time and time to Bound, for the chart (`bench plot`, at the end).
   bench_flags+=(--plot-data "$WORK/$name.points.json" --label "$label")
-  if ! "$BIN" bench --kubeconfig "$kc" -o json --timeout "$TIMEOUT" "${bench_flags[@]}" >"$WORK/$name.json" 2>"$WORK/$name.bench.err"; then
-    echo "bench-vs-upstream: $name failed: $(tail -3 "$WORK/$name.bench.err")" >&2
-    exit 1
+  local timeout="$TIMEOUT" partial=0
+  [[ "$controller" == upstream && -n "$WINDOW" ]] && timeout="$WINDOW"
+  if ! "$BIN" bench --kubeconfig "$kc" -o json --timeout "$timeout" "${bench_flags[@]}" >"$WORK/$name.json" 2>"$WORK/$name.bench.err"; then
+    # Upstream's window ended first: its report stands, marked partial.
+    if [[ "$timeout" == "$WINDOW" ]] && grep -q 'not every claim became Bound' "$WORK/$name.bench.err" \
+      && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if 0 < r["bound"] < r["n"] else 1)' "$WORK/$name.json"; then
+      partial=1
+      echo "bench-vs-upstream: $name: the window of $WINDOW ended: $(tail -1 "$WORK/$name.bench.err")" >&2
+    else
+      echo "bench-vs-upstream: $name failed: $(tail -3 "$WORK/$name.bench.err")" >&2
+      exit 1
+    fi
   fi
   local cpu=null rss=null
   if [[ -n "$CTRL_PID" ]]; then
@@ -131,10 +148,11 @@ one() {
     cpu="$(cpu_seconds "$CTRL_PID")" rss="$(peak_rss "$CTRL_PID")"
     kill "$CTRL_PID"; wait "$CTRL_PID" 2>/dev/null || true; CTRL_PID=""
   fi
-  python3 - "$WORK/$name.json" "$controller" "$cpu" "$rss" "$concurrency" "$([[ "$controller" == upstream ]] && echo "$QPS")" >>"$WORK/reports" <<'EOF'
+  python3 - "$WORK/$name.json" "$controller" "$cpu" "$rss" "$concurrency" "$([[ "$controller" == upstream ]] && echo "$QPS")" "$partial" >>"$WORK/reports" <<'EOF'
 import json, sys
 path, controller, cpu, rss = sys.argv[1:5]
 r = json.load(open(path))
+r["partial"] = sys.argv[7] == "1"
 r["controller"] = controller
 r["controllerCpuSeconds"] = None if cpu == "null" else float(cpu)
 r["controllerPeakRssBytes"] = None if rss == "null" else int(rss)
@@ -176,6 +194,11 @@ if (( CLAIMS )); then
   for controller in upstream ours; do
     one "$controller" claims --claims "$N" --class bench-hostpath
   done
+  for c in $CEILING_CONCURRENCY; do
+    CEILING_TAG="-c$c"
+    one none claims --claims "$N" --class bench-hostpath --concurrency "$c"
+  done
+  CEILING_TAG=""
 fi
 
 # One chart per workload: upstream, ours and, for the pairs, the ceiling run that reached the
@@ -189,18 +212,19 @@ chart() {
     echo "bench-vs-upstream: no chart for $workload: $(tail -1 "$WORK/chart-$workload.err")" >&2
   fi
 }
-if (( PAIRS )); then
+for workload in pairs claims; do
+  [[ "$workload" == pairs ]] && (( ! PAIRS )) && continue
+  [[ "$workload" == claims ]] && (( ! CLAIMS )) && continue
   best="$(python3 -c '
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-ceilings = [r for r in rows if r["controller"] == "none"]
+ceilings = [r for r in rows if r["controller"] == "none" and r["workload"] == sys.argv[2]]
 print(max(ceilings, key=lambda r: r["bindsPerSecond"])["concurrency"] if ceilings else "")
-' "$WORK/reports")"
-  files=("$WORK/upstream-pairs.points.json" "$WORK/ours-pairs.points.json")
-  [[ -n "$best" ]] && files+=("$WORK/none-pairs-c$best.points.json")
-  chart pairs "${files[@]}"
-fi
-(( CLAIMS )) && chart claims "$WORK/upstream-claims.points.json" "$WORK/ours-claims.points.json"
+' "$WORK/reports" "$workload")"
+  files=("$WORK/upstream-$workload.points.json" "$WORK/ours-$workload.points.json")
+  [[ -n "$best" ]] && files+=("$WORK/none-$workload-c$best.points.json")
+  chart "$workload" "${files[@]}"
+done
 
 python3 - "$WORK/reports" "$N" <<'EOF'
 import json, sys
@@ -214,17 +238,23 @@ for r in rows:
     per = None if cpu is None or not r["bound"] else cpu * 1e3 / r["bound"]
     rss = r.get("controllerPeakRssBytes")
     name = {"none": f"ceiling c={r['concurrency']}", "upstream": "upstream" + (f" qps={r['upstreamQps']}" if r.get("upstreamQps") else "")}.get(r["controller"], r["controller"])
+    if r.get("partial"):
+        name += "*"
     print(f"{name:<18} {r['workload']:<8} {r['n']:>6} {r['wallSeconds']:>8.2f} {f(r['p50Ms']):>9} {f(r['p99Ms']):>9} {f(r['maxMs']):>9} "
           f"{r['bindsPerSecond']:>8.1f} {f(cpu, '{:.2f}'):>7} {f(per, '{:.2f}'):>11} {f(None if rss is None else rss / 2**20):>12}")
 by = {(r["controller"], r["workload"]): r for r in rows if r["controller"] != "none"}
 workload = "pairs" if ("ours", "pairs") in by else "claims"
 up, ours = by[("upstream", workload)], by[("ours", workload)]
-ceilings = [r for r in rows if r["controller"] == "none"]
-if ceilings:
-    best = max(ceilings, key=lambda r: r["bindsPerSecond"])
-    print(f"\nceiling (pairs): {best['bindsPerSecond']:.1f} binds/s, reached with {best['concurrency']} pairs in flight"
-          f" (of {', '.join(str(r['concurrency']) for r in ceilings)})")
-    print(f"ours/ceiling binds/s (pairs): {by[('ours', 'pairs')]['bindsPerSecond'] / best['bindsPerSecond']:.2f}")
+for w in ("pairs", "claims"):
+    ceilings = [r for r in rows if r["controller"] == "none" and r["workload"] == w]
+    if ceilings:
+        best = max(ceilings, key=lambda r: r["bindsPerSecond"])
+        print(f"\nceiling ({w}): {best['bindsPerSecond']:.1f} binds/s, reached with {best['concurrency']} {w} in flight"
+              f" (of {', '.join(str(r['concurrency']) for r in ceilings)})")
+        print(f"ours/ceiling binds/s ({w}): {by[('ours', w)]['bindsPerSecond'] / best['bindsPerSecond']:.2f}")
+if up.get("partial"):
+    print(f"* partial: its window ended with {up['bound']} of {up['n']} claims Bound; binds/s over the window,"
+          f" percentiles over the claims it bound (so upstream/ours p50 is understated)")
 print("upstream: " + (f"--kube-api-qps={up['upstreamQps']} --kube-api-burst={2 * up['upstreamQps']}" if up.get("upstreamQps") else "its default client limit (QPS 20, burst 30)"))
 print(f"ours/upstream binds/s: {ours['bindsPerSecond'] / up['bindsPerSecond']:.1f}, upstream/ours p50: {up['p50Ms'] / ours['p50Ms']:.1f}")
 EOF

@@ -261,6 +261,67 @@ fn against_up_binds_and_cleans_up() {
     drop(up);
 }
 
+#[test]
+fn the_ceilings_make_the_controllers_requests_themselves() {
+    use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim};
+    use kube::api::{Api, ListParams};
+    let dir = tempfile::tempdir().expect("tempdir");
+    // No controller: whatever binds here is the bench.
+    let up = Up::start(dir.path(), &["--listen", "127.0.0.1:0", "--no-controller"]);
+    let kubeconfig = up.kubeconfig.clone();
+    let run = |args: &[&str]| {
+        let mut all = vec!["--kubeconfig", &kubeconfig, "--namespace", "ceiling", "--keep", "-o", "json"];
+        all.extend_from_slice(args);
+        let out = bench(&all);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on stdout")
+    };
+    let pairs = run(&["--pairs", "6", "--bind-itself"]);
+    assert_eq!(pairs["bound"], 6);
+    assert!(pairs["description"].as_str().unwrap().contains("five writes"), "{pairs}");
+
+    create_class(&kubeconfig, "local", "kubernetes.io/host-path", "Immediate");
+    let claims = run(&["--claims", "4", "--class", "local", "--bind-itself"]);
+    assert_eq!(claims["bound"], 4);
+    assert!(claims["description"].as_str().unwrap().contains("per provisioned claim"), "{claims}");
+    let label = format!("bench.pv-controller.io/run={}", claims["run"].as_str().unwrap());
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let bound: Vec<PersistentVolumeClaim> =
+            Api::namespaced(client.clone(), "ceiling").list(&ListParams::default().labels(&label)).await.unwrap().items;
+        assert_eq!(bound.len(), 4);
+        let pvs: Api<PersistentVolume> = Api::all(client.clone());
+        for claim in &bound {
+            // As a provisioner and the binder leave them: the claim annotated and bound, its
+            // volume named after its uid, bound back to it, provisioned by the class's plugin.
+            let a = claim.metadata.annotations.clone().unwrap_or_default();
+            assert_eq!(
+                a.get("volume.kubernetes.io/storage-provisioner").map(String::as_str),
+                Some("kubernetes.io/host-path")
+            );
+            assert_eq!(a.get("pv.kubernetes.io/bind-completed").map(String::as_str), Some("yes"));
+            let name = format!("pvc-{}", claim.metadata.uid.as_deref().unwrap());
+            assert_eq!(claim.spec.as_ref().unwrap().volume_name.as_deref(), Some(name.as_str()));
+            assert_eq!(claim.status.as_ref().unwrap().phase.as_deref(), Some("Bound"));
+            let pv = pvs.get(&name).await.unwrap();
+            assert_eq!(pv.status.as_ref().unwrap().phase.as_deref(), Some("Bound"));
+            let r = pv.spec.as_ref().unwrap().claim_ref.clone().unwrap();
+            assert_eq!(r.uid, claim.metadata.uid);
+            let pa = pv.metadata.annotations.clone().unwrap_or_default();
+            assert_eq!(pa.get("pv.kubernetes.io/provisioned-by").map(String::as_str), Some("kubernetes.io/host-path"));
+            assert_eq!(pv.spec.as_ref().unwrap().storage_class_name.as_deref(), Some("local"));
+        }
+        let events: Vec<Event> = Api::namespaced(client, "ceiling").list(&Default::default()).await.unwrap().items;
+        let provisioned = events.iter().filter(|e| e.reason.as_deref() == Some("ProvisioningSucceeded")).count();
+        assert_eq!(provisioned, 4, "one ProvisioningSucceeded event per claim, as the controllers record");
+    });
+    drop(up);
+}
+
 /// Creates a StorageClass through the kubeconfig.
 fn create_class(kubeconfig: &str, name: &str, provisioner: &str, mode: &str) {
     use k8s_openapi::api::storage::v1::StorageClass;

@@ -147,6 +147,101 @@ pub(super) async fn bind_pair(
     pvs: Api<PersistentVolume>,
     claims: Api<PersistentVolumeClaim>,
     mut pv: PersistentVolume,
+    pvc: PersistentVolumeClaim,
+) -> Result<(), String> {
+    let pp = PostParams::default();
+    let (pv_name, pvc_name) =
+        (pv.metadata.name.clone().unwrap_or_default(), pvc.metadata.name.clone().unwrap_or_default());
+    let write = |what: &str, e: kube::Error| format!("binding {pvc_name} to {pv_name}: {what}: {e}");
+    pv.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_reference(&pvc));
+    set_annotation(&mut pv.metadata, "pv.kubernetes.io/bound-by-controller", "yes");
+    let pv = pvs.replace(&pv_name, &pp, &pv).await.map_err(|e| write("PV claimRef", e))?;
+    finish_bind(pvs, claims, pv, pvc).await
+}
+
+/// A reference to `claim`, as a volume's claimRef names it.
+fn claim_reference(claim: &PersistentVolumeClaim) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("PersistentVolumeClaim".into()),
+        namespace: claim.metadata.namespace.clone(),
+        name: claim.metadata.name.clone(),
+        uid: claim.metadata.uid.clone(),
+        resource_version: claim.metadata.resource_version.clone(),
+        ..Default::default()
+    }
+}
+
+fn set_annotation(m: &mut kube::api::ObjectMeta, key: &str, value: &str) {
+    m.annotations.get_or_insert_with(Default::default).insert(key.into(), value.into());
+}
+
+/// With `--claims --bind-itself`: provisions `pvc` as a controller's in-process provisioner does,
+/// with the requests ours and upstream's make for a provisioned claim, in their order: the claim
+/// annotated with its provisioner, a GET of the volume it is about to create (not found), the
+/// volume's create (bound to the claim, as the provisioner makes it), the ProvisioningSucceeded
+/// event, then the bind: the volume's phase, the claim's volumeName, the claim's phase. No
+/// directory is made: what this measures is the API server.
+pub(super) async fn provision_claim(
+    pvs: Api<PersistentVolume>,
+    claims: Api<PersistentVolumeClaim>,
+    events: Api<CoreEvent>,
+    mut pvc: PersistentVolumeClaim,
+    provisioner: &str,
+) -> Result<(), String> {
+    let pp = PostParams::default();
+    let pvc_name = pvc.metadata.name.clone().unwrap_or_default();
+    let pv_name = format!("pvc-{}", pvc.metadata.uid.as_deref().unwrap_or_default());
+    let write = |what: &str, e: kube::Error| format!("provisioning {pvc_name}: {what}: {e}");
+    set_annotation(&mut pvc.metadata, "volume.beta.kubernetes.io/storage-provisioner", provisioner);
+    set_annotation(&mut pvc.metadata, "volume.kubernetes.io/storage-provisioner", provisioner);
+    let pvc = claims.replace(&pvc_name, &pp, &pvc).await.map_err(|e| write("claim provisioner", e))?;
+    match pvs.get_opt(&pv_name).await {
+        Ok(None) => {}
+        Ok(Some(_)) => return Err(format!("provisioning {pvc_name}: PV {pv_name} exists already")),
+        Err(e) => return Err(write("PV lookup", e)),
+    }
+    let spec = pvc.spec.clone().unwrap_or_default();
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {
+            "name": pv_name,
+            "annotations": {"kubernetes.io/createdby": "hostpath-dynamic-provisioner",
+                            "pv.kubernetes.io/bound-by-controller": "yes",
+                            "pv.kubernetes.io/provisioned-by": provisioner},
+            "finalizers": ["kubernetes.io/pv-controller"],
+        },
+        "spec": {
+            "accessModes": spec.access_modes,
+            "capacity": {"storage": spec.resources.and_then(|r| r.requests).and_then(|r| r.get("storage").cloned())},
+            "hostPath": {"path": format!("/var/lib/pv-controller-bench/{pv_name}")},
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": spec.storage_class_name,
+            "claimRef": claim_reference(&pvc),
+        },
+    }))
+    .map_err(|e| format!("provisioning {pvc_name}: {e}"))?;
+    let pv = pvs.create(&pp, &pv).await.map_err(|e| write("PV create", e))?;
+    let event: CoreEvent = serde_json::from_value(json!({
+        "metadata": {"generateName": format!("{pvc_name}.")},
+        "involvedObject": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": pvc.metadata.namespace,
+                           "name": pvc_name, "uid": pvc.metadata.uid, "resourceVersion": pvc.metadata.resource_version},
+        "reason": "ProvisioningSucceeded",
+        "message": format!("Successfully provisioned volume {pv_name} using {provisioner}"),
+        "type": "Normal",
+        "source": {"component": "persistentvolume-controller"},
+        "count": 1,
+    }))
+    .map_err(|e| format!("provisioning {pvc_name}: {e}"))?;
+    events.create(&pp, &event).await.map_err(|e| write("event", e))?;
+    finish_bind(pvs, claims, pv, pvc).await
+}
+
+/// The bind's last three writes, on a volume whose claimRef names the claim: the volume's phase,
+/// the claim's volumeName (and annotations), the claim's phase.
+async fn finish_bind(
+    pvs: Api<PersistentVolume>,
+    claims: Api<PersistentVolumeClaim>,
+    mut pv: PersistentVolume,
     mut pvc: PersistentVolumeClaim,
 ) -> Result<(), String> {
     let pp = PostParams::default();
@@ -154,21 +249,6 @@ pub(super) async fn bind_pair(
         (pv.metadata.name.clone().unwrap_or_default(), pvc.metadata.name.clone().unwrap_or_default());
     let write = |what: &str, e: kube::Error| format!("binding {pvc_name} to {pv_name}: {what}: {e}");
     let yes = || "yes".to_string();
-    let spec = pv.spec.get_or_insert_with(Default::default);
-    spec.claim_ref = Some(ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("PersistentVolumeClaim".into()),
-        namespace: pvc.metadata.namespace.clone(),
-        name: Some(pvc_name.clone()),
-        uid: pvc.metadata.uid.clone(),
-        resource_version: pvc.metadata.resource_version.clone(),
-        ..Default::default()
-    });
-    pv.metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert("pv.kubernetes.io/bound-by-controller".into(), yes());
-    let mut pv = pvs.replace(&pv_name, &pp, &pv).await.map_err(|e| write("PV claimRef", e))?;
     pv.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
     let pv = pvs.replace_status(&pv_name, &pp, &pv).await.map_err(|e| write("PV status", e))?;
 
@@ -226,12 +306,13 @@ where
 }
 
 /// Fails before anything is created when the `--claims` class cannot bind them.
-pub(super) async fn check_class(client: &Client, class: &str) -> anyhow::Result<()> {
+/// Checks that claims of `class` can bind; gives its provisioner.
+pub(super) async fn check_class(client: &Client, class: &str) -> anyhow::Result<String> {
     let api: Api<StorageClass> = Api::all(client.clone());
     let found = api.get_opt(class).await.map_err(|e| user(format!("reading StorageClass {class}: {e}")))?;
-    match class_cannot_bind(class, found.as_ref()) {
-        Some(why) => Err(user(why)),
-        None => Ok(()),
+    match (class_cannot_bind(class, found.as_ref()), found) {
+        (Some(why), _) => Err(user(why)),
+        (None, found) => Ok(found.map(|c| c.provisioner).unwrap_or_default()),
     }
 }
 
@@ -298,15 +379,17 @@ pub(super) fn spawn_claim_watch(
 /// cleanup failed, the error to exit with after printing it.
 pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, Option<String>)> {
     let (client, url, _) = a.kube.connect(REQUEST_TIMEOUT).await?;
-    if let Workload::Claims { class, .. } = w {
-        check_class(&client, class).await?;
-    }
+    let provisioner = match w {
+        Workload::Claims { class, .. } => check_class(&client, class).await?,
+        Workload::Pairs(_) => String::new(),
+    };
     ensure_namespace(&client, &a.namespace).await?;
 
     let run = run_id();
     let n = w.claims();
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &a.namespace);
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let events: Api<CoreEvent> = Api::namespaced(client.clone(), &a.namespace);
     let seen = Arc::new(Mutex::new(Seen::default()));
     let (count_tx, mut count_rx) = tokio::sync::watch::channel(0usize);
     let (watch_task, ready) = spawn_claim_watch(claims.clone(), &run, seen.clone(), count_tx);
@@ -350,12 +433,14 @@ pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Resul
         for_each_bounded(n, a.concurrency, Some(&pacer), |i| {
             let (api, obj, created) = (claims.clone(), pvc_object(&run, i, w), created.clone());
             let pv = pv_objects.lock().unwrap_or_else(|p| p.into_inner()).get_mut(i).and_then(Option::take);
-            let pv_api = pvs.clone();
+            let (pv_api, events, provisioner) = (pvs.clone(), events.clone(), provisioner.clone());
+            let provision = bind_itself && matches!(w, Workload::Claims { .. });
             async move {
                 created.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(Instant::now());
                 let pvc = create_with_retry(api.clone(), obj.map_err(|e| e.to_string())?, format!("claim {i}")).await?;
                 match pv {
                     Some(pv) => bind_pair(pv_api, api, pv, pvc).await,
+                    None if provision => provision_claim(pv_api, api, events, pvc, &provisioner).await,
                     None => Ok(()),
                 }
             }
@@ -443,10 +528,11 @@ pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Resul
             "{} in namespace {} at {url}{}",
             w.describe(),
             a.namespace,
-            if a.bind_itself {
-                ", bound by the bench itself (the five writes a controller makes per pair)"
-            } else {
-                ""
+            match (a.bind_itself, w) {
+                (true, Workload::Pairs(_)) => ", bound by the bench itself (the five writes a controller makes per pair)",
+                (true, Workload::Claims { .. }) =>
+                    ", provisioned and bound by the bench itself (the requests a controller makes per provisioned claim)",
+                (false, _) => "",
             }
         ),
         n,
