@@ -6,11 +6,13 @@
 # workloads:
 #   - `bench --pairs N`: N static pairs;
 #   - `bench --claims N --class bench-hostpath`: N claims provisioned by the host-path plugin;
-# and the API server's ceiling: `bench --pairs N --bind-itself` on a fresh control plane with no
-# controller, the bench making exactly the five writes per pair a controller makes (the new volume's phase
-# Available, then the four of the bind) itself, with 32, 64, 128 and 256
-# pairs in flight (CEILING_CONCURRENCY="..." to change the list; each on a fresh control plane):
-# the ceiling is the best of them, reported with the concurrency that reached it.
+# and the API server's ceiling for each workload, on a fresh control plane with no controller:
+# `bench --pairs N --bind-itself`, the bench making exactly the five writes per pair a controller
+# makes (the new volume's phase Available, then the four of the bind) itself, and `bench --claims N
+# --class bench-hostpath --bind-itself`, the bench making the requests a controller makes per
+# provisioned claim; each with 32, 64, 128 and 256 in flight (CEILING_CONCURRENCY="..." to change
+# the list; each on a fresh control plane): the ceiling is the best of them, reported with the
+# concurrency that reached it.
 #
 #   scripts/bench-vs-upstream.sh N [--pairs-only | --claims-only] [--upstream-qps Q] [--upstream-window D]
 #                                [--no-cleanup] [--keep-logs DIR] [--plot DIR]
@@ -23,14 +25,13 @@
 # of N were Bound, its binds/s over the window and its percentiles over the claims it bound. For
 # sizes where upstream would take hours (its matching scans every volume of a class for each
 # claim, so its binds/s fall as N grows).
-# --pairs-only and --claims-only run one workload (--claims-only skips the ceiling, which is for
-# static pairs). --no-cleanup passes --keep to every bench: nothing is timed after the last bind,
+# --pairs-only and --claims-only run one workload (and its ceiling). --no-cleanup passes --keep to every bench: nothing is timed after the last bind,
 # and each control plane is torn down right after its run anyway, so this only skips the
 # deletes, which upstream makes at its client's QPS 20 (about 1,000 s for 10,000 pairs).
 # --plot DIR is where the charts go (default: the --keep-logs DIR if given, else the current
 # directory): one SVG per workload, bench-vs-upstream-WORKLOAD-N.svg, with every claim's time to
-# Bound (logarithmic scale) against its creation time for upstream, ours and, for the static
-# pairs, the best ceiling run, one colour each (`bench --plot-data` for each run, then `bench plot`).
+# Bound (logarithmic scale) against its creation time for upstream, ours and the workload's best
+# ceiling run, one colour each (`bench --plot-data` for each run, then `bench plot`).
 #
 # Prints one JSON report per run (bench -o json, with the controller's CPU seconds and peak RSS
 # added as controllerCpuSeconds / controllerPeakRssBytes), the charts' paths, a table, and as its last line:
