@@ -305,8 +305,8 @@ where
     Ok(())
 }
 
-/// Fails before anything is created when the `--claims` class cannot bind them.
-/// Checks that claims of `class` can bind; gives its provisioner.
+/// Fails before anything is created when the `--claims` class cannot bind them; else gives the
+/// class's provisioner (which `--bind-itself` names as a provisioner would).
 pub(super) async fn check_class(client: &Client, class: &str) -> anyhow::Result<String> {
     let api: Api<StorageClass> = Api::all(client.clone());
     let found = api.get_opt(class).await.map_err(|e| user(format!("reading StorageClass {class}: {e}")))?;
