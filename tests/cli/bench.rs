@@ -314,6 +314,10 @@ fn the_ceilings_make_the_controllers_requests_themselves() {
             let pa = pv.metadata.annotations.clone().unwrap_or_default();
             assert_eq!(pa.get("pv.kubernetes.io/provisioned-by").map(String::as_str), Some("kubernetes.io/host-path"));
             assert_eq!(pv.spec.as_ref().unwrap().storage_class_name.as_deref(), Some("local"));
+            // The class's reclaim policy, and the finalizer that guards a volume to be deleted.
+            assert_eq!(pv.spec.as_ref().unwrap().persistent_volume_reclaim_policy.as_deref(), Some("Delete"));
+            let finalizers = pv.metadata.finalizers.clone().unwrap_or_default();
+            assert!(finalizers.iter().any(|f| f == "kubernetes.io/pv-controller"), "{finalizers:?}");
         }
         let events: Vec<Event> = Api::namespaced(client, "ceiling").list(&Default::default()).await.unwrap().items;
         let provisioned = events.iter().filter(|e| e.reason.as_deref() == Some("ProvisioningSucceeded")).count();

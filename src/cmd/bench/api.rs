@@ -187,8 +187,13 @@ pub(super) async fn provision_claim(
     claims: Api<PersistentVolumeClaim>,
     events: Api<CoreEvent>,
     mut pvc: PersistentVolumeClaim,
-    provisioner: &str,
+    class: &StorageClass,
 ) -> Result<(), String> {
+    let provisioner = class.provisioner.as_str();
+    // A provisioned volume takes its class's reclaim policy; the controller's finalizer guards the
+    // asset of one it will delete.
+    let policy = class.reclaim_policy.as_deref().unwrap_or("Delete");
+    let finalizers: &[&str] = if policy == "Delete" { &["kubernetes.io/pv-controller"] } else { &[] };
     let pp = PostParams::default();
     let pvc_name = pvc.metadata.name.clone().unwrap_or_default();
     let pv_name = format!("pvc-{}", pvc.metadata.uid.as_deref().unwrap_or_default());
@@ -208,13 +213,13 @@ pub(super) async fn provision_claim(
             "annotations": {"kubernetes.io/createdby": "hostpath-dynamic-provisioner",
                             "pv.kubernetes.io/bound-by-controller": "yes",
                             "pv.kubernetes.io/provisioned-by": provisioner},
-            "finalizers": ["kubernetes.io/pv-controller"],
+            "finalizers": finalizers,
         },
         "spec": {
             "accessModes": spec.access_modes,
             "capacity": {"storage": spec.resources.and_then(|r| r.requests).and_then(|r| r.get("storage").cloned())},
             "hostPath": {"path": format!("/var/lib/pv-controller-bench/{pv_name}")},
-            "persistentVolumeReclaimPolicy": "Delete",
+            "persistentVolumeReclaimPolicy": policy,
             "storageClassName": spec.storage_class_name,
             "claimRef": claim_reference(&pvc),
         },
@@ -306,13 +311,14 @@ where
 }
 
 /// Fails before anything is created when the `--claims` class cannot bind them; else gives the
-/// class's provisioner (which `--bind-itself` names as a provisioner would).
-pub(super) async fn check_class(client: &Client, class: &str) -> anyhow::Result<String> {
+/// class (`--bind-itself` provisions as its provisioner would).
+pub(super) async fn check_class(client: &Client, class: &str) -> anyhow::Result<StorageClass> {
     let api: Api<StorageClass> = Api::all(client.clone());
     let found = api.get_opt(class).await.map_err(|e| user(format!("reading StorageClass {class}: {e}")))?;
     match (class_cannot_bind(class, found.as_ref()), found) {
         (Some(why), _) => Err(user(why)),
-        (None, found) => Ok(found.map(|c| c.provisioner).unwrap_or_default()),
+        (None, Some(found)) => Ok(found),
+        (None, None) => Err(user(format!("--class {class}: StorageClass {class:?} does not exist"))),
     }
 }
 
@@ -379,9 +385,9 @@ pub(super) fn spawn_claim_watch(
 /// cleanup failed, the error to exit with after printing it.
 pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Result<(Report, Option<String>)> {
     let (client, url, _) = a.kube.connect(REQUEST_TIMEOUT).await?;
-    let provisioner = match w {
-        Workload::Claims { class, .. } => check_class(&client, class).await?,
-        Workload::Pairs(_) => String::new(),
+    let class = match w {
+        Workload::Claims { class, .. } => Some(Arc::new(check_class(&client, class).await?)),
+        Workload::Pairs(_) => None,
     };
     ensure_namespace(&client, &a.namespace).await?;
 
@@ -433,15 +439,16 @@ pub(super) async fn against_server(a: &BenchArgs, w: &Workload) -> anyhow::Resul
         for_each_bounded(n, a.concurrency, Some(&pacer), |i| {
             let (api, obj, created) = (claims.clone(), pvc_object(&run, i, w), created.clone());
             let pv = pv_objects.lock().unwrap_or_else(|p| p.into_inner()).get_mut(i).and_then(Option::take);
-            let (pv_api, events, provisioner) = (pvs.clone(), events.clone(), provisioner.clone());
-            let provision = bind_itself && matches!(w, Workload::Claims { .. });
+            let (pv_api, events, class) = (pvs.clone(), events.clone(), class.clone());
             async move {
                 created.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(Instant::now());
                 let pvc = create_with_retry(api.clone(), obj.map_err(|e| e.to_string())?, format!("claim {i}")).await?;
                 match pv {
                     Some(pv) => bind_pair(pv_api, api, pv, pvc).await,
-                    None if provision => provision_claim(pv_api, api, events, pvc, &provisioner).await,
-                    None => Ok(()),
+                    None => match class.filter(|_| bind_itself) {
+                        Some(class) => provision_claim(pv_api, api, events, pvc, &class).await,
+                        None => Ok(()),
+                    },
                 }
             }
         })
