@@ -103,6 +103,9 @@ one() {
   kubectl_apply_class "$kc"
   case "$controller" in
     upstream)
+      # Upstream's in-tree host-path provisioner makes its directories under /tmp/hostpath_pv,
+      # whatever the class says; the ones this run adds are removed after it (below).
+      ls /tmp/hostpath_pv 2>/dev/null | sort >"$WORK/$name.hostpath-before" || true
       # As kubeadm runs it (own credentials per controller), the binder alone.
       "$KCM" --kubeconfig="$CLUSTER/kcm.kubeconfig" --controllers=persistentvolume-binder-controller \
         --use-service-account-credentials=true --service-account-private-key-file="$CLUSTER/pki/sa.key" \
@@ -148,6 +151,10 @@ one() {
     kill -0 "$CTRL_PID" 2>/dev/null || { echo "bench-vs-upstream: the $controller controller exited: $(tail -5 "$WORK/$name.controller.log")" >&2; exit 1; }
     cpu="$(cpu_seconds "$CTRL_PID")" rss="$(peak_rss "$CTRL_PID")"
     kill "$CTRL_PID"; wait "$CTRL_PID" 2>/dev/null || true; CTRL_PID=""
+    if [[ "$controller" == upstream ]]; then
+      comm -13 "$WORK/$name.hostpath-before" <(ls /tmp/hostpath_pv 2>/dev/null | sort) \
+        | while read -r d; do rm -rf "/tmp/hostpath_pv/$d"; done
+    fi
   fi
   python3 - "$WORK/$name.json" "$controller" "$cpu" "$rss" "$concurrency" "$([[ "$controller" == upstream ]] && echo "$QPS")" "$partial" >>"$WORK/reports" <<'EOF'
 import json, sys
