@@ -1,6 +1,8 @@
 //! Against an API server: creating the run's objects with bounded concurrency and rate, watching claims to Bound.
 
 use super::*;
+use pv_model::annotations as ann;
+use pv_model::helpers::{claim_reference, set_annotation};
 
 /// Hands out creation slots at `rate` per second (0: no pacing), shared by PVs and claims.
 pub(super) struct Pacer {
@@ -154,26 +156,9 @@ pub(super) async fn bind_pair(
         (pv.metadata.name.clone().unwrap_or_default(), pvc.metadata.name.clone().unwrap_or_default());
     let write = |what: &str, e: kube::Error| format!("binding {pvc_name} to {pv_name}: {what}: {e}");
     pv.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_reference(&pvc));
-    set_annotation(&mut pv.metadata, "pv.kubernetes.io/bound-by-controller", "yes");
+    set_annotation(&mut pv.metadata, ann::BOUND_BY_CONTROLLER, "yes");
     let pv = pvs.replace(&pv_name, &pp, &pv).await.map_err(|e| write("PV claimRef", e))?;
     finish_bind(pvs, claims, pv, pvc).await
-}
-
-/// A reference to `claim`, as a volume's claimRef names it.
-fn claim_reference(claim: &PersistentVolumeClaim) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("PersistentVolumeClaim".into()),
-        namespace: claim.metadata.namespace.clone(),
-        name: claim.metadata.name.clone(),
-        uid: claim.metadata.uid.clone(),
-        resource_version: claim.metadata.resource_version.clone(),
-        ..Default::default()
-    }
-}
-
-fn set_annotation(m: &mut kube::api::ObjectMeta, key: &str, value: &str) {
-    m.annotations.get_or_insert_with(Default::default).insert(key.into(), value.into());
 }
 
 /// With `--claims --bind-itself`: provisions `pvc` as a controller's in-process provisioner does,
@@ -193,13 +178,13 @@ pub(super) async fn provision_claim(
     // A provisioned volume takes its class's reclaim policy; the controller's finalizer guards the
     // asset of one it will delete.
     let policy = class.reclaim_policy.as_deref().unwrap_or("Delete");
-    let finalizers: &[&str] = if policy == "Delete" { &["kubernetes.io/pv-controller"] } else { &[] };
+    let finalizers: &[&str] = if policy == "Delete" { &[pv_model::finalizers::PV_CONTROLLER] } else { &[] };
     let pp = PostParams::default();
     let pvc_name = pvc.metadata.name.clone().unwrap_or_default();
     let pv_name = format!("pvc-{}", pvc.metadata.uid.as_deref().unwrap_or_default());
     let write = |what: &str, e: kube::Error| format!("provisioning {pvc_name}: {what}: {e}");
-    set_annotation(&mut pvc.metadata, "volume.beta.kubernetes.io/storage-provisioner", provisioner);
-    set_annotation(&mut pvc.metadata, "volume.kubernetes.io/storage-provisioner", provisioner);
+    set_annotation(&mut pvc.metadata, ann::BETA_STORAGE_PROVISIONER, provisioner);
+    set_annotation(&mut pvc.metadata, ann::STORAGE_PROVISIONER, provisioner);
     let pvc = claims.replace(&pvc_name, &pp, &pvc).await.map_err(|e| write("claim provisioner", e))?;
     match pvs.get_opt(&pv_name).await {
         Ok(None) => {}
@@ -210,9 +195,9 @@ pub(super) async fn provision_claim(
     let pv: PersistentVolume = serde_json::from_value(json!({
         "metadata": {
             "name": pv_name,
-            "annotations": {"kubernetes.io/createdby": "hostpath-dynamic-provisioner",
-                            "pv.kubernetes.io/bound-by-controller": "yes",
-                            "pv.kubernetes.io/provisioned-by": provisioner},
+            "annotations": {ann::CREATED_BY: "hostpath-dynamic-provisioner",
+                            ann::BOUND_BY_CONTROLLER: "yes",
+                            ann::PROVISIONED_BY: provisioner},
             "finalizers": finalizers,
         },
         "spec": {
@@ -233,7 +218,7 @@ pub(super) async fn provision_claim(
         "reason": "ProvisioningSucceeded",
         "message": format!("Successfully provisioned volume {pv_name} using {provisioner}"),
         "type": "Normal",
-        "source": {"component": "persistentvolume-controller"},
+        "source": {"component": ann::EVENT_COMPONENT},
         "count": 1,
     }))
     .map_err(|e| format!("provisioning {pvc_name}: {e}"))?;
@@ -259,8 +244,8 @@ async fn finish_bind(
 
     pvc.spec.get_or_insert_with(Default::default).volume_name = Some(pv_name.clone());
     let annotations = pvc.metadata.annotations.get_or_insert_with(Default::default);
-    annotations.insert("pv.kubernetes.io/bind-completed".into(), yes());
-    annotations.insert("pv.kubernetes.io/bound-by-controller".into(), yes());
+    annotations.insert(ann::BIND_COMPLETED.into(), yes());
+    annotations.insert(ann::BOUND_BY_CONTROLLER.into(), yes());
     let mut pvc = claims.replace(&pvc_name, &pp, &pvc).await.map_err(|e| write("claim volumeName", e))?;
     let pv_spec = pv.spec.unwrap_or_default();
     let status = pvc.status.get_or_insert_with(Default::default);

@@ -34,9 +34,7 @@
 use super::user;
 use clap::Args;
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{
-    Event as CoreEvent, Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim,
-};
+use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher::{self, watcher, Event};
