@@ -488,6 +488,115 @@ async fn provisioned_claims_created_and_deleted_leave_metrics_equal_to_the_api()
     server.shutdown().await.unwrap();
 }
 
+/// Request counts by HTTP method.
+type ByMethod = std::collections::BTreeMap<String, f64>;
+
+/// The requests `run`'s client made so far, by HTTP method (every code).
+async fn requests_by_method(r: &Replica) -> ByMethod {
+    let m = r.metrics().await;
+    let mut by = ByMethod::new();
+    for l in m.lines().filter(|l| l.starts_with("rest_client_requests_total{")) {
+        let method = l.split("method=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or("?");
+        let v: f64 = l.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        *by.entry(method.to_string()).or_insert(0.0) += v;
+    }
+    by
+}
+
+/// What a bind costs the API server: a new volume one write (its phase), a static bind four
+/// (the volume's claimRef and phase, the claim's volumeName and phase), a provisioned claim the
+/// provisioner's annotation, a lookup of the volume it is about to create, the volume's and its
+/// event's creates, then the bind's last three writes: no other read, no no-op write, and
+/// nothing more at the resyncs after (the pairs are settled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bind_makes_only_the_requests_it_needs() {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    const N: usize = 12;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    let pp = PostParams::default();
+    let class: StorageClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete"}))
+    .unwrap();
+    Api::<StorageClass>::all(c.clone()).create(&pp, &class).await.unwrap();
+    let root = dir.path().join("volumes");
+    let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), &["--hostpath-root", root.to_str().unwrap()]);
+    let pvs = Api::<PersistentVolume>::all(c.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default");
+    let ready = eventually("/readyz", Duration::from_secs(20), || async {
+        http_get(r.metrics, "/readyz").await.map(|(s, _)| s) == Some(200)
+    })
+    .await;
+    assert!(ready, "controller log:\n{}", r.logs());
+    let delta = |before: &ByMethod, after: &ByMethod| {
+        let mut d = after.clone();
+        for (k, v) in before {
+            *d.entry(k.clone()).or_insert(0.0) -= v;
+        }
+        d.retain(|_, v| *v != 0.0);
+        d
+    };
+    let want =
+        |pairs: &[(&str, usize)]| -> ByMethod { pairs.iter().map(|(m, n)| (m.to_string(), *n as f64)).collect() };
+    // A resync (every 2 s here) must not add requests either: wait past two.
+    let settle = || tokio::time::sleep(Duration::from_secs(5));
+
+    let start = requests_by_method(&r).await;
+    for i in 0..N {
+        pvs.create(&pp, &pv(&format!("pv-{i}"))).await.unwrap();
+    }
+    let available = eventually("every PV Available", Duration::from_secs(30), || async {
+        let list = pvs.list(&Default::default()).await.unwrap();
+        list.items.iter().filter(|v| v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available")).count()
+            == N
+    })
+    .await;
+    assert!(available, "controller log:\n{}", r.logs());
+    settle().await;
+    let after_volumes = requests_by_method(&r).await;
+    assert_eq!(delta(&start, &after_volumes), want(&[("PUT", N)]), "new volumes; log:\n{}", r.logs());
+
+    for i in 0..N {
+        claims.create(&pp, &pvc(&format!("claim-{i}"))).await.unwrap();
+    }
+    for i in 0..N {
+        let bound = eventually("the static claims Bound", Duration::from_secs(30), || async {
+            claim_bound_to(&c, &format!("claim-{i}")).await.is_some()
+        })
+        .await;
+        assert!(bound, "controller log:\n{}", r.logs());
+    }
+    settle().await;
+    let after_static = requests_by_method(&r).await;
+    assert_eq!(delta(&after_volumes, &after_static), want(&[("PUT", 4 * N)]), "static binds; log:\n{}", r.logs());
+
+    for i in 0..N {
+        let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("dyn-{i}"), "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                     "resources": {"requests": {"storage": "1Gi"}}}}))
+        .unwrap();
+        claims.create(&pp, &claim).await.unwrap();
+    }
+    for i in 0..N {
+        let bound = eventually("the provisioned claims Bound", Duration::from_secs(30), || async {
+            claim_bound_to(&c, &format!("dyn-{i}")).await.is_some()
+        })
+        .await;
+        assert!(bound, "controller log:\n{}", r.logs());
+    }
+    settle().await;
+    let after_dynamic = requests_by_method(&r).await;
+    assert_eq!(
+        delta(&after_static, &after_dynamic),
+        want(&[("GET", N), ("POST", 2 * N), ("PUT", 4 * N)]),
+        "provisioned claims; log:\n{}",
+        r.logs()
+    );
+    server.shutdown().await.unwrap();
+}
+
 /// `/debug/caches` lists every volume and claim the controller caches with the
 /// resourceVersion it holds: after binding they are the API server's objects and versions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
