@@ -164,15 +164,34 @@ fn pv(name: &str) -> PersistentVolume {
 }
 
 fn pvc(name: &str) -> PersistentVolumeClaim {
+    pvc_of_class(name, "manual")
+}
+
+fn pvc_of_class(name: &str, class: &str) -> PersistentVolumeClaim {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "manual",
+            "storageClassName": class,
             "resources": {"requests": {"storage": "1Gi"}}
         }
     }))
     .unwrap()
+}
+
+/// The API server with a host-path StorageClass `local` (reclaim policy Delete) and a replica
+/// that provisions its volumes under the test's directory.
+async fn start_with_local_class(dir: &Path) -> (Cluster, Client, Replica) {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let server = start_server(dir, "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    let class: StorageClass = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete"}))
+    .unwrap();
+    Api::<StorageClass>::all(c.clone()).create(&PostParams::default(), &class).await.unwrap();
+    let root = dir.join("volumes");
+    let r = Replica::start(dir, "a", server.kubeconfig_path(), &["--hostpath-root", root.to_str().unwrap()]);
+    (server, c, r)
 }
 
 async fn create_pair(c: &Client, volume: &str, claim: &str) {
@@ -432,31 +451,16 @@ fn metric_sum(text: &str, name: &str) -> f64 {
 /// finalizer); afterwards `/metrics` must count exactly the PVs and PVCs the API server has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provisioned_claims_created_and_deleted_leave_metrics_equal_to_the_api() {
-    use k8s_openapi::api::storage::v1::StorageClass;
     let n: usize = std::env::var("PV_SOAK_CLAIMS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
     let dir = tempfile::tempdir().unwrap();
-    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
-    let c = client(server.kubeconfig_path()).await;
+    let (server, c, r) = start_with_local_class(dir.path()).await;
     let pp = PostParams::default();
-    let class: StorageClass = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete"}))
-    .unwrap();
-    Api::<StorageClass>::all(c.clone()).create(&pp, &class).await.unwrap();
-    let root = dir.path().join("volumes");
-    let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), &["--hostpath-root", root.to_str().unwrap()]);
     let claims = Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default");
     let pvs = Api::<PersistentVolume>::all(c.clone());
-    let claim = |name: String| -> PersistentVolumeClaim {
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
-                     "resources": {"requests": {"storage": "1Gi"}}}}))
-        .unwrap()
-    };
-    claims.create(&pp, &claim("keep".into())).await.unwrap();
+    claims.create(&pp, &pvc_of_class("keep", "local")).await.unwrap();
     for round in 0..3 {
         for i in 0..n {
-            claims.create(&pp, &claim(format!("c{round}-{i}"))).await.unwrap();
+            claims.create(&pp, &pvc_of_class(&format!("c{round}-{i}"), "local")).await.unwrap();
         }
         let all_bound = eventually("every claim Bound", Duration::from_secs(60), || async {
             let list = claims.list(&Default::default()).await.unwrap();
@@ -510,18 +514,10 @@ async fn requests_by_method(r: &Replica) -> ByMethod {
 /// nothing more at the resyncs after (the pairs are settled).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bind_makes_only_the_requests_it_needs() {
-    use k8s_openapi::api::storage::v1::StorageClass;
     const N: usize = 12;
     let dir = tempfile::tempdir().unwrap();
-    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
-    let c = client(server.kubeconfig_path()).await;
+    let (server, c, r) = start_with_local_class(dir.path()).await;
     let pp = PostParams::default();
-    let class: StorageClass = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete"}))
-    .unwrap();
-    Api::<StorageClass>::all(c.clone()).create(&pp, &class).await.unwrap();
-    let root = dir.path().join("volumes");
-    let r = Replica::start(dir.path(), "a", server.kubeconfig_path(), &["--hostpath-root", root.to_str().unwrap()]);
     let pvs = Api::<PersistentVolume>::all(c.clone());
     let claims = Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default");
     let ready = eventually("/readyz", Duration::from_secs(20), || async {
@@ -572,12 +568,7 @@ async fn a_bind_makes_only_the_requests_it_needs() {
     assert_eq!(delta(&after_volumes, &after_static), want(&[("PUT", 4 * N)]), "static binds; log:\n{}", r.logs());
 
     for i in 0..N {
-        let claim: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": format!("dyn-{i}"), "namespace": "default"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
-                     "resources": {"requests": {"storage": "1Gi"}}}}))
-        .unwrap();
-        claims.create(&pp, &claim).await.unwrap();
+        claims.create(&pp, &pvc_of_class(&format!("dyn-{i}"), "local")).await.unwrap();
     }
     for i in 0..N {
         let bound = eventually("the provisioned claims Bound", Duration::from_secs(30), || async {
