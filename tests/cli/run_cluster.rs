@@ -553,30 +553,28 @@ async fn a_bind_makes_only_the_requests_it_needs() {
     let after_volumes = requests_by_method(&r).await;
     assert_eq!(delta(&start, &after_volumes), want(&[("PUT", N)]), "new volumes; log:\n{}", r.logs());
 
-    for i in 0..N {
-        claims.create(&pp, &pvc(&format!("claim-{i}"))).await.unwrap();
-    }
-    for i in 0..N {
-        let bound = eventually("the static claims Bound", Duration::from_secs(30), || async {
-            claim_bound_to(&c, &format!("claim-{i}")).await.is_some()
-        })
-        .await;
-        assert!(bound, "controller log:\n{}", r.logs());
-    }
+    // Creates the claims `{prefix}-{i}` of `class` and waits until every one is Bound.
+    let bind_claims = |prefix: &'static str, class: &'static str| {
+        let (c, claims, pp, r) = (&c, &claims, &pp, &r);
+        async move {
+            for i in 0..N {
+                claims.create(pp, &pvc_of_class(&format!("{prefix}-{i}"), class)).await.unwrap();
+            }
+            for i in 0..N {
+                let bound = eventually(&format!("{prefix}-{i} Bound"), Duration::from_secs(30), || async {
+                    claim_bound_to(c, &format!("{prefix}-{i}")).await.is_some()
+                })
+                .await;
+                assert!(bound, "controller log:\n{}", r.logs());
+            }
+        }
+    };
+    bind_claims("claim", "manual").await;
     settle().await;
     let after_static = requests_by_method(&r).await;
     assert_eq!(delta(&after_volumes, &after_static), want(&[("PUT", 4 * N)]), "static binds; log:\n{}", r.logs());
 
-    for i in 0..N {
-        claims.create(&pp, &pvc_of_class(&format!("dyn-{i}"), "local")).await.unwrap();
-    }
-    for i in 0..N {
-        let bound = eventually("the provisioned claims Bound", Duration::from_secs(30), || async {
-            claim_bound_to(&c, &format!("dyn-{i}")).await.is_some()
-        })
-        .await;
-        assert!(bound, "controller log:\n{}", r.logs());
-    }
+    bind_claims("dyn", "local").await;
     settle().await;
     let after_dynamic = requests_by_method(&r).await;
     assert_eq!(
