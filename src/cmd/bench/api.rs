@@ -238,14 +238,12 @@ async fn finish_bind(
     let (pv_name, pvc_name) =
         (pv.metadata.name.clone().unwrap_or_default(), pvc.metadata.name.clone().unwrap_or_default());
     let write = |what: &str, e: kube::Error| format!("binding {pvc_name} to {pv_name}: {what}: {e}");
-    let yes = || "yes".to_string();
     pv.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
     let pv = pvs.replace_status(&pv_name, &pp, &pv).await.map_err(|e| write("PV status", e))?;
 
     pvc.spec.get_or_insert_with(Default::default).volume_name = Some(pv_name.clone());
-    let annotations = pvc.metadata.annotations.get_or_insert_with(Default::default);
-    annotations.insert(ann::BIND_COMPLETED.into(), yes());
-    annotations.insert(ann::BOUND_BY_CONTROLLER.into(), yes());
+    set_annotation(&mut pvc.metadata, ann::BIND_COMPLETED, "yes");
+    set_annotation(&mut pvc.metadata, ann::BOUND_BY_CONTROLLER, "yes");
     let mut pvc = claims.replace(&pvc_name, &pp, &pvc).await.map_err(|e| write("claim volumeName", e))?;
     let pv_spec = pv.spec.unwrap_or_default();
     let status = pvc.status.get_or_insert_with(Default::default);
@@ -300,11 +298,7 @@ where
 pub(super) async fn check_class(client: &Client, class: &str) -> anyhow::Result<StorageClass> {
     let api: Api<StorageClass> = Api::all(client.clone());
     let found = api.get_opt(class).await.map_err(|e| user(format!("reading StorageClass {class}: {e}")))?;
-    match (class_cannot_bind(class, found.as_ref()), found) {
-        (Some(why), _) => Err(user(why)),
-        (None, Some(found)) => Ok(found),
-        (None, None) => Err(user(format!("--class {class}: StorageClass {class:?} does not exist"))),
-    }
+    bindable_class(class, found).map_err(user)
 }
 
 pub(super) async fn ensure_namespace(client: &Client, name: &str) -> anyhow::Result<()> {

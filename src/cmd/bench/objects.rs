@@ -44,26 +44,26 @@ pub fn pvc_object(run: &str, i: usize, w: &Workload) -> Result<PersistentVolumeC
     }))
 }
 
-/// Why claims of this class can never become Bound without more than the controller, if so: a
+/// The class, if its claims can become Bound with nothing but the controller; else why not: a
 /// class that does not exist, binds on first consumer (nothing schedules the bench's claims),
 /// or names no provisioner.
-pub fn class_cannot_bind(class: &str, found: Option<&StorageClass>) -> Option<String> {
+pub fn bindable_class(class: &str, found: Option<StorageClass>) -> Result<StorageClass, String> {
     let Some(c) = found else {
-        return Some(format!("--class {class}: StorageClass {class:?} does not exist"));
+        return Err(format!("--class {class}: StorageClass {class:?} does not exist"));
     };
     if c.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer") {
-        return Some(format!(
+        return Err(format!(
             "--class {class}: StorageClass {class:?} has volumeBindingMode WaitForFirstConsumer: its claims stay \
              Pending until a pod that uses them is scheduled, and the bench creates no pods; use a class with \
              volumeBindingMode Immediate"
         ));
     }
     if c.provisioner == "kubernetes.io/no-provisioner" {
-        return Some(format!(
+        return Err(format!(
             "--class {class}: StorageClass {class:?} has provisioner {}: nothing provisions its claims; use \
              --pairs for static volumes",
             c.provisioner
         ));
     }
-    None
+    Ok(c)
 }
