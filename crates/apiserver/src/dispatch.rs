@@ -16,7 +16,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
-use pv_store::StoreError;
+use pv_store::{Pending, StoreError};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -202,23 +202,31 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                         }
                     }
                     Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
-                        // A write returns once it is durable: the wait (a group commit's fsync, or
-                        // the commit before it) runs off the async workers, so they keep reading
-                        // requests, and those join the next batch.
+                        // A write is worked out off the async workers (decoding and validating a
+                        // body may take a while), so they keep reading requests; its answer goes
+                        // once the write is durable, awaited without holding a thread, while the
+                        // group commit it joined runs.
                         let ct = ct.to_string();
-                        st.writes
+                        let store = st.store.clone();
+                        let (reply, pending) = st
+                            .writes
                             .clone()
                             .spawn_blocking(move || match method {
                                 Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
                                 Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
                                 Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
-                                _ if t.name.is_some() => handlers::delete(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
-                                _ => handlers::delete_collection(&st, &t, &q, &bytes).map(|r| (r, Vec::new())),
+                                _ if t.name.is_some() => {
+                                    handlers::delete(&st, &t, &q, &bytes).map(|(r, p)| ((r, Vec::new()), p))
+                                }
+                                _ => handlers::delete_collection(&st, &t, &q, &bytes)
+                                    .map(|r| ((r, Vec::new()), Pending::default())),
                             })
                             .await
                             .map_err(|e| {
                                 ApiError::Store(StoreError::Internal(format!("request handler failed: {e}")))
-                            })??
+                            })??;
+                        pending.durable(&store).await?;
+                        reply
                     }
                     _ => return Err(ApiError::MethodNotAllowed),
                 };

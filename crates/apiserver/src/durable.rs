@@ -458,4 +458,80 @@ mod tests {
         }
         assert!(w.try_recv().is_err());
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tasks_awaiting_durability_share_commits_and_every_write_survives_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = std::sync::Arc::new(store_at(dir.path()));
+            let mut w = s.watch("persistentvolumes", None, Some(0)).unwrap();
+            let tasks: Vec<_> = (0..64)
+                .map(|t| {
+                    let s = s.clone();
+                    tokio::spawn(async move {
+                        for i in 0..10 {
+                            let name = format!("a{t}-{i}");
+                            let o =
+                                s.create_written("persistentvolumes", pv(&name)).unwrap().durable(&s).await.unwrap();
+                            assert_eq!(o["metadata"]["name"], name.as_str());
+                            // Answered once durable, so readers already see it.
+                            assert!(s.get("persistentvolumes", "", &name).is_ok());
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+            let mut last = 0;
+            for _ in 0..640 {
+                let ev = w.try_recv().expect("every answered write was published");
+                assert!(ev.rv > last, "events in order");
+                last = ev.rv;
+            }
+        }
+        let s = store_at(dir.path());
+        assert_eq!(s.list("persistentvolumes", &Default::default()).unwrap().0.len(), 640);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_whose_caller_gives_up_waiting_still_becomes_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = std::sync::Arc::new(store_at(dir.path()));
+        let written = s.create_written("persistentvolumes", pv("abandoned")).unwrap();
+        // The caller goes away (a client that disconnected) before its answer is awaited, and
+        // no other write comes to commit the batch.
+        drop(written.durable(&s));
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while s.get("persistentvolumes", "", "abandoned").is_err() {
+            assert!(Instant::now() < deadline, "a write writers see was never committed");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        drop(s);
+        assert!(store_at(dir.path()).get("persistentvolumes", "", "abandoned").is_ok(), "and it is on disk");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_commit_is_the_answer_of_every_task_awaiting_it() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        let (s, full) = full_disk::store(dir.path());
+        let s = std::sync::Arc::new(s);
+        full.store(true, Ordering::SeqCst);
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let s = s.clone();
+                tokio::spawn(
+                    async move { s.create_written("persistentvolumes", pv(&format!("f{i}")))?.durable(&s).await },
+                )
+            })
+            .collect();
+        for t in tasks {
+            assert_eq!(t.await.unwrap().unwrap_err().code(), 500);
+        }
+        assert_eq!(s.list("persistentvolumes", &Default::default()).unwrap().0.len(), 0, "nothing published");
+        full.store(false, Ordering::SeqCst);
+        let o = s.create_written("persistentvolumes", pv("after")).unwrap().durable(&s).await.unwrap();
+        assert_eq!(o["metadata"]["name"], "after");
+    }
 }

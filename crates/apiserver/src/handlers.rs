@@ -20,7 +20,7 @@ use crate::select::{self, FieldSelector, LabelSelector, Selectors};
 use crate::tables::{self, IncludeObject};
 use crate::AppState;
 use axum::http::StatusCode;
-use pv_store::{FieldError, FieldErrorKind, ListOptions, Object, StoreError};
+use pv_store::{FieldError, FieldErrorKind, ListOptions, Object, Pending, StoreError};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -416,8 +416,9 @@ fn generated_name(prefix: &str) -> String {
     format!("{prefix}{suffix}")
 }
 
-/// POST.
-pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Written> {
+/// POST. The answer waits for what [`Pending`] says (the write's durability), which the caller
+/// awaits.
+pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<(Written, Pending)> {
     if t.name.is_some() {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -438,15 +439,15 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
             attempt["metadata"]["name"] = json!(generated_name(&prefix));
         }
         let result = if opts.dry_run {
-            st.store.create_dry_run(t.served.plural(), attempt)
+            st.store.create_dry_run(t.served.plural(), attempt).map(|o| (o, Pending::default()))
         } else {
-            st.store.create(t.served.plural(), attempt)
+            st.store.create_written(t.served.plural(), attempt).map(pv_store::Written::split)
         };
         match result {
-            Ok(o) => {
+            Ok((o, pending)) => {
                 let mut warnings = decoded.warnings;
                 warnings.extend(crate::warnings::for_write(t.served.kind(), None, &o));
-                return Ok(((StatusCode::CREATED, out(t, &o)), warnings));
+                return Ok((((StatusCode::CREATED, out(t, &o)), warnings), pending));
             }
             Err(StoreError::AlreadyExists { .. }) if !named && !prefix.is_empty() => continue,
             Err(e) => return Err(e.into()),
@@ -455,8 +456,8 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     Err(ApiError::Store(StoreError::Internal("could not generate a unique name".into())))
 }
 
-/// PUT.
-pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Written> {
+/// PUT; the answer waits for what [`Pending`] says.
+pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<(Written, Pending)> {
     name_of(t)?;
     let status = status_write(t)?;
     let opts = write_options(q, "UpdateOptions")?;
@@ -465,22 +466,22 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     pin_identity(t, &mut obj)?;
     // The stored object, for the warnings that depend on what an update changes.
     let old = st.store.get_latest(t.served.plural(), ns_of(t), name_of(t)?).ok().map(|c| c.value());
-    let o = if t.subresource.as_deref() == Some("finalize") {
-        st.store.finalize_namespace(obj, opts.dry_run)?
+    let (o, pending) = if t.subresource.as_deref() == Some("finalize") {
+        (st.store.finalize_namespace(obj, opts.dry_run)?, Pending::default())
     } else if opts.dry_run {
-        st.store.update_dry_run(t.served.plural(), obj, status)?
+        (st.store.update_dry_run(t.served.plural(), obj, status)?, Pending::default())
     } else {
-        st.store.update(t.served.plural(), obj, status)?
+        st.store.update_written(t.served.plural(), obj, status)?.split()
     };
     let mut warnings = decoded.warnings;
     if !status {
         warnings.extend(crate::warnings::for_write(t.served.kind(), old.as_ref(), &o));
     }
-    Ok(((StatusCode::OK, out(t, &o)), warnings))
+    Ok((((StatusCode::OK, out(t, &o)), warnings), pending))
 }
 
-/// PATCH (merge, JSON, strategic, apply).
-pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<Written> {
+/// PATCH (merge, JSON, strategic, apply); the answer waits for what [`Pending`] says.
+pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Result<(Written, Pending)> {
     let name = name_of(t)?;
     let status = status_write(t)?;
     let kind = PatchKind::from_content_type(ct)?;
@@ -532,17 +533,17 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
             obj["metadata"]["resourceVersion"] = json!(current_rv);
         }
         let result = if opts.dry_run {
-            st.store.update_dry_run(t.served.plural(), obj, status)
+            st.store.update_dry_run(t.served.plural(), obj, status).map(|o| (o, Pending::default()))
         } else {
-            st.store.update(t.served.plural(), obj, status)
+            st.store.update_written(t.served.plural(), obj, status).map(pv_store::Written::split)
         };
         match result {
-            Ok(o) => {
+            Ok((o, pending)) => {
                 let mut warnings = decoded.warnings;
                 if !status {
                     warnings.extend(crate::warnings::for_write(t.served.kind(), Some(&current), &o));
                 }
-                return Ok(((StatusCode::OK, out(t, &o)), warnings));
+                return Ok((((StatusCode::OK, out(t, &o)), warnings), pending));
             }
             Err(StoreError::Conflict { .. }) if !pinned => continue,
             Err(e) => return Err(e.into()),
@@ -613,26 +614,26 @@ fn delete_options(body: &[u8], q: &Query) -> Result<DeleteOptions> {
     })
 }
 
-/// DELETE of one object.
-pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<Reply> {
+/// DELETE of one object; the answer waits for what [`Pending`] says.
+pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<(Reply, Pending)> {
     let name = name_of(t)?;
     if t.subresource.is_some() {
         return Err(ApiError::MethodNotAllowed);
     }
     let opts = delete_options(body, q)?;
     let (uid, rv) = (opts.uid.as_deref(), opts.resource_version.as_deref());
-    let o = if opts.dry_run {
-        st.store.delete_dry_run(t.served.plural(), ns_of(t), name, uid, rv)?
+    let (o, pending) = if opts.dry_run {
+        (st.store.delete_dry_run(t.served.plural(), ns_of(t), name, uid, rv)?, Pending::default())
     } else {
-        st.store.delete(t.served.plural(), ns_of(t), name, uid, rv)?
+        st.store.delete_written(t.served.plural(), ns_of(t), name, uid, rv)?.split()
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
     if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease" | "CSIStorageCapacity") {
         // Gone at once: for these kinds kube-apiserver answers with a success Status naming
         // what went (for the others, with the deleted object).
-        return Ok((StatusCode::OK, deleted_status(t, &o)));
+        return Ok(((StatusCode::OK, deleted_status(t, &o)), pending));
     }
-    Ok((StatusCode::OK, out(t, &o)))
+    Ok(((StatusCode::OK, out(t, &o)), pending))
 }
 
 /// The `Status` of a delete that removed the object at once.

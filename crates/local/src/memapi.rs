@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use pv_core::{ApiError, ClusterApi};
 use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
-use pv_store::{Store, StoreError};
+use pv_store::{Store, StoreError, Written};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,15 +84,11 @@ fn to_value<T: Serialize>(obj: &T) -> Result<serde_json::Value, ApiError> {
     serde_json::to_value(obj).map_err(|e| ApiError::Invalid(e.to_string()))
 }
 
-/// Runs a store write, which returns only once durable. On a multi-threaded runtime (`up`) the
-/// wait for the group commit happens with the worker thread handed over, so other tasks keep
-/// running and their writes join the same commit; the simulation's single-threaded runtime
-/// has no commit to wait for.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
-        _ => f(),
-    }
+/// Answers a store write once durable. The wait does not hold the task's thread (other tasks
+/// keep running and their writes join the same group commit); the simulation's store has no
+/// commit to wait for.
+async fn durable(store: &Arc<Store>, written: pv_store::Result<Written>) -> Result<Arc<serde_json::Value>, ApiError> {
+    written.map_err(map_err)?.durable(store).await.map_err(map_err)
 }
 
 fn undecodable(e: serde_json::Error) -> ApiError {
@@ -116,9 +112,14 @@ impl MemApi {
         Ok(())
     }
 
-    fn update<T: Serialize + DeserializeOwned>(&self, resource: &str, obj: &T, status: bool) -> Result<T, ApiError> {
+    async fn update<T: Serialize + DeserializeOwned + Sync>(
+        &self,
+        resource: &str,
+        obj: &T,
+        status: bool,
+    ) -> Result<T, ApiError> {
         self.count()?;
-        let v = self.wrote(blocking(|| self.store.update(resource, to_value(obj)?, status).map_err(map_err)))?;
+        let v = self.wrote(durable(&self.store, self.store.update_written(resource, to_value(obj)?, status)).await)?;
         from_value(&v)
     }
 }
@@ -131,37 +132,40 @@ impl ClusterApi for MemApi {
     }
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         self.count()?;
-        let v = self.wrote(blocking(|| self.store.create("persistentvolumes", to_value(volume)?).map_err(map_err)))?;
+        let v =
+            self.wrote(durable(&self.store, self.store.create_written("persistentvolumes", to_value(volume)?)).await)?;
         from_value(&v)
     }
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-        self.update("persistentvolumes", volume, false)
+        self.update("persistentvolumes", volume, false).await
     }
     async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-        self.update("persistentvolumes", volume, true)
+        self.update("persistentvolumes", volume, true).await
     }
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
         self.count()?;
-        self.wrote(blocking(|| {
-            self.store.delete("persistentvolumes", "", name, None, None).map(|_| ()).map_err(map_err)
-        }))
+        self.wrote(
+            durable(&self.store, self.store.delete_written("persistentvolumes", "", name, None, None))
+                .await
+                .map(|_| ()),
+        )
     }
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
         decode(&self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)
     }
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
-        self.update("persistentvolumeclaims", claim, false)
+        self.update("persistentvolumeclaims", claim, false).await
     }
     async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
-        self.update("persistentvolumeclaims", claim, true)
+        self.update("persistentvolumeclaims", claim, true).await
     }
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
         self.alive()?;
-        from_value(&*blocking(|| self.store.create("events", to_value(event)?).map_err(map_err))?)
+        from_value(&*durable(&self.store, self.store.create_written("events", to_value(event)?)).await?)
     }
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
         self.alive()?;
-        from_value(&*blocking(|| self.store.update("events", to_value(event)?, false).map_err(map_err))?)
+        from_value(&*durable(&self.store, self.store.update_written("events", to_value(event)?, false)).await?)
     }
     async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
         self.alive()?;

@@ -170,7 +170,7 @@ impl Store {
         }
         fin["spec"]["finalizers"] = Value::Array(list);
         fin["metadata"]["resourceVersion"] = json!("");
-        match self.update_inner("namespaces", fin, Part::Finalize, false) {
+        match self.update_inner("namespaces", fin, Part::Finalize, false).and_then(|w| w.wait(self)) {
             Ok(_) | Err(StoreError::NotFound { .. }) => Ok(true),
             Err(e) => Err(e),
         }
@@ -178,7 +178,7 @@ impl Store {
 
     /// Writes a namespace's `spec.finalizers` (the `finalize` subresource).
     pub fn finalize_namespace(&self, obj: Value, dry_run: bool) -> Result<Arc<Value>> {
-        self.update_inner("namespaces", obj, Part::Finalize, dry_run)
+        self.update_inner("namespaces", obj, Part::Finalize, dry_run)?.wait(self)
     }
 }
 

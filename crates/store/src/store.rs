@@ -22,6 +22,7 @@ mod delete;
 
 pub use builder::StoreBuilder;
 use commit::Durability;
+pub use commit::{Pending, Written};
 pub(crate) use content::Standing;
 
 /// Type of a watch event.
@@ -235,6 +236,8 @@ pub struct Store {
     backend: Option<Box<dyn Backend>>,
     durability: Mutex<Durability>,
     durable_cv: std::sync::Condvar,
+    /// Wakes writers awaiting durability asynchronously ([`Written::durable`]).
+    durable_notify: tokio::sync::Notify,
     faults: Mutex<Option<FaultInjector>>,
     past_faults: Mutex<[u64; 4]>,
     now: Box<dyn Fn() -> Timestamp + Send + Sync>,
@@ -462,16 +465,21 @@ impl Store {
     /// Creates an object through the API: server fields set, status reset for kinds with a
     /// status subresource (a PV starts Pending), validated and defaulted.
     pub fn create(&self, resource: &str, obj: Value) -> Result<Arc<Value>> {
+        self.create_inner(resource, obj, false)?.wait(self)
+    }
+
+    /// [`Store::create`] whose caller awaits durability itself, with [`Written::durable`].
+    pub fn create_written(&self, resource: &str, obj: Value) -> Result<Written> {
         self.create_inner(resource, obj, false)
     }
 
     /// Everything [`Store::create`] does but the write: the object it would create, or the
     /// error it would answer (AlreadyExists, Invalid, Forbidden).
     pub fn create_dry_run(&self, resource: &str, obj: Value) -> Result<Arc<Value>> {
-        self.create_inner(resource, obj, true)
+        self.create_inner(resource, obj, true)?.wait(self)
     }
 
-    fn create_inner(&self, resource: &str, mut obj: Value, dry_run: bool) -> Result<Arc<Value>> {
+    fn create_inner(&self, resource: &str, mut obj: Value, dry_run: bool) -> Result<Written> {
         let rt = Self::rt(resource)?;
         if !obj.is_object() {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
@@ -507,18 +515,13 @@ impl Store {
         self.prepare_new(&mut inner, rt, &mut obj);
         registry::of(rt).created(&mut obj, &format_time((self.now)()));
         if dry_run {
-            return Ok(Arc::new(obj));
+            return Ok(Written::settled(Arc::new(obj)));
         }
         let rv = inner.rv + 1;
         Self::stamp(&mut obj, rv);
         self.commit(&mut inner, rt, WatchEventType::Added, &ns, &name, &obj, rv)?;
         drop(inner);
-        self.wait_durable(rv)?;
-        let obj = Arc::new(obj);
-        if fault == Some(FaultKind::LostResponse) {
-            return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
-        }
-        Ok(obj)
+        Ok(Written::pending(Arc::new(obj), rv, Self::lost(fault, rt, &name)))
     }
 
     /// Loads an object as stored (status and given UID kept), as `simulate` reads a cluster's
@@ -551,16 +554,21 @@ impl Store {
     /// `metadata.resourceVersion` must be current (else 409). An update that changes nothing
     /// returns the stored object without a new version.
     pub fn update(&self, resource: &str, obj: Value, status: bool) -> Result<Arc<Value>> {
+        self.update_written(resource, obj, status)?.wait(self)
+    }
+
+    /// [`Store::update`] whose caller awaits durability itself, with [`Written::durable`].
+    pub fn update_written(&self, resource: &str, obj: Value, status: bool) -> Result<Written> {
         self.update_inner(resource, obj, if status { Part::Status } else { Part::Main }, false)
     }
 
     /// Everything [`Store::update`] does but the write: the object it would store, or the
     /// error it would answer (Conflict, Invalid, NotFound).
     pub fn update_dry_run(&self, resource: &str, obj: Value, status: bool) -> Result<Arc<Value>> {
-        self.update_inner(resource, obj, if status { Part::Status } else { Part::Main }, true)
+        self.update_inner(resource, obj, if status { Part::Status } else { Part::Main }, true)?.wait(self)
     }
 
-    pub(crate) fn update_inner(&self, resource: &str, mut obj: Value, part: Part, dry_run: bool) -> Result<Arc<Value>> {
+    pub(crate) fn update_inner(&self, resource: &str, mut obj: Value, part: Part, dry_run: bool) -> Result<Written> {
         let rt = Self::rt(resource)?;
         let status = part == Part::Status;
         if !obj.is_object() {
@@ -672,13 +680,13 @@ impl Store {
         meta_mut(&mut new).insert("resourceVersion".into(), Value::String(meta_str(&old, "resourceVersion").into()));
         if new == old || dry_run {
             if dry_run && new != old {
-                return Ok(Arc::new(new));
+                return Ok(Written::settled(Arc::new(new)));
             }
             drop(inner);
             if fault == Some(FaultKind::LostResponse) {
                 return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
             }
-            return Ok(Arc::new(old));
+            return Ok(Written::settled(Arc::new(old)));
         }
         registry::updated(rt, &old, &mut new, status, &format_time((self.now)()));
         let rv = inner.rv + 1;
@@ -687,13 +695,8 @@ impl Store {
         let kind =
             if deleting && finalizers(&new).is_empty() { WatchEventType::Deleted } else { WatchEventType::Modified };
         self.commit(&mut inner, rt, kind, &ns, &name, &new, rv)?;
-        let new = Arc::new(new);
         drop(inner);
-        self.wait_durable(rv)?;
-        if fault == Some(FaultKind::LostResponse) {
-            return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
-        }
-        Ok(new)
+        Ok(Written::pending(Arc::new(new), rv, Self::lost(fault, rt, &name)))
     }
 }
 

@@ -100,6 +100,7 @@ impl StoreBuilder {
             }),
             durability: Mutex::new(Durability::durable_at(self.snapshot.rv)),
             durable_cv: std::sync::Condvar::new(),
+            durable_notify: tokio::sync::Notify::new(),
             backend: self.backend,
             faults: Mutex::new(None),
             past_faults: Mutex::new([0; 4]),

@@ -3,11 +3,22 @@
 
 use super::{Inner, PendingWrite, Store, WatchEvent, WatchEventType};
 use crate::error::StoreError;
+use crate::faults::FaultKind;
 use crate::kinds::ResourceType;
 use crate::object::Object;
 use crate::watch::Refused;
 use crate::Result;
 use serde_json::Value;
+use std::sync::Arc;
+
+/// Runs `f`, which may block, from a task: on a multi-threaded runtime its worker hands its other
+/// tasks to another thread meanwhile.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
 
 /// Group-commit state: how far writes are durable, and whether someone is committing.
 #[derive(Default)]
@@ -30,9 +41,106 @@ impl Durability {
     fn failure_of(&self, rv: u64) -> Option<&str> {
         self.failed.iter().rev().find(|(lo, hi, _)| (*lo..=*hi).contains(&rv)).map(|(_, _, e)| e.as_str())
     }
+
+    /// The answer of the write of version `rv`, once its commit has succeeded or failed.
+    fn settled(&self, rv: u64) -> Option<Result<()>> {
+        if let Some(reason) = self.failure_of(rv) {
+            return Some(Err(StoreError::Internal(format!("the write was not persisted and is undone: {reason}"))));
+        }
+        (self.durable_rv >= rv).then_some(Ok(()))
+    }
+}
+
+/// A write applied in memory (seen by writers, not yet by readers or watchers) and the
+/// durability its answer waits for: [`Written::wait`] blocks the thread, [`Written::durable`]
+/// awaits it, so a task's write holds no thread while the batch it joined commits.
+#[must_use = "a write is answered only once durable"]
+pub struct Written {
+    value: Arc<Value>,
+    pending: Pending,
+}
+
+/// What a write's answer still waits for once its object is known: its version becoming durable,
+/// and the error it answers then in place of the object (an injected lost response).
+#[must_use = "a write is answered only once durable"]
+#[derive(Default)]
+pub struct Pending {
+    /// The version to await; `None` when nothing was written (a dry run, a no-op update).
+    rv: Option<u64>,
+    lost: Option<StoreError>,
+}
+
+impl Written {
+    pub(super) fn settled(value: Arc<Value>) -> Self {
+        Written { value, pending: Pending::default() }
+    }
+
+    pub(super) fn unwritten(value: Arc<Value>, lost: Option<StoreError>) -> Self {
+        Written { value, pending: Pending { rv: None, lost } }
+    }
+
+    pub(super) fn pending(value: Arc<Value>, rv: u64, lost: Option<StoreError>) -> Self {
+        Written { value, pending: Pending { rv: Some(rv), lost } }
+    }
+
+    /// The object as written, once durable, blocking this thread until then.
+    pub fn wait(self, store: &Store) -> Result<Arc<Value>> {
+        self.pending.wait(store)?;
+        Ok(self.value)
+    }
+
+    /// The object as written, once durable, awaited without holding a thread (see
+    /// [`Pending::durable`]).
+    pub fn durable(self, store: &Arc<Store>) -> impl std::future::Future<Output = Result<Arc<Value>>> + Send + 'static {
+        let wait = self.pending.durable(store);
+        async move {
+            wait.await?;
+            Ok(self.value)
+        }
+    }
+
+    /// The object as it will be answered, and what the answer waits for: for a caller that
+    /// builds its answer on a thread that should not wait.
+    pub fn split(self) -> (Arc<Value>, Pending) {
+        (self.value, self.pending)
+    }
+}
+
+impl Pending {
+    /// Blocks this thread until the write is durable; its error if it never will be.
+    pub fn wait(self, store: &Store) -> Result<()> {
+        if let Some(rv) = self.rv {
+            store.wait_durable(rv)?;
+        }
+        self.lost.map_or(Ok(()), Err)
+    }
+
+    /// [`Pending::wait`] without holding a thread: only a task that finds nobody committing
+    /// commits (blocking, as the thread of [`Pending::wait`] does). The wait is a task of its
+    /// own, so a caller that gives up (a client gone) never leaves a write that writers see
+    /// uncommitted: it becomes durable, or fails, answered or not.
+    /// The task starts here, not at the first poll: a caller dropped before then leaves no
+    /// write behind either. Call it from within a Tokio runtime.
+    pub fn durable(self, store: &Arc<Store>) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
+        let wait = self.rv.filter(|_| store.backend.is_some()).map(|rv| {
+            let store = store.clone();
+            tokio::spawn(async move { store.durable(rv).await })
+        });
+        async move {
+            if let Some(wait) = wait {
+                wait.await.map_err(|e| StoreError::Internal(format!("waiting for the commit: {e}")))??;
+            }
+            self.lost.map_or(Ok(()), Err)
+        }
+    }
 }
 
 impl Store {
+    /// The error a write answers in place of its object when a lost response was drawn.
+    pub(super) fn lost(fault: Option<FaultKind>, rt: &ResourceType, name: &str) -> Option<StoreError> {
+        (fault == Some(FaultKind::LostResponse)).then(|| FaultKind::LostResponse.error(&rt.qualified(), name))
+    }
+
     /// Records a change. Without a backend it is applied and its watch event goes out at once;
     /// with one, it waits in `pending` (seen by writers only) until [`Store::wait_durable`]
     /// commits it. Called with the lock held.
@@ -120,11 +228,8 @@ impl Store {
         let Some(backend) = &self.backend else { return Ok(()) };
         let mut d = self.durability.lock().unwrap();
         loop {
-            if let Some(reason) = d.failure_of(rv) {
-                return Err(StoreError::Internal(format!("the write was not persisted and is undone: {reason}")));
-            }
-            if d.durable_rv >= rv {
-                return Ok(());
+            if let Some(answer) = d.settled(rv) {
+                return answer;
             }
             if d.committing {
                 d = self.durable_cv.wait(d).unwrap();
@@ -165,6 +270,29 @@ impl Store {
             }
             drop(inner);
             self.durable_cv.notify_all();
+            self.durable_notify.notify_waiters();
+        }
+    }
+
+    /// [`Store::wait_durable`] for a task: it awaits a commit that someone else runs, and
+    /// commits itself (blocking) only when nobody is committing.
+    async fn durable(&self, rv: u64) -> Result<()> {
+        loop {
+            // Registered before the check, so a commit finishing in between still wakes it.
+            let notified = self.durable_notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let d = self.durability.lock().unwrap();
+                if let Some(answer) = d.settled(rv) {
+                    return answer;
+                }
+                if !d.committing {
+                    drop(d);
+                    return blocking(|| self.wait_durable(rv));
+                }
+            }
+            notified.await;
         }
     }
 
@@ -185,6 +313,7 @@ impl Store {
         d.committing = false;
         d.storage_error = result.err();
         self.durable_cv.notify_all();
+        self.durable_notify.notify_waiters();
         d.storage_error.clone()
     }
 }

@@ -14,6 +14,18 @@ impl Store {
         uid: Option<&str>,
         rv_pre: Option<&str>,
     ) -> Result<Arc<Value>> {
+        self.delete_written(resource, namespace, name, uid, rv_pre)?.wait(self)
+    }
+
+    /// [`Store::delete`] whose caller awaits durability itself, with [`Written::durable`].
+    pub fn delete_written(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+        rv_pre: Option<&str>,
+    ) -> Result<Written> {
         self.delete_inner(resource, namespace, name, uid, rv_pre, false)
     }
 
@@ -27,7 +39,7 @@ impl Store {
         uid: Option<&str>,
         rv_pre: Option<&str>,
     ) -> Result<Arc<Value>> {
-        self.delete_inner(resource, namespace, name, uid, rv_pre, true)
+        self.delete_inner(resource, namespace, name, uid, rv_pre, true)?.wait(self)
     }
 
     fn delete_inner(
@@ -38,7 +50,7 @@ impl Store {
         uid: Option<&str>,
         rv_pre: Option<&str>,
         dry_run: bool,
-    ) -> Result<Arc<Value>> {
+    ) -> Result<Written> {
         let rt = Self::rt(resource)?;
         let ns = if rt.namespaced { namespace } else { "" };
         crate::namespaces::admit_delete(rt, name)?;
@@ -82,7 +94,7 @@ impl Store {
             if !finalizers(&old).is_empty() && !meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
                 self.mark_deleted(rt, &mut would);
             }
-            return Ok(Arc::new(would));
+            return Ok(Written::settled(Arc::new(would)));
         }
         let result = if finalizers(&old).is_empty() {
             let mut gone = old;
@@ -100,13 +112,8 @@ impl Store {
         };
         let committed = inner.rv == rv;
         drop(inner);
-        if committed {
-            self.wait_durable(rv)?;
-        }
-        if fault == Some(FaultKind::LostResponse) {
-            return Err(FaultKind::LostResponse.error(&rt.qualified(), name));
-        }
-        Ok(result)
+        let lost = Self::lost(fault, rt, name);
+        Ok(if committed { Written::pending(result, rv, lost) } else { Written::unwritten(result, lost) })
     }
 
     /// Marks an object that finalizers hold as being deleted: its deletion timestamp, then what
