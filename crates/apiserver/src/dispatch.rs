@@ -23,6 +23,9 @@ use std::sync::Arc;
 /// Largest accepted request body (kube-apiserver's default).
 pub const MAX_BODY: usize = limits::MAX_BODY;
 
+/// The largest body of a write worked out on an async worker rather than the write pool.
+const INLINE_WRITE_BYTES: usize = 64 * 1024;
+
 fn json(reply: Reply) -> Response {
     let body = serde_json::to_vec(&reply.1).unwrap_or_default();
     (reply.0, [(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -202,29 +205,35 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                         }
                     }
                     Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
-                        // A write is worked out off the async workers (decoding and validating a
-                        // body may take a while), so they keep reading requests; its answer goes
-                        // once the write is durable, awaited without holding a thread, while the
-                        // group commit it joined runs.
+                        // A small create, update or delete is worked out on the async worker:
+                        // that takes less than handing it to a thread. A large body (decoding and
+                        // validating it may take a while), a patch (applied again while others
+                        // write) and a collection's delete (which waits for each chunk's commit)
+                        // go to the write pool, so the workers keep reading requests. Either way
+                        // the answer goes once the write is durable, awaited without holding a
+                        // thread while the group commit it joined runs.
                         let ct = ct.to_string();
-                        let store = st.store.clone();
-                        let (reply, pending) = st
-                            .writes
-                            .clone()
-                            .spawn_blocking(move || match method {
-                                Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
-                                Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
-                                Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
-                                _ if t.name.is_some() => {
-                                    handlers::delete(&st, &t, &q, &bytes).map(|(r, p)| ((r, Vec::new()), p))
-                                }
-                                _ => handlers::delete_collection(&st, &t, &q, &bytes)
-                                    .map(|r| ((r, Vec::new()), Pending::default())),
-                            })
-                            .await
-                            .map_err(|e| {
+                        let (store, writes) = (st.store.clone(), st.writes.clone());
+                        let inline = bytes.len() <= INLINE_WRITE_BYTES
+                            && (matches!(method, Method::POST | Method::PUT)
+                                || (method == Method::DELETE && t.name.is_some()));
+                        let work = move || match method {
+                            Method::POST => handlers::create(&st, &t, &q, &ct, &bytes),
+                            Method::PUT => handlers::update(&st, &t, &q, &ct, &bytes),
+                            Method::PATCH => handlers::patch(&st, &t, &q, &ct, &bytes),
+                            _ if t.name.is_some() => {
+                                handlers::delete(&st, &t, &q, &bytes).map(|(r, p)| ((r, Vec::new()), p))
+                            }
+                            _ => handlers::delete_collection(&st, &t, &q, &bytes)
+                                .map(|r| ((r, Vec::new()), Pending::default())),
+                        };
+                        let (reply, pending) = if inline {
+                            work()?
+                        } else {
+                            writes.spawn_blocking(work).await.map_err(|e| {
                                 ApiError::Store(StoreError::Internal(format!("request handler failed: {e}")))
-                            })??;
+                            })??
+                        };
                         pending.durable(&store).await?;
                         reply
                     }
