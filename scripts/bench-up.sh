@@ -5,6 +5,7 @@
 #   scripts/bench-up.sh [REPEAT] [bench flags...]     e.g. scripts/bench-up.sh 3 --pairs 1000
 #
 # A fresh data directory per call, so the store starts empty; `up` is stopped by its own PID.
+# Last, on stderr: the CPU time `up` (API server and controller) used during the runs.
 set -euo pipefail
 repeat=${1:-3}
 shift || true
@@ -20,7 +21,11 @@ for _ in $(seq 100); do
 done
 kubeconfig=$(sed -n 's/^kubeconfig: //p' "$out")
 [ -n "$kubeconfig" ] || { echo "error: up did not start: $(cat "$dir/up.err")" >&2; exit 1; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$up_pid/stat"; }
+before=$(cpu_ticks)
 for _ in $(seq "$repeat"); do
   "$bin" bench --kubeconfig "$kubeconfig" -o json "$@"
   echo
 done
+after=$(cpu_ticks)
+awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "up used %.2f CPU s during the runs\n", t / hz}' >&2
