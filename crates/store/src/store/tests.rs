@@ -43,6 +43,34 @@ fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
     assert_eq!(s.get("persistentvolumes", "", "a").unwrap().value()["metadata"]["resourceVersion"], "1");
 }
 
+#[test]
+fn an_update_that_changes_nothing_is_answered_only_once_the_object_is_durable() {
+    let (open, gate) = std::sync::mpsc::channel();
+    let s =
+        Arc::new(Store::builder().backend(Box::new(Gate(std::sync::Mutex::new(gate))), Snapshot::default()).build());
+    let writer = {
+        let s = s.clone();
+        std::thread::spawn(move || s.create("persistentvolumes", pv("a")).map(|_| ()))
+    };
+    while s.resource_version() < 1 {
+        std::thread::yield_now();
+    }
+    // The same object again, while its create still waits for its commit: no new version, but
+    // the answer shows an object that must not be answered before it is on disk.
+    let same = s.get_latest("persistentvolumes", "", "a").unwrap().value();
+    let no_op = {
+        let s = s.clone();
+        std::thread::spawn(move || s.update("persistentvolumes", same, false))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!no_op.is_finished(), "answered with an object not yet durable");
+    open.send(()).unwrap();
+    writer.join().unwrap().unwrap();
+    let answered = no_op.join().unwrap().unwrap();
+    assert_eq!(answered["metadata"]["resourceVersion"], "1");
+    assert_eq!(s.resource_version(), 1, "a no-op writes nothing");
+}
+
 /// A backend whose disk can fill up.
 #[derive(Clone, Default)]
 struct Disk {
