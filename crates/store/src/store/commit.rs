@@ -65,7 +65,8 @@ pub struct Written {
 #[must_use = "a write is answered only once durable"]
 #[derive(Default)]
 pub struct Pending {
-    /// The version to await; `None` when nothing was written (a dry run, a no-op update).
+    /// The version to await: the write's, or for an update that changed nothing the stored
+    /// object's; `None` for a dry run.
     rv: Option<u64>,
     lost: Option<StoreError>,
 }
