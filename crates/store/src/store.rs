@@ -686,11 +686,7 @@ impl Store {
             if fault == Some(FaultKind::LostResponse) {
                 return Err(FaultKind::LostResponse.error(&rt.qualified(), &name));
             }
-            // The stored object may itself still wait for its commit: answered once durable.
-            return Ok(match meta_str(&old, "resourceVersion").parse() {
-                Ok(rv) => Written::pending(Arc::new(old), rv, None),
-                Err(_) => Written::settled(Arc::new(old)),
-            });
+            return Ok(Written::stored(Arc::new(old), None));
         }
         registry::updated(rt, &old, &mut new, status, &format_time((self.now)()));
         let rv = inner.rv + 1;

@@ -76,8 +76,12 @@ impl Written {
         Written { value, pending: Pending::default() }
     }
 
-    pub(super) fn unwritten(value: Arc<Value>, lost: Option<StoreError>) -> Self {
-        Written { value, pending: Pending { rv: None, lost } }
+    /// The object as stored, written by an earlier write (an update that changes nothing, a
+    /// delete of an object already being deleted): answered once the version it carries is
+    /// durable, since that write's own commit may still be pending.
+    pub(super) fn stored(value: Arc<Value>, lost: Option<StoreError>) -> Self {
+        let rv = value.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
+        Written { value, pending: Pending { rv, lost } }
     }
 
     pub(super) fn pending(value: Arc<Value>, rv: u64, lost: Option<StoreError>) -> Self {
@@ -122,12 +126,18 @@ impl Pending {
     /// uncommitted: it becomes durable, or fails, answered or not.
     /// The task starts here, not at the first poll: a caller dropped before then leaves no
     /// write behind either. Call it from within a Tokio runtime.
+    /// A version already settled (durable, or failed) is answered without a task.
     pub fn durable(self, store: &Arc<Store>) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
-        let wait = self.rv.filter(|_| store.backend.is_some()).map(|rv| {
+        let rv = self.rv.filter(|_| store.backend.is_some());
+        let settled = rv.and_then(|rv| store.durability.lock().unwrap().settled(rv));
+        let wait = rv.filter(|_| settled.is_none()).map(|rv| {
             let store = store.clone();
             tokio::spawn(async move { store.durable(rv).await })
         });
         async move {
+            if let Some(answer) = settled {
+                answer?;
+            }
             if let Some(wait) = wait {
                 wait.await.map_err(|e| StoreError::Internal(format!("waiting for the commit: {e}")))??;
             }

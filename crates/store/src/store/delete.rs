@@ -102,7 +102,10 @@ impl Store {
             self.commit(&mut inner, rt, WatchEventType::Deleted, ns, name, &gone, rv)?;
             Arc::new(gone)
         } else if meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
-            Arc::new(old)
+            // Already being deleted: nothing to write, but the stored object's own commit may
+            // still be pending.
+            drop(inner);
+            return Ok(Written::stored(Arc::new(old), Self::lost(fault, rt, name)));
         } else {
             let mut marked = old;
             self.mark_deleted(rt, &mut marked);
@@ -110,10 +113,8 @@ impl Store {
             self.commit(&mut inner, rt, WatchEventType::Modified, ns, name, &marked, rv)?;
             Arc::new(marked)
         };
-        let committed = inner.rv == rv;
         drop(inner);
-        let lost = Self::lost(fault, rt, name);
-        Ok(if committed { Written::pending(result, rv, lost) } else { Written::unwritten(result, lost) })
+        Ok(Written::pending(result, rv, Self::lost(fault, rt, name)))
     }
 
     /// Marks an object that finalizers hold as being deleted: its deletion timestamp, then what

@@ -71,6 +71,38 @@ fn an_update_that_changes_nothing_is_answered_only_once_the_object_is_durable() 
     assert_eq!(s.resource_version(), 1, "a no-op writes nothing");
 }
 
+#[test]
+fn a_delete_of_an_object_already_being_deleted_is_answered_only_once_the_mark_is_durable() {
+    let (open, gate) = std::sync::mpsc::channel();
+    let s =
+        Arc::new(Store::builder().backend(Box::new(Gate(std::sync::Mutex::new(gate))), Snapshot::default()).build());
+    let mut held = pv("a");
+    held["metadata"]["finalizers"] = json!(["kubernetes.io/pv-protection"]);
+    open.send(()).unwrap();
+    s.create("persistentvolumes", held).unwrap();
+    // The first delete marks it (version 2) and waits for that commit.
+    let first = {
+        let s = s.clone();
+        std::thread::spawn(move || s.delete("persistentvolumes", "", "a", None, None).map(|_| ()))
+    };
+    while s.resource_version() < 2 {
+        std::thread::yield_now();
+    }
+    // The second finds it marked, writes nothing, and answers the mark: not before it is on disk.
+    let second = {
+        let s = s.clone();
+        std::thread::spawn(move || s.delete("persistentvolumes", "", "a", None, None))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!second.is_finished(), "answered with a deletion mark not yet durable");
+    open.send(()).unwrap();
+    first.join().unwrap().unwrap();
+    let answered = second.join().unwrap().unwrap();
+    assert_eq!(answered["metadata"]["resourceVersion"], "2");
+    assert!(answered["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(s.resource_version(), 2, "the second delete writes nothing");
+}
+
 /// A backend whose disk can fill up.
 #[derive(Clone, Default)]
 struct Disk {
