@@ -43,64 +43,70 @@ fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
     assert_eq!(s.get("persistentvolumes", "", "a").unwrap().value()["metadata"]["resourceVersion"], "1");
 }
 
-#[test]
-fn an_update_that_changes_nothing_is_answered_only_once_the_object_is_durable() {
+/// A store whose commits wait at a gate: `before` makes the writes up to version `rv` - 1, which
+/// pass; `first` runs a write that gets version `rv` and waits for its commit; then `second` runs
+/// a write that changes nothing and answers the stored object. That answer must wait for the
+/// first write's commit too. Returns it.
+fn answered_once_the_pending_write_is_durable(
+    before: impl FnOnce(&Store),
+    rv: u64,
+    first: impl FnOnce(&Store) -> Result<Arc<Value>> + Send + 'static,
+    second: impl FnOnce(&Store) -> Result<Arc<Value>> + Send + 'static,
+) -> Arc<Value> {
     let (open, gate) = std::sync::mpsc::channel();
     let s =
         Arc::new(Store::builder().backend(Box::new(Gate(std::sync::Mutex::new(gate))), Snapshot::default()).build());
-    let writer = {
+    for _ in 1..rv {
+        open.send(()).unwrap();
+    }
+    before(&s);
+    let spawn = |f: Box<dyn FnOnce(&Store) -> Result<Arc<Value>> + Send>| {
         let s = s.clone();
-        std::thread::spawn(move || s.create("persistentvolumes", pv("a")).map(|_| ()))
+        std::thread::spawn(move || f(&s))
     };
-    while s.resource_version() < 1 {
+    let first = spawn(Box::new(first));
+    while s.resource_version() < rv {
         std::thread::yield_now();
     }
-    // The same object again, while its create still waits for its commit: no new version, but
-    // the answer shows an object that must not be answered before it is on disk.
-    let same = s.get_latest("persistentvolumes", "", "a").unwrap().value();
-    let no_op = {
-        let s = s.clone();
-        std::thread::spawn(move || s.update("persistentvolumes", same, false))
-    };
+    let second = spawn(Box::new(second));
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(!no_op.is_finished(), "answered with an object not yet durable");
+    assert!(!second.is_finished(), "answered with an object not yet durable");
     open.send(()).unwrap();
-    writer.join().unwrap().unwrap();
-    let answered = no_op.join().unwrap().unwrap();
-    assert_eq!(answered["metadata"]["resourceVersion"], "1");
-    assert_eq!(s.resource_version(), 1, "a no-op writes nothing");
+    first.join().unwrap().unwrap();
+    let answered = second.join().unwrap().unwrap();
+    assert_eq!(answered["metadata"]["resourceVersion"], rv.to_string());
+    assert_eq!(s.resource_version(), rv, "the second write writes nothing");
+    answered
+}
+
+#[test]
+fn an_update_that_changes_nothing_is_answered_only_once_the_object_is_durable() {
+    // The same object again, while its create still waits for its commit.
+    answered_once_the_pending_write_is_durable(
+        |_| {},
+        1,
+        |s| s.create("persistentvolumes", pv("a")),
+        |s| {
+            let same = s.get_latest("persistentvolumes", "", "a").unwrap().value();
+            s.update("persistentvolumes", same, false)
+        },
+    );
 }
 
 #[test]
 fn a_delete_of_an_object_already_being_deleted_is_answered_only_once_the_mark_is_durable() {
-    let (open, gate) = std::sync::mpsc::channel();
-    let s =
-        Arc::new(Store::builder().backend(Box::new(Gate(std::sync::Mutex::new(gate))), Snapshot::default()).build());
-    let mut held = pv("a");
-    held["metadata"]["finalizers"] = json!(["kubernetes.io/pv-protection"]);
-    open.send(()).unwrap();
-    s.create("persistentvolumes", held).unwrap();
-    // The first delete marks it (version 2) and waits for that commit.
-    let first = {
-        let s = s.clone();
-        std::thread::spawn(move || s.delete("persistentvolumes", "", "a", None, None).map(|_| ()))
-    };
-    while s.resource_version() < 2 {
-        std::thread::yield_now();
-    }
-    // The second finds it marked, writes nothing, and answers the mark: not before it is on disk.
-    let second = {
-        let s = s.clone();
-        std::thread::spawn(move || s.delete("persistentvolumes", "", "a", None, None))
-    };
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(!second.is_finished(), "answered with a deletion mark not yet durable");
-    open.send(()).unwrap();
-    first.join().unwrap().unwrap();
-    let answered = second.join().unwrap().unwrap();
-    assert_eq!(answered["metadata"]["resourceVersion"], "2");
+    // The first delete marks it (version 2); the second finds it marked and answers the mark.
+    let answered = answered_once_the_pending_write_is_durable(
+        |s| {
+            let mut held = pv("a");
+            held["metadata"]["finalizers"] = json!(["kubernetes.io/pv-protection"]);
+            s.create("persistentvolumes", held).unwrap();
+        },
+        2,
+        |s| s.delete("persistentvolumes", "", "a", None, None),
+        |s| s.delete("persistentvolumes", "", "a", None, None),
+    );
     assert!(answered["metadata"]["deletionTimestamp"].is_string());
-    assert_eq!(s.resource_version(), 2, "the second delete writes nothing");
 }
 
 /// A backend whose disk can fill up.
