@@ -43,6 +43,9 @@ fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
     assert_eq!(s.get("persistentvolumes", "", "a").unwrap().value()["metadata"]["resourceVersion"], "1");
 }
 
+/// A write run on a thread of its own.
+type StoreWrite = Box<dyn FnOnce(&Store) -> Result<Arc<Value>> + Send>;
+
 /// A store whose commits wait at a gate: `before` makes the writes up to version `rv` - 1, which
 /// pass; `first` runs a write that gets version `rv` and waits for its commit; then `second` runs
 /// a write that changes nothing and answers the stored object. That answer must wait for the
@@ -60,7 +63,7 @@ fn answered_once_the_pending_write_is_durable(
         open.send(()).unwrap();
     }
     before(&s);
-    let spawn = |f: Box<dyn FnOnce(&Store) -> Result<Arc<Value>> + Send>| {
+    let spawn = |f: StoreWrite| {
         let s = s.clone();
         std::thread::spawn(move || f(&s))
     };
