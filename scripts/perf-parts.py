@@ -17,7 +17,7 @@ import sys
 from collections import defaultdict
 
 UP_PARTS = [
-    ("futex waits", r"futex_wait|futex_wake|syscall_exit_to_user_mode.*futex|__futex_abstimed_wait|futex"),
+    ("futex waits", r"futex"),
     ("redb's commit and fsync", r"^redb::|fsync|fdatasync"),
     ("watches", r"pv_store::watch|pv_apiserver::watch"),
     ("the HTTP creates' decode and validation", r"pv_apiserver::handlers::create"),

@@ -65,8 +65,8 @@ pub struct Written {
 #[must_use = "a write is answered only once durable"]
 #[derive(Default)]
 pub struct Pending {
-    /// The version to await: the write's, or for an update that changed nothing the stored
-    /// object's; `None` for a dry run.
+    /// The version to await: the write's, or for a write that changed nothing
+    /// ([`Written::stored`]) the stored object's; `None` for a dry run.
     rv: Option<u64>,
     lost: Option<StoreError>,
 }
@@ -80,7 +80,7 @@ impl Written {
     /// delete of an object already being deleted): answered once the version it carries is
     /// durable, since that write's own commit may still be pending.
     pub(super) fn stored(value: Arc<Value>, lost: Option<StoreError>) -> Self {
-        let rv = value.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok());
+        let rv = crate::meta::meta_str(&value, "resourceVersion").parse().ok();
         Written { value, pending: Pending { rv, lost } }
     }
 
