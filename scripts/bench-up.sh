@@ -5,6 +5,7 @@
 #   scripts/bench-up.sh [REPEAT] [bench flags...]     e.g. scripts/bench-up.sh 3 --pairs 1000
 #
 # A fresh data directory per call, so the store starts empty; `up` is stopped by its own PID.
+# PV_CONTROLLER names the binary; UP_FLAGS adds flags to `up` (e.g. UP_FLAGS='--commit-delay 0').
 # Last, on stderr: the CPU time `up` (API server and controller) used during the runs.
 set -euo pipefail
 repeat=${1:-3}
@@ -12,7 +13,8 @@ shift || true
 bin=${PV_CONTROLLER:-target/release/pv-controller}
 dir=$(mktemp -d)
 out=$dir/up.out
-"$bin" up --data-dir "$dir" --listen 127.0.0.1:0 >"$out" 2>"$dir/up.err" &
+# shellcheck disable=SC2086 # UP_FLAGS is split into flags on purpose
+"$bin" up --data-dir "$dir" --listen 127.0.0.1:0 ${UP_FLAGS:-} >"$out" 2>"$dir/up.err" &
 up_pid=$!
 trap 'kill "$up_pid" 2>/dev/null; wait "$up_pid" 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do

@@ -122,14 +122,23 @@ impl RunArgs {
 /// Parses a duration as Go's `time.ParseDuration` does, as every kube-controller-manager flag
 /// takes it (`500ms`, `15s`, `1m30s`, `1h`, `1.5h`); it must be positive.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration_or_zero(s)? {
+        d if d.is_zero() => Err(format!("duration {:?} must be positive", s.trim())),
+        d => Ok(d),
+    }
+}
+
+/// [`parse_duration`] that also takes a zero duration (`0`, `0s`), for a flag where zero turns
+/// something off.
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if s.is_empty() {
         return Err("invalid duration \"\" (use e.g. 500ms, 15s, 1m30s)".into());
     }
     let d: kube::core::Duration =
         s.parse().map_err(|e| format!("invalid duration {s:?}: {e} (use e.g. 500ms, 15s, 1m30s)"))?;
-    if d.is_negative() || Duration::from(d).is_zero() {
-        return Err(format!("duration {s:?} must be positive"));
+    if d.is_negative() {
+        return Err(format!("duration {s:?} must not be negative"));
     }
     Ok(d.into())
 }
@@ -314,6 +323,11 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration_or_zero("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_duration_or_zero("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration_or_zero("0s"), Ok(Duration::ZERO));
+        assert!(parse_duration_or_zero("-1s").unwrap_err().contains("must not be negative"));
+        assert!(parse_duration_or_zero("2").unwrap_err().contains("invalid duration"));
         assert_eq!(parse_duration("1h2m3s4ms"), Ok(Duration::from_millis(3_723_004)));
         assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));

@@ -57,6 +57,7 @@ fn bad_verbosity_and_durations_are_refused_as_go_refuses_them() {
     // Go's time.ParseDuration wants a unit.
     assert_user_error(&pv_controller(&["run", "--pvclaimbinder-sync-period", "90"]), "invalid duration");
     assert_user_error(&pv_controller(&["run", "--resync-period", "0s"]), "must be positive");
+    assert_user_error(&pv_controller(&["up", "--commit-delay", "2"]), "invalid duration");
 }
 
 #[test]

@@ -385,7 +385,10 @@ async fn controller_recovers_when_the_api_server_restarts() {
         // The aborted watch tasks let go of the store as the runtime drops them; opening waits
         // for that (off the runtime, which must go on to drop them).
         let path = dir.path().join("api").join("store");
-        let reopened = tokio::task::spawn_blocking(move || pv_apiserver::open_store(&path)).await.unwrap();
+        let reopened =
+            tokio::task::spawn_blocking(move || pv_apiserver::open_store(&path, pv_apiserver::DEFAULT_COMMIT_DELAY))
+                .await
+                .unwrap();
         let store = reopened.expect("store reopens");
         store.delete("persistentvolumeclaims", "default", "claim-1", None, None).expect("delete claim");
     }

@@ -45,7 +45,7 @@ pub mod warnings;
 pub mod watch;
 
 pub use error::ApiError;
-pub use server::{open_store, Server, ServerConfig, ServerHandle};
+pub use server::{open_store, Server, ServerConfig, ServerHandle, DEFAULT_COMMIT_DELAY};
 
 use pv_store::Store;
 use std::sync::Arc;

@@ -83,12 +83,24 @@ pub struct ServerConfig {
     pub tls: bool,
     /// Connection and request bounds.
     pub limits: Limits,
+    /// How long a commit waits, while other writes await theirs, for more writes to join its
+    /// batch (see [`pv_store::StoreBuilder::commit_delay`]); zero turns it off.
+    pub commit_delay: std::time::Duration,
 }
+
+/// `up`'s commit delay: under load, a commit (one fsync) waits this long for more writes.
+pub const DEFAULT_COMMIT_DELAY: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl ServerConfig {
     /// HTTPS on `listen`, state under `data_dir`.
     pub fn new(data_dir: impl Into<PathBuf>, listen: SocketAddr) -> Self {
-        ServerConfig { data_dir: data_dir.into(), listen, tls: true, limits: Limits::default() }
+        ServerConfig {
+            data_dir: data_dir.into(),
+            listen,
+            tls: true,
+            limits: Limits::default(),
+            commit_delay: DEFAULT_COMMIT_DELAY,
+        }
     }
 }
 
@@ -119,11 +131,13 @@ pub struct ServerHandle {
 
 /// Opens the durable store under `dir` (creating default namespaces on a fresh one), with the
 /// object, history and watcher bounds of [`limits::store_limits`] and kube-apiserver's default
-/// storage admission plugins (protection finalizers, default class, resize checks).
-pub fn open_store(dir: &Path) -> Result<Store, Error> {
+/// storage admission plugins (protection finalizers, default class, resize checks), and
+/// `commit_delay` for its group commit.
+pub fn open_store(dir: &Path, commit_delay: std::time::Duration) -> Result<Store, Error> {
     let (backend, snapshot) = durable::open(dir)?;
     let store = Store::builder()
         .backend(backend, snapshot)
+        .commit_delay(commit_delay)
         .limits(limits::store_limits())
         .admission(pv_store::Admission::kube_apiserver())
         .build();
@@ -142,7 +156,7 @@ impl Server {
     pub async fn start(cfg: ServerConfig) -> Result<ServerHandle, Error> {
         let dir = &cfg.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| Error::DataDir { path: dir.clone(), source })?;
-        let store = Arc::new(open_store(&dir.join("store"))?);
+        let store = Arc::new(open_store(&dir.join("store"), cfg.commit_delay)?);
         // kube-controller-manager's namespace controller, in-process: terminating namespaces
         // finish whatever empties them, and those a previous process left are resumed now.
         let finisher = Some(pv_store::NamespaceFinisher::start(store.clone()));

@@ -376,7 +376,7 @@ async fn a_namespace_left_terminating_by_a_killed_process_is_finished_at_start()
     let d = tempfile::tempdir().unwrap();
     {
         // A process that marked the namespace and died before sweeping it: no finisher ran.
-        let store = pv_apiserver::open_store(&d.path().join("store")).unwrap();
+        let store = pv_apiserver::open_store(&d.path().join("store"), pv_apiserver::DEFAULT_COMMIT_DELAY).unwrap();
         store.create("namespaces", json!({"metadata": {"name": "doomed"}})).unwrap();
         for i in 0..50 {
             let lease = json!({"metadata": {"name": format!("l{i}"), "namespace": "doomed"}, "spec": {}});

@@ -244,6 +244,8 @@ pub struct Store {
     uid_mode: UidMode,
     limits: StoreLimits,
     admission: Admission,
+    /// How long a commit under load waits for more writes to join its batch.
+    commit_delay: std::time::Duration,
     /// Namespaces the finisher should look at.
     pub(crate) finish: crate::finisher::Queue,
 }

@@ -17,6 +17,7 @@ pub struct StoreBuilder {
     uid_mode: UidMode,
     limits: StoreLimits,
     admission: Admission,
+    commit_delay: std::time::Duration,
 }
 
 impl Default for StoreBuilder {
@@ -28,6 +29,7 @@ impl Default for StoreBuilder {
             uid_mode: UidMode::Random,
             limits: StoreLimits::default(),
             admission: Admission::none(),
+            commit_delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -70,6 +72,13 @@ impl StoreBuilder {
         self
     }
 
+    /// How long a commit waits, while other writes await theirs, for more writes to join its
+    /// batch (none by default; see [`Store::wait_durable`]).
+    pub fn commit_delay(mut self, delay: std::time::Duration) -> Self {
+        self.commit_delay = delay;
+        self
+    }
+
     /// Builds the store.
     pub fn build(self) -> Store {
         let mut objects: HashMap<&'static str, HashMap<Key, Object>> = HashMap::new();
@@ -108,6 +117,7 @@ impl StoreBuilder {
             uid_mode: self.uid_mode,
             limits: self.limits,
             admission: self.admission,
+            commit_delay: self.commit_delay,
             finish,
         }
     }

@@ -20,6 +20,10 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// How many writes must await their commit, the committer's among them, for the commit to wait
+/// the store's commit delay first.
+const COMMIT_SIBLINGS: usize = 2;
+
 /// Group-commit state: how far writes are durable, and whether someone is committing.
 #[derive(Default)]
 pub(super) struct Durability {
@@ -234,7 +238,8 @@ impl Store {
     /// the next committer. When a commit fails, that batch and every write queued behind it
     /// (each was computed from a state that never became durable) are dropped: no reader ever
     /// saw them, their writers get the error, and their versions are not handed out again.
-    /// The next write tries storage afresh, so the store recovers when storage does.
+    /// The next write tries storage afresh, so the store recovers when storage does. Under
+    /// load the committer first waits the commit delay ([`Store::delay_commit`]).
     pub(super) fn wait_durable(&self, rv: u64) -> Result<()> {
         let Some(backend) = &self.backend else { return Ok(()) };
         let mut d = self.durability.lock().unwrap();
@@ -248,6 +253,7 @@ impl Store {
             }
             d.committing = true;
             drop(d);
+            self.delay_commit();
             let batch = std::mem::take(&mut self.inner.lock().unwrap().pending);
             let writes: Vec<PendingWrite> = batch.iter().map(|(w, _)| w.clone()).collect();
             let result = if writes.is_empty() { Ok(()) } else { backend.commit_batch(&writes) };
@@ -282,6 +288,16 @@ impl Store {
             drop(inner);
             self.durable_cv.notify_all();
             self.durable_notify.notify_waiters();
+        }
+    }
+
+    /// Under load, waits the commit delay before a batch is taken, so that the writes made
+    /// meanwhile join it: one commit (one fsync) for more writes. Load is another writer's write
+    /// already waiting beside the committer's ([`COMMIT_SIBLINGS`]); a lone write commits at once.
+    /// PostgreSQL's `commit_delay` with `commit_siblings`, for the same reason.
+    fn delay_commit(&self) {
+        if !self.commit_delay.is_zero() && self.inner.lock().unwrap().pending.len() >= COMMIT_SIBLINGS {
+            std::thread::sleep(self.commit_delay);
         }
     }
 

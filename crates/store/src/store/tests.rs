@@ -222,6 +222,58 @@ fn writes_queued_behind_a_failed_commit_are_undone_too() {
     assert_eq!(a["metadata"]["resourceVersion"], "3");
 }
 
+/// A backend that records the versions of each batch it commits.
+#[derive(Default)]
+struct Batches(Arc<std::sync::Mutex<Vec<Vec<u64>>>>);
+impl Backend for Batches {
+    fn commit(&self, rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
+        self.0.lock().unwrap().push(vec![rv]);
+        Ok(())
+    }
+    fn commit_batch(&self, batch: &[PendingWrite]) -> std::result::Result<(), String> {
+        self.0.lock().unwrap().push(batch.iter().map(|w| w.rv).collect());
+        Ok(())
+    }
+}
+
+fn delayed_store(delay: std::time::Duration) -> (Arc<Store>, Arc<std::sync::Mutex<Vec<Vec<u64>>>>) {
+    let batches = Batches::default();
+    let seen = batches.0.clone();
+    let s = Store::builder().backend(Box::new(batches), Snapshot::default()).commit_delay(delay).build();
+    (Arc::new(s), seen)
+}
+
+#[test]
+fn under_load_a_commit_waits_its_delay_and_writes_made_meanwhile_join_its_batch() {
+    let (s, batches) = delayed_store(std::time::Duration::from_millis(800));
+    let (a, b) = (
+        s.create_written("persistentvolumes", pv("a")).unwrap(),
+        s.create_written("persistentvolumes", pv("b")).unwrap(),
+    );
+    // Two writes await their commit: the one that commits waits the delay before taking them.
+    let committer = {
+        let s = s.clone();
+        std::thread::spawn(move || a.wait(&s).map(|_| ()))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let c = s.create_written("persistentvolumes", pv("c")).unwrap();
+    committer.join().unwrap().unwrap();
+    b.wait(&s).unwrap();
+    c.wait(&s).unwrap();
+    assert_eq!(*batches.lock().unwrap(), vec![vec![1, 2, 3]], "the write made during the delay joins the batch");
+}
+
+#[test]
+fn a_lone_write_commits_without_the_delay() {
+    let delay = std::time::Duration::from_secs(60);
+    let (s, batches) = delayed_store(delay);
+    let started = std::time::Instant::now();
+    s.create("persistentvolumes", pv("a")).unwrap();
+    s.create("persistentvolumes", pv("b")).unwrap();
+    assert!(started.elapsed() < delay, "a write with no other awaiting its commit waited the delay");
+    assert_eq!(*batches.lock().unwrap(), vec![vec![1], vec![2]]);
+}
+
 #[test]
 fn create_sets_server_fields_and_resets_status() {
     let s = Store::new();
