@@ -72,8 +72,8 @@ impl StoreBuilder {
         self
     }
 
-    /// How long a commit waits, while other writes await theirs, for more writes to join its
-    /// batch (none by default; see [`Store::wait_durable`]).
+    /// How long a group commit waits for more writes to join its batch, when another write
+    /// awaits its commit beside the committer's (none by default; a lone write never waits).
     pub fn commit_delay(mut self, delay: std::time::Duration) -> Self {
         self.commit_delay = delay;
         self

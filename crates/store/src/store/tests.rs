@@ -265,7 +265,7 @@ fn under_load_a_commit_waits_its_delay_and_writes_made_meanwhile_join_its_batch(
 
 #[test]
 fn a_lone_write_commits_without_the_delay() {
-    let delay = std::time::Duration::from_secs(60);
+    let delay = std::time::Duration::from_secs(10);
     let (s, batches) = delayed_store(delay);
     let started = std::time::Instant::now();
     s.create("persistentvolumes", pv("a")).unwrap();
