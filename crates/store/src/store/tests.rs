@@ -222,9 +222,12 @@ fn writes_queued_behind_a_failed_commit_are_undone_too() {
     assert_eq!(a["metadata"]["resourceVersion"], "3");
 }
 
+/// The versions of each batch a backend committed, in order.
+type Committed = Arc<std::sync::Mutex<Vec<Vec<u64>>>>;
+
 /// A backend that records the versions of each batch it commits.
 #[derive(Default)]
-struct Batches(Arc<std::sync::Mutex<Vec<Vec<u64>>>>);
+struct Batches(Committed);
 impl Backend for Batches {
     fn commit(&self, rv: u64, _m: &Mutation<'_>) -> std::result::Result<(), String> {
         self.0.lock().unwrap().push(vec![rv]);
@@ -236,7 +239,7 @@ impl Backend for Batches {
     }
 }
 
-fn delayed_store(delay: std::time::Duration) -> (Arc<Store>, Arc<std::sync::Mutex<Vec<Vec<u64>>>>) {
+fn delayed_store(delay: std::time::Duration) -> (Arc<Store>, Committed) {
     let batches = Batches::default();
     let seen = batches.0.clone();
     let s = Store::builder().backend(Box::new(batches), Snapshot::default()).commit_delay(delay).build();
