@@ -119,12 +119,15 @@ pub fn load_input(path: &str) -> anyhow::Result<pv_sim::Loaded> {
 }
 
 /// The log filter of `run` and `up` for `-v` repeated `v` times (`RUST_LOG` wins): by default
-/// what the controller changes (info), with `-v` why (debug).
-pub fn log_filter(v: u8) -> &'static str {
+/// what the controller changes (info), with `-v` why (debug). Each phase change, bind and
+/// finalizer ([`pv_core::PROGRESS`]) is shown by default only where `progress` is asked for
+/// (`up`); `run` shows them from `-v` on, as kube-controller-manager shows them from `--v=2`.
+pub fn log_filter(v: u8, progress: bool) -> &'static str {
     match v {
         // kube-client logs each failed connection as an error; the preflight check and the
         // watches already report those in their own words.
-        0 => "warn,kube_client=off,pv_kube=info,pv_core=info,pv_controller=info",
+        0 if progress => "warn,kube_client=off,pv_kube=info,pv_core=info,pv_controller=info",
+        0 => "warn,kube_client=off,pv_kube=info,pv_core=info,pv_controller=info,pv_core::progress=warn",
         1 => "warn,kube_client=off,pv_kube=debug,pv_core=debug,pv_controller=debug",
         2 => "info,pv_kube=debug,pv_core=debug,pv_controller=debug",
         3 => "debug",

@@ -145,7 +145,7 @@ pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
 
 /// Runs `run`.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    super::init_logging(super::log_filter(a.v), a.log_format == LogFormat::Json);
+    super::init_logging(super::log_filter(a.v, false), a.log_format == LogFormat::Json);
     let gates = super::feature_gates::parse(&a.feature_gates).map_err(user)?;
     for (name, value) in &gates {
         tracing::debug!(gate = %name, value, "feature gate");

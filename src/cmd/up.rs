@@ -62,8 +62,9 @@ pub struct UpArgs {
     /// Under load, how long a commit waits for more writes to join it: one fsync for more
     /// writes, so less CPU per write (PostgreSQL's commit_delay). Only while other writes await
     /// their commit; a lone write commits at once. `0` turns it off.
-    #[arg(long, value_name = "DURATION", default_value = "2ms", value_parser = super::run::parse_duration_or_zero)]
-    pub commit_delay: std::time::Duration,
+    #[arg(long, value_name = "DURATION", default_value_t = pv_apiserver::DEFAULT_COMMIT_DELAY.into(),
+          value_parser = |s: &str| super::run::parse_duration_or_zero(s).map(kube::core::Duration::from))]
+    pub commit_delay: kube::core::Duration,
     /// Log verbosity, klog style: `--v=2`, `-v=2`, or `-v`, `-vv`; `RUST_LOG` overrides.
     #[arg(short = 'v', long = "v", value_name = "N", num_args = 0..=1, default_value = "0",
           default_missing_value = "1", value_parser = super::parse_verbosity)]
@@ -78,7 +79,7 @@ pub struct UpArgs {
 
 /// Runs `up` until SIGINT or SIGTERM.
 pub fn run(a: UpArgs) -> anyhow::Result<ExitCode> {
-    super::init_logging(super::log_filter(a.v), false);
+    super::init_logging(super::log_filter(a.v, true), false);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(serve(a))
 }
@@ -128,7 +129,7 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = ServerConfig::new(a.data_dir.clone(), listen);
     cfg.limits.max_requests_inflight = a.max_requests_inflight;
     cfg.limits.max_mutating_requests_inflight = a.max_mutating_requests_inflight;
-    cfg.commit_delay = a.commit_delay;
+    cfg.commit_delay = a.commit_delay.into();
     let server = match Server::start(cfg).await {
         Ok(s) => s,
         Err(e) => {

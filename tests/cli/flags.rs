@@ -49,6 +49,9 @@ fn klog_verbosity_and_kcm_flag_names_parse() {
     for alias in ["pvclaimbinder-sync-period", "leader-elect-resource-namespace", "logging-format"] {
         assert!(help.contains(alias), "run --help names {alias}:\n{help}");
     }
+    // The default shown is the server's own constant, written as a Go duration.
+    let help = text(&pv_controller(&["up", "--help"]).stdout);
+    assert!(help.contains("[default: 2ms]"), "up --help gives the commit delay's default:\n{help}");
 }
 
 #[test]

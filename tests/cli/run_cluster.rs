@@ -88,6 +88,7 @@ impl Replica {
             .arg(metrics.to_string())
             .args(["--resync-period", "2s", "--workers", "2"])
             .args(extra)
+            .env_remove("RUST_LOG")
             .stdout(Stdio::null())
             .stderr(out)
             .spawn()
@@ -277,6 +278,33 @@ async fn run_binds_a_claim_over_http_and_metrics_count_the_objects() {
         assert!(m.contains(&format!("# TYPE {name} ")), "{name} missing in\n{m}");
     }
     assert!(metric_value(&m, "workqueue_adds_total{name=\"claims\"}").unwrap_or(0.0) >= 1.0);
+    server.shutdown().await.unwrap();
+}
+
+/// Upstream logs each phase change and bind at V(2): kube-controller-manager shows none of them by
+/// default, and from `--v=2` on. `run` logs them as it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_logs_phase_changes_and_binds_from_v_on_as_upstream_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    let progress = ["volume entered phase", "claim bound to volume", "volume bound to claim", "claim entered phase"];
+    for (name, flags, shown) in [("quiet", &[][..], false), ("verbose", &["--v=2"][..], true)] {
+        let (volume, claim) = (format!("pv-{name}"), format!("claim-{name}"));
+        create_pair(&c, &volume, &claim).await;
+        let r = Replica::start(dir.path(), name, server.kubeconfig_path(), flags);
+        assert!(wait_bound(&c, &claim, &volume, Duration::from_secs(30)).await, "log:\n{}", r.logs());
+        // The last line follows the claim's Bound write: given a moment to be written.
+        let all = eventually("the lines", Duration::from_secs(2), || async {
+            progress.iter().all(|line| r.logs().contains(line))
+        })
+        .await;
+        let log = r.logs();
+        assert_eq!(all, shown, "run {flags:?} logged:\n{log}");
+        if !shown {
+            assert!(!progress.iter().any(|line| log.contains(line)), "run {flags:?} logged:\n{log}");
+        }
+    }
     server.shutdown().await.unwrap();
 }
 

@@ -418,10 +418,10 @@ impl Protection {
         let finalizers = v.metadata.finalizers.get_or_insert_with(Vec::new);
         if deleting && protected && !bound {
             finalizers.retain(|x| x != finalizers::PV_PROTECTION);
-            tracing::info!(volume = %name, "removed the pv-protection finalizer: the volume is not bound");
+            tracing::info!(target: crate::PROGRESS, volume = %name, "removed the pv-protection finalizer: the volume is not bound");
         } else if !deleting && !protected {
             finalizers.push(finalizers::PV_PROTECTION.to_string());
-            tracing::info!(volume = %name, "added the pv-protection finalizer");
+            tracing::info!(target: crate::PROGRESS, volume = %name, "added the pv-protection finalizer");
         } else {
             return Ok(());
         }
@@ -474,10 +474,10 @@ impl Protection {
                 return Ok(());
             }
             c.metadata.finalizers.get_or_insert_with(Vec::new).retain(|x| x != finalizers::PVC_PROTECTION);
-            tracing::info!(pvc = %key, "removed the pvc-protection finalizer: no pod uses the claim");
+            tracing::info!(target: crate::PROGRESS, pvc = %key, "removed the pvc-protection finalizer: no pod uses the claim");
         } else if !deleting && !protected {
             c.metadata.finalizers.get_or_insert_with(Vec::new).push(finalizers::PVC_PROTECTION.to_string());
-            tracing::info!(pvc = %key, "added the pvc-protection finalizer");
+            tracing::info!(target: crate::PROGRESS, pvc = %key, "added the pvc-protection finalizer");
         } else {
             return Ok(());
         }

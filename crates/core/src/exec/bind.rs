@@ -31,7 +31,7 @@ impl Controller {
         status.phase = Some(phase.as_str().to_string());
         status.message = if message.is_empty() { None } else { Some(message.to_string()) };
         let saved = self.save_volume(volume, &clone, true, "saving volume phase").await?;
-        tracing::info!(volume = %helpers::name(&volume.metadata), phase = phase.as_str(), "volume entered phase");
+        tracing::info!(target: crate::PROGRESS, volume = %helpers::name(&volume.metadata), phase = phase.as_str(), "volume entered phase");
         Ok(saved)
     }
 
@@ -129,7 +129,7 @@ impl Controller {
         }
         let saved = self.save_claim(claim, &clone, true, "saving claim status").await?;
         if old.phase.as_deref().unwrap_or("") != phase {
-            tracing::info!(pvc = %helpers::claim_key(claim), phase, "claim entered phase");
+            tracing::info!(target: crate::PROGRESS, pvc = %helpers::claim_key(claim), phase, "claim entered phase");
             if let (helpers::pvc_phase::BOUND, Some(v)) = (phase, volume) {
                 self.observe_time_to_bound(claim, v);
             }
@@ -198,7 +198,7 @@ impl Controller {
             return Ok(volume.clone());
         }
         let saved = self.save_volume(volume, &clone, false, "saving volume claimRef").await?;
-        tracing::info!(volume = %helpers::name(&volume.metadata), pvc = %helpers::claim_key(claim), "claim bound to volume");
+        tracing::info!(target: crate::PROGRESS, volume = %helpers::name(&volume.metadata), pvc = %helpers::claim_key(claim), "claim bound to volume");
         Ok(saved)
     }
 
@@ -227,7 +227,7 @@ impl Controller {
             return Ok(claim.clone());
         }
         let saved = self.save_claim(claim, &clone, false, "saving claim volumeName").await?;
-        tracing::info!(volume = %vname, pvc = %helpers::claim_key(claim), "volume bound to claim");
+        tracing::info!(target: crate::PROGRESS, volume = %vname, pvc = %helpers::claim_key(claim), "volume bound to claim");
         Ok(saved)
     }
 

@@ -160,7 +160,7 @@ impl Controller {
         match self.save_claim(claim, &clone, false, "assigning default storage class").await {
             Ok(_) => {
                 self.metrics.retroactive(true);
-                tracing::info!(pvc = %helpers::claim_key(claim), class = %class, "assigned default storage class");
+                tracing::info!(target: crate::PROGRESS, pvc = %helpers::claim_key(claim), class = %class, "assigned default storage class");
                 // The update triggers a new sync, which binds or provisions with the class.
                 self.claim_queue.add(&helpers::claim_key(claim));
                 Ok(())

@@ -77,7 +77,7 @@ impl Controller {
             VolumePlan::Release { mark_released } => {
                 let mut volume = volume;
                 if mark_released {
-                    tracing::info!(volume = %name, policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
+                    tracing::info!(target: crate::PROGRESS, volume = %name, policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
                     volume = self.update_volume_phase(&volume, PvPhase::Released, "").await?;
                 }
                 self.reclaim_volume(volume).await

@@ -248,7 +248,9 @@ fn delayed_store(delay: std::time::Duration) -> (Arc<Store>, Committed) {
 
 #[test]
 fn under_load_a_commit_waits_its_delay_and_writes_made_meanwhile_join_its_batch() {
-    let (s, batches) = delayed_store(std::time::Duration::from_millis(800));
+    // The delay is long beside the 100 ms before the third write, so that only a stall of seconds
+    // could take the batch before it; with no delay the batch is taken at once and the test fails.
+    let (s, batches) = delayed_store(std::time::Duration::from_secs(3));
     let (a, b) = (
         s.create_written("persistentvolumes", pv("a")).unwrap(),
         s.create_written("persistentvolumes", pv("b")).unwrap(),
@@ -258,7 +260,7 @@ fn under_load_a_commit_waits_its_delay_and_writes_made_meanwhile_join_its_batch(
         let s = s.clone();
         std::thread::spawn(move || a.wait(&s).map(|_| ()))
     };
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::thread::sleep(std::time::Duration::from_millis(100));
     let c = s.create_written("persistentvolumes", pv("c")).unwrap();
     committer.join().unwrap().unwrap();
     b.wait(&s).unwrap();
