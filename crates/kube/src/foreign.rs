@@ -114,11 +114,16 @@ impl ForeignBinders {
         if changed.is_empty() {
             return;
         }
+        let rv = obj.meta().resource_version.clone().unwrap_or_default();
+        // This process's own write, answered before its event arrived: the common case of every
+        // bind, settled without reading managedFields or waiting.
+        if self.own.contains(&rv) {
+            return;
+        }
         let manager = ownership::last_writer(obj.meta(), &changed).unwrap_or_else(|| "unknown".to_string());
         if !ownership::is_foreign_binder(&manager) {
             return;
         }
-        let rv = obj.meta().resource_version.clone().unwrap_or_default();
         let (own, controller, involved) = (self.own.clone(), self.controller.clone(), obj.involved());
         tokio::spawn(async move {
             // This process's own write may be seen before its answer arrives; and a field it
