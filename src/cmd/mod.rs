@@ -119,9 +119,10 @@ pub fn load_input(path: &str) -> anyhow::Result<pv_sim::Loaded> {
 }
 
 /// The log filter of `run` and `up` for `-v` repeated `v` times (`RUST_LOG` wins): by default
-/// what the controller changes (info), with `-v` why (debug). Each phase change, bind and
-/// finalizer ([`pv_core::PROGRESS`]) is shown by default only where `progress` is asked for
-/// (`up`); `run` shows them from `-v` on, as kube-controller-manager shows them from `--v=2`.
+/// what the controller changes (info), with `-v` why (debug). Each phase change, bind,
+/// finalizer and recorded event ([`pv_core::PROGRESS`]) is shown by default only where `progress`
+/// is asked for (`up`); `run` shows them from `-v` on, as kube-controller-manager shows them from
+/// `--v=2` (`--v=3` for finalizers and events).
 pub fn log_filter(v: u8, progress: bool) -> &'static str {
     match v {
         // kube-client logs each failed connection as an error; the preflight check and the

@@ -284,25 +284,45 @@ async fn run_binds_a_claim_over_http_and_metrics_count_the_objects() {
 /// Upstream logs each phase change and bind at V(2): kube-controller-manager shows none of them by
 /// default, and from `--v=2` on. `run` logs them as it does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_logs_phase_changes_and_binds_from_v_on_as_upstream_does() {
+async fn run_logs_phase_changes_binds_and_events_from_v_on_as_upstream_does() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
     let c = client(server.kubeconfig_path()).await;
     let progress = ["volume entered phase", "claim bound to volume", "volume bound to claim", "claim entered phase"];
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(c.clone(), "default");
     for (name, flags, shown) in [("quiet", &[][..], false), ("verbose", &["--v=2"][..], true)] {
         let (volume, claim) = (format!("pv-{name}"), format!("claim-{name}"));
         create_pair(&c, &volume, &claim).await;
+        // A claim no volume fits: its event is logged at V(3) upstream.
+        let lonely = format!("lonely-{name}");
+        let mut big = pvc(&lonely);
+        big.spec.as_mut().unwrap().resources.as_mut().unwrap().requests = Some(
+            [("storage".to_string(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("100Gi".into()))].into(),
+        );
+        Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default")
+            .create(&PostParams::default(), &big)
+            .await
+            .unwrap();
         let r = Replica::start(dir.path(), name, server.kubeconfig_path(), flags);
         assert!(wait_bound(&c, &claim, &volume, Duration::from_secs(30)).await, "log:\n{}", r.logs());
+        let on_lonely = kube::api::ListParams::default().fields(&format!("involvedObject.name={lonely}"));
+        let recorded = eventually("the lonely claim's event", Duration::from_secs(30), || async {
+            events.list(&on_lonely).await.is_ok_and(|l| !l.items.is_empty())
+        })
+        .await;
+        assert!(recorded, "no event recorded for {lonely}; log:\n{}", r.logs());
+        let event_logged = |log: &str| log.lines().any(|l| l.contains(": event ") && l.contains(&lonely));
         // The last line follows the claim's Bound write: given a moment to be written.
         let all = eventually("the lines", Duration::from_secs(2), || async {
-            progress.iter().all(|line| r.logs().contains(line))
+            let log = r.logs();
+            progress.iter().all(|line| log.contains(line)) && event_logged(&log)
         })
         .await;
         let log = r.logs();
         assert_eq!(all, shown, "run {flags:?} logged:\n{log}");
         if !shown {
             assert!(!progress.iter().any(|line| log.contains(line)), "run {flags:?} logged:\n{log}");
+            assert!(!event_logged(&log), "run {flags:?} logged:\n{log}");
         }
     }
     server.shutdown().await.unwrap();

@@ -435,7 +435,8 @@ impl Recorder {
             return;
         };
         if c.count == 1 {
-            tracing::info!(object = %obj.name, kind = obj.kind, r#type = type_, reason, %message, "event");
+            // Upstream's binder logs its events at V(3) (`StartStructuredLogging(3)`).
+            tracing::info!(target: crate::PROGRESS, object = %obj.name, kind = obj.kind, r#type = type_, reason, %message, "event");
         } else {
             tracing::debug!(object = %obj.name, kind = obj.kind, r#type = type_, reason, %message, count = c.count, "event repeated");
         }

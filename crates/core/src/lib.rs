@@ -43,9 +43,9 @@ pub mod view;
 mod exec;
 mod writer;
 
-/// The log target of the lines that tell what the controller changed (a phase, a bind, a
-/// finalizer): upstream logs them at V(2) or V(3), so `run` shows them from `-v` on, while `up`
-/// shows them by default.
+/// The log target of the lines that tell what the controller changed or recorded (a phase, a
+/// bind, a finalizer, an event): upstream logs them at V(2) or V(3), so `run` shows them from
+/// `-v` on, while `up` shows them by default.
 pub const PROGRESS: &str = "pv_core::progress";
 
 pub use api::{ApiError, ClusterApi};
