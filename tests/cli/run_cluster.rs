@@ -169,12 +169,16 @@ fn pvc(name: &str) -> PersistentVolumeClaim {
 }
 
 fn pvc_of_class(name: &str, class: &str) -> PersistentVolumeClaim {
+    pvc_requesting(name, class, "1Gi")
+}
+
+fn pvc_requesting(name: &str, class: &str, storage: &str) -> PersistentVolumeClaim {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "accessModes": ["ReadWriteOnce"],
             "storageClassName": class,
-            "resources": {"requests": {"storage": "1Gi"}}
+            "resources": {"requests": {"storage": storage}}
         }
     }))
     .unwrap()
@@ -281,8 +285,8 @@ async fn run_binds_a_claim_over_http_and_metrics_count_the_objects() {
     server.shutdown().await.unwrap();
 }
 
-/// Upstream logs each phase change and bind at V(2): kube-controller-manager shows none of them by
-/// default, and from `--v=2` on. `run` logs them as it does.
+/// Upstream logs each phase change and bind at V(2), and each recorded event at V(3):
+/// kube-controller-manager shows none of them by default. `run` shows them from `-v` on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_logs_phase_changes_binds_and_events_from_v_on_as_upstream_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -293,12 +297,10 @@ async fn run_logs_phase_changes_binds_and_events_from_v_on_as_upstream_does() {
     for (name, flags, shown) in [("quiet", &[][..], false), ("verbose", &["--v=2"][..], true)] {
         let (volume, claim) = (format!("pv-{name}"), format!("claim-{name}"));
         create_pair(&c, &volume, &claim).await;
-        // A claim no volume fits: its event is logged at V(3) upstream.
+        // A claim no volume fits (and its class does not exist): its event is logged at V(3)
+        // upstream.
         let lonely = format!("lonely-{name}");
-        let mut big = pvc(&lonely);
-        big.spec.as_mut().unwrap().resources.as_mut().unwrap().requests = Some(
-            [("storage".to_string(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("100Gi".into()))].into(),
-        );
+        let big = pvc_requesting(&lonely, "manual", "100Gi");
         Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default")
             .create(&PostParams::default(), &big)
             .await
