@@ -6,11 +6,14 @@
 //! hold a worker forever — the key is retried instead), and classifies the answer.
 
 use crate::foreign::OwnWrites;
+use crate::lean::Lean;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use pv_core::{ApiError, ClusterApi};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -120,10 +123,29 @@ impl KubeApi {
         Api::namespaced(self.client.clone(), ns)
     }
 
-    /// An object this process wrote: remembered, then trimmed for the cache.
+    /// An object this process wrote: remembered.
     fn own_write<K: kube::Resource>(&self, o: K) -> K {
         self.own.record(o.meta().resource_version.as_deref());
-        trimmed(o)
+        o
+    }
+
+    /// One write of `obj` to `api`'s resource, as kube-rs's `create`, `replace` and
+    /// `replace_status` send it, its answer decoded without managedFields ([`crate::lean`]).
+    async fn write<K>(&self, api: &Api<K>, write: Write<'_>, obj: &K) -> kube::Result<K>
+    where
+        K: kube::Resource + Serialize + DeserializeOwned,
+    {
+        let pp = post_params();
+        let body = serde_json::to_vec(obj).map_err(kube::Error::SerdeError)?;
+        let r = kube::core::Request::new(api.resource_url());
+        let (req, verb) = match write {
+            Write::Create => (r.create(&pp, body), "create"),
+            Write::Replace(name) => (r.replace(name, &pp, body), "replace"),
+            Write::ReplaceStatus(name) => (r.replace_subresource("status", name, &pp, body), "replace_status"),
+        };
+        let mut req = req.map_err(kube::Error::BuildRequest)?;
+        req.extensions_mut().insert(verb);
+        Ok(self.client.request::<Lean<K>>(req).await?.object)
     }
 
     /// Runs one request (`method`, described as `what`) under the timeout and classifies its
@@ -147,6 +169,14 @@ impl KubeApi {
             Err(_) => Err(ApiError::other(format!("{what}: no answer within {:?}", self.timeout))),
         }
     }
+}
+
+/// A write [`KubeApi::write`] sends; names the object it replaces.
+#[derive(Clone, Copy)]
+enum Write<'a> {
+    Create,
+    Replace(&'a str),
+    ReplaceStatus(&'a str),
 }
 
 /// The HTTP method of a request, as `rest_client_requests_total` labels it.
@@ -214,26 +244,24 @@ impl ClusterApi for KubeApi {
 
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        let pp = post_params();
-        self.call(Method::Post, "create persistentvolume", api.create(&pp, volume)).await.map(|o| self.own_write(o))
+        self.call(Method::Post, "create persistentvolume", self.write(&api, Write::Create, volume))
+            .await
+            .map(|o| self.own_write(o))
     }
 
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        let pp = post_params();
         let name = name_of(volume)?;
-        self.call(Method::Put, "update persistentvolume", api.replace(name, &pp, volume))
+        self.call(Method::Put, "update persistentvolume", self.write(&api, Write::Replace(name), volume))
             .await
             .map(|o| self.own_write(o))
     }
 
     async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        let pp = post_params();
         let name = name_of(volume)?;
-        self.call(Method::Put, "update persistentvolume status", api.replace_status(name, &pp, volume))
+        self.call(Method::Put, "update persistentvolume status", self.write(&api, Write::ReplaceStatus(name), volume))
             .await
-            .map(trimmed)
     }
 
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
@@ -249,20 +277,21 @@ impl ClusterApi for KubeApi {
 
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
-        let pp = post_params();
         let name = name_of(claim)?;
-        self.call(Method::Put, "update persistentvolumeclaim", api.replace(name, &pp, claim))
+        self.call(Method::Put, "update persistentvolumeclaim", self.write(&api, Write::Replace(name), claim))
             .await
             .map(|o| self.own_write(o))
     }
 
     async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
-        let pp = post_params();
         let name = name_of(claim)?;
-        self.call(Method::Put, "update persistentvolumeclaim status", api.replace_status(name, &pp, claim))
-            .await
-            .map(trimmed)
+        self.call(
+            Method::Put,
+            "update persistentvolumeclaim status",
+            self.write(&api, Write::ReplaceStatus(name), claim),
+        )
+        .await
     }
 
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {

@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use pv_core::events::Involved;
 use pv_core::Controller;
-use pv_model::ownership::{self, BinderFields, FIELD_MANAGER};
+use pv_model::ownership::{self, BinderFields, Write, FIELD_MANAGER};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -104,8 +104,9 @@ impl ForeignBinders {
         ForeignBinders { own, controller, seen: Mutex::default() }
     }
 
-    /// An object listed (`initial`) or changed: compared with the version seen before.
-    pub(crate) fn applied<K: Bindable>(&self, obj: &K, initial: bool) {
+    /// An object listed (`initial`) or changed: compared with the version seen before. `writers`
+    /// summarize its `managedFields` ([`crate::lean`]).
+    pub(crate) fn applied<K: Bindable>(&self, obj: &K, writers: &[Write], initial: bool) {
         let Some(uid) = obj.meta().uid.clone() else { return };
         let fields = obj.binder_fields();
         let before = self.seen.lock().unwrap_or_else(|e| e.into_inner()).insert(uid, fields.clone());
@@ -120,7 +121,7 @@ impl ForeignBinders {
         if self.own.contains(&rv) {
             return;
         }
-        let manager = ownership::last_writer(obj.meta(), &changed).unwrap_or_else(|| "unknown".to_string());
+        let manager = ownership::last_writer(writers, &changed).unwrap_or_else(|| "unknown".to_string());
         if !ownership::is_foreign_binder(&manager) {
             return;
         }

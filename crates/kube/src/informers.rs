@@ -6,6 +6,7 @@
 //! exponential backoff; every stream runs in its own tracing span.
 
 use crate::foreign::{ForeignBinders, OwnWrites};
+use crate::lean::Lean;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -14,6 +15,7 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Resource};
 use pv_core::informer::{Handles, Informer, Step, Tombstone};
 use pv_core::Controller;
+use pv_model::ownership::Write;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -82,13 +84,13 @@ pub fn start_informers(client: Client, controller: Arc<Controller>, own: Arc<Own
 
 /// A kind whose watch may check for another binder's writes.
 trait Watched {
-    fn check(&self, _foreign: &ForeignBinders, _initial: bool) {}
+    fn check(&self, _foreign: &ForeignBinders, _writers: &[Write], _initial: bool) {}
     fn forget(&self, _foreign: &ForeignBinders) {}
 }
 
 impl Watched for PersistentVolume {
-    fn check(&self, foreign: &ForeignBinders, initial: bool) {
-        foreign.applied(self, initial);
+    fn check(&self, foreign: &ForeignBinders, writers: &[Write], initial: bool) {
+        foreign.applied(self, writers, initial);
     }
     fn forget(&self, foreign: &ForeignBinders) {
         foreign.deleted(self);
@@ -96,8 +98,8 @@ impl Watched for PersistentVolume {
 }
 
 impl Watched for PersistentVolumeClaim {
-    fn check(&self, foreign: &ForeignBinders, initial: bool) {
-        foreign.applied(self, initial);
+    fn check(&self, foreign: &ForeignBinders, writers: &[Write], initial: bool) {
+        foreign.applied(self, writers, initial);
     }
     fn forget(&self, foreign: &ForeignBinders) {
         foreign.deleted(self);
@@ -120,7 +122,8 @@ where
 {
     let kind = K::kind(&()).to_string();
     let span = tracing::info_span!("watch", kind = %kind);
-    let api: Api<K> = Api::all(client);
+    // Decoded without the tree of their managedFields (see `crate::lean`).
+    let api: Api<Lean<K>> = Api::all(client);
     tokio::spawn(
         async move {
             let stream = watcher(api, watcher::Config::default()).default_backoff();
@@ -129,15 +132,15 @@ where
             while let Some(ev) = stream.next().await {
                 if let Some(f) = &foreign {
                     match &ev {
-                        Ok(Event::Apply(o)) => o.check(f, false),
-                        Ok(Event::InitApply(o)) => o.check(f, true),
-                        Ok(Event::Delete(o)) => o.forget(f),
+                        Ok(Event::Apply(o)) => o.object.check(f, &o.writers, false),
+                        Ok(Event::InitApply(o)) => o.object.check(f, &o.writers, true),
+                        Ok(Event::Delete(o)) => o.object.forget(f),
                         _ => {}
                     }
                 }
                 let step = match ev {
-                    Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => Step::Applied(crate::api::trimmed(o)),
-                    Ok(Event::Delete(o)) => Step::Deleted(o),
+                    Ok(Event::Apply(o)) | Ok(Event::InitApply(o)) => Step::Applied(o.object),
+                    Ok(Event::Delete(o)) => Step::Deleted(o.object),
                     Ok(Event::Init) => Step::Listing,
                     Ok(Event::InitDone) => Step::Listed,
                     Err(e) => {

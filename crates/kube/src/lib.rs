@@ -8,7 +8,8 @@
 //!
 //! - [`api`]: [`KubeApi`], the controller's writes as kube-rs requests, with timeouts and error
 //!   classification;
-//! - [`informers`]: one watcher per kind feeding the handlers, relist-safe;
+//! - [`informers`]: one watcher per kind feeding the handlers, relist-safe; [`lean`]: what they
+//!   and the writes' answers decode, objects without the tree of their `managedFields`;
 //! - [`runner`]: [`start`] wires both, [`run_workers`] starts the workers once caches are synced;
 //! - [`lease`]: leader election over a Lease, so replicas never write concurrently;
 //! - [`metrics`] and [`http`]: `/metrics` with upstream's names, `/healthz`, `/readyz`; [`secure`]:
@@ -21,6 +22,7 @@ pub mod connect;
 pub mod foreign;
 pub mod http;
 pub mod informers;
+pub mod lean;
 pub mod lease;
 pub mod metrics;
 pub mod recycler;

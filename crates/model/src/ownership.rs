@@ -9,7 +9,7 @@
 
 use crate::annotations::{BETA_STORAGE_PROVISIONER, BIND_COMPLETED, BOUND_BY_CONTROLLER, STORAGE_PROVISIONER};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
 
 /// The field manager this project's writes carry.
 pub const FIELD_MANAGER: &str = "pv-controller";
@@ -74,19 +74,65 @@ pub fn changed(old: &BinderFields, new: &BinderFields) -> Vec<&'static str> {
     out
 }
 
-/// The manager of the latest `Update` in `managedFields` that owns one of `fields` (the
+/// Every field name [`changed`] reports, in the order of [`Write::owns`]' bits.
+const BINDER_FIELDS: [&str; 5] =
+    [BOUND_BY_CONTROLLER, "claimRef", BIND_COMPLETED, STORAGE_PROVISIONER, BETA_STORAGE_PROVISIONER];
+
+/// The bit of [`Write::owns`] for a binder-owned field (`claimRef`, an annotation key), if it is one.
+pub fn binder_field_bit(field: &str) -> Option<u8> {
+    BINDER_FIELDS.iter().position(|f| *f == field).map(|i| 1 << i)
+}
+
+/// What naming a writer needs of one `managedFields` entry: its manager, whether it is an
+/// `Update`, its time, and which binder-owned fields its `fieldsV1` holds (`f:<field>` keys, a
+/// bit each, [`binder_field_bit`]). A watch can decode this straight from the JSON, without the
+/// tree of every field an object's writers own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Write {
+    /// The field manager.
+    pub manager: Option<String>,
+    /// Whether the operation was `Update` (not `Apply`).
+    pub update: bool,
+    /// When it last wrote.
+    pub time: Option<Time>,
+    /// The binder-owned fields it owns, as bits.
+    pub owns: u8,
+}
+
+impl Write {
+    /// The summary of one entry of an object's `managedFields`.
+    pub fn of(entry: &ManagedFieldsEntry) -> Self {
+        let text = entry.fields_v1.as_ref().map(|f| f.0.to_string()).unwrap_or_default();
+        let owns = BINDER_FIELDS
+            .iter()
+            .filter(|f| text.contains(&format!("\"f:{f}\"")))
+            .fold(0, |bits, f| bits | binder_field_bit(f).unwrap_or(0));
+        Write {
+            manager: entry.manager.clone(),
+            update: entry.operation.as_deref() == Some("Update"),
+            time: entry.time.clone(),
+            owns,
+        }
+    }
+}
+
+/// The summaries of an object's `managedFields` entries.
+pub fn writers(meta: &ObjectMeta) -> Vec<Write> {
+    meta.managed_fields.iter().flatten().map(Write::of).collect()
+}
+
+/// The manager of the latest `Update` among `writers` that owns one of `fields` (the
 /// annotation key or `claimRef`), else of the latest `Update` at all.
-pub fn last_writer(meta: &ObjectMeta, fields: &[&str]) -> Option<String> {
-    let entries = meta.managed_fields.as_ref()?;
-    let updates = entries.iter().filter(|e| e.operation.as_deref() == Some("Update"));
-    let owns = |e: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry| {
-        let text = e.fields_v1.as_ref().map(|f| f.0.to_string()).unwrap_or_default();
-        fields.iter().any(|f| text.contains(&format!("\"f:{f}\"")))
+pub fn last_writer(writers: &[Write], fields: &[&str]) -> Option<String> {
+    if writers.is_empty() {
+        return None;
+    }
+    let wanted = fields.iter().filter_map(|f| binder_field_bit(f)).fold(0, |bits, b| bits | b);
+    let updates = writers.iter().filter(|w| w.update);
+    let latest = |it: &mut dyn Iterator<Item = &Write>| {
+        it.max_by_key(|w| w.time.as_ref().map(|t| t.0)).and_then(|w| w.manager.clone())
     };
-    let latest = |it: &mut dyn Iterator<Item = &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>| {
-        it.max_by_key(|e| e.time.as_ref().map(|t| t.0)).and_then(|e| e.manager.clone())
-    };
-    latest(&mut updates.clone().filter(owns)).or_else(|| latest(&mut updates.clone()))
+    latest(&mut updates.clone().filter(|w| w.owns & wanted != 0)).or_else(|| latest(&mut updates.clone()))
 }
 
 #[cfg(test)]
@@ -118,7 +164,7 @@ mod tests {
         );
         let fields = changed(&claim_binder_fields(&old), &claim_binder_fields(&new));
         assert_eq!(fields, [BIND_COMPLETED, BOUND_BY_CONTROLLER]);
-        assert_eq!(last_writer(&new.metadata, &fields).as_deref(), Some("kube-controller-manager"));
+        assert_eq!(last_writer(&writers(&new.metadata), &fields).as_deref(), Some("kube-controller-manager"));
     }
 
     #[test]
@@ -150,6 +196,6 @@ mod tests {
                    {"manager": "b", "operation": "Update", "time": "2026-01-01T00:00:02Z"},
                    {"manager": "c", "operation": "Apply", "time": "2026-01-01T00:00:03Z"}]),
         );
-        assert_eq!(last_writer(&c.metadata, &["claimRef"]).as_deref(), Some("b"));
+        assert_eq!(last_writer(&writers(&c.metadata), &["claimRef"]).as_deref(), Some("b"));
     }
 }
