@@ -131,7 +131,7 @@ impl KubeApi {
 
     /// One write of `obj` to `api`'s resource, as kube-rs's `create`, `replace` and
     /// `replace_status` send it, its answer decoded without managedFields ([`crate::lean`]).
-    async fn write<K>(&self, api: &Api<K>, write: Write<'_>, obj: &K) -> kube::Result<K>
+    async fn write<K>(&self, api: &Api<K>, write: WriteKind<'_>, obj: &K) -> kube::Result<K>
     where
         K: kube::Resource + Serialize + DeserializeOwned,
     {
@@ -139,9 +139,9 @@ impl KubeApi {
         let body = serde_json::to_vec(obj).map_err(kube::Error::SerdeError)?;
         let r = kube::core::Request::new(api.resource_url());
         let (req, verb) = match write {
-            Write::Create => (r.create(&pp, body), "create"),
-            Write::Replace(name) => (r.replace(name, &pp, body), "replace"),
-            Write::ReplaceStatus(name) => (r.replace_subresource("status", name, &pp, body), "replace_status"),
+            WriteKind::Create => (r.create(&pp, body), "create"),
+            WriteKind::Replace(name) => (r.replace(name, &pp, body), "replace"),
+            WriteKind::ReplaceStatus(name) => (r.replace_subresource("status", name, &pp, body), "replace_status"),
         };
         let mut req = req.map_err(kube::Error::BuildRequest)?;
         req.extensions_mut().insert(verb);
@@ -173,7 +173,7 @@ impl KubeApi {
 
 /// A write [`KubeApi::write`] sends; names the object it replaces.
 #[derive(Clone, Copy)]
-enum Write<'a> {
+enum WriteKind<'a> {
     Create,
     Replace(&'a str),
     ReplaceStatus(&'a str),
@@ -244,7 +244,7 @@ impl ClusterApi for KubeApi {
 
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
-        self.call(Method::Post, "create persistentvolume", self.write(&api, Write::Create, volume))
+        self.call(Method::Post, "create persistentvolume", self.write(&api, WriteKind::Create, volume))
             .await
             .map(|o| self.own_write(o))
     }
@@ -252,7 +252,7 @@ impl ClusterApi for KubeApi {
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let name = name_of(volume)?;
-        self.call(Method::Put, "update persistentvolume", self.write(&api, Write::Replace(name), volume))
+        self.call(Method::Put, "update persistentvolume", self.write(&api, WriteKind::Replace(name), volume))
             .await
             .map(|o| self.own_write(o))
     }
@@ -260,8 +260,12 @@ impl ClusterApi for KubeApi {
     async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
         let api = self.volumes();
         let name = name_of(volume)?;
-        self.call(Method::Put, "update persistentvolume status", self.write(&api, Write::ReplaceStatus(name), volume))
-            .await
+        self.call(
+            Method::Put,
+            "update persistentvolume status",
+            self.write(&api, WriteKind::ReplaceStatus(name), volume),
+        )
+        .await
     }
 
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
@@ -278,7 +282,7 @@ impl ClusterApi for KubeApi {
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
         let api = self.claims(namespace_of(claim));
         let name = name_of(claim)?;
-        self.call(Method::Put, "update persistentvolumeclaim", self.write(&api, Write::Replace(name), claim))
+        self.call(Method::Put, "update persistentvolumeclaim", self.write(&api, WriteKind::Replace(name), claim))
             .await
             .map(|o| self.own_write(o))
     }
@@ -289,7 +293,7 @@ impl ClusterApi for KubeApi {
         self.call(
             Method::Put,
             "update persistentvolumeclaim status",
-            self.write(&api, Write::ReplaceStatus(name), claim),
+            self.write(&api, WriteKind::ReplaceStatus(name), claim),
         )
         .await
     }

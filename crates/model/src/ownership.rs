@@ -102,17 +102,23 @@ pub struct Write {
 impl Write {
     /// The summary of one entry of an object's `managedFields`.
     pub fn of(entry: &ManagedFieldsEntry) -> Self {
-        let text = entry.fields_v1.as_ref().map(|f| f.0.to_string()).unwrap_or_default();
-        let owns = BINDER_FIELDS
-            .iter()
-            .filter(|f| text.contains(&format!("\"f:{f}\"")))
-            .fold(0, |bits, f| bits | binder_field_bit(f).unwrap_or(0));
         Write {
             manager: entry.manager.clone(),
             update: entry.operation.as_deref() == Some("Update"),
             time: entry.time.clone(),
-            owns,
+            owns: entry.fields_v1.as_ref().map_or(0, |f| owned_fields(&f.0)),
         }
+    }
+}
+
+/// The bits of the binder-owned fields named by `f:<field>` keys anywhere in a `fieldsV1` tree.
+fn owned_fields(tree: &serde_json::Value) -> u8 {
+    match tree {
+        serde_json::Value::Object(m) => m.iter().fold(0, |bits, (k, v)| {
+            bits | k.strip_prefix("f:").and_then(binder_field_bit).unwrap_or(0) | owned_fields(v)
+        }),
+        serde_json::Value::Array(a) => a.iter().fold(0, |bits, v| bits | owned_fields(v)),
+        _ => 0,
     }
 }
 
@@ -124,9 +130,6 @@ pub fn writers(meta: &ObjectMeta) -> Vec<Write> {
 /// The manager of the latest `Update` among `writers` that owns one of `fields` (the
 /// annotation key or `claimRef`), else of the latest `Update` at all.
 pub fn last_writer(writers: &[Write], fields: &[&str]) -> Option<String> {
-    if writers.is_empty() {
-        return None;
-    }
     let wanted = fields.iter().filter_map(|f| binder_field_bit(f)).fold(0, |bits, b| bits | b);
     let updates = writers.iter().filter(|w| w.update);
     let latest = |it: &mut dyn Iterator<Item = &Write>| {
