@@ -112,8 +112,13 @@ impl Controller {
         }
         let claim = self.set_claim_provisioner(claim, &class.provisioner).await?;
 
-        // A previous attempt may have finished: the PV name is deterministic.
+        // A previous attempt may have finished: the PV name is deterministic. One that finished
+        // while this claim's sync was deciding (its plan read the cache before that attempt
+        // stored the volume) is in the cache already; only a volume the cache lacks is asked for.
         let pv_name = format!("pvc-{}", helpers::uid(&claim.metadata));
+        if self.caches.volume(&pv_name).is_some() {
+            return Ok(());
+        }
         match self.api.get_volume(&pv_name).await {
             Ok(_) => return Ok(()),
             Err(e) if e.is_not_found() => {}
