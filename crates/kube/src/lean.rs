@@ -8,7 +8,7 @@
 //! ([`Write`]) read on the fly: the keys of each entry's `fieldsV1` are scanned, not kept.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use pv_model::ownership::{binder_field_bit, Write};
+use pv_model::ownership::{fields_v1_key_bit, Write};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -302,7 +302,7 @@ impl<'de> Visitor<'de> for OwnedFields {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<u8, A::Error> {
         let mut bits = 0;
         while let Some(key) = map.next_key_seed(KeySeed)? {
-            bits |= key.strip_prefix("f:").and_then(binder_field_bit).unwrap_or(0);
+            bits |= fields_v1_key_bit(&key);
             bits |= map.next_value_seed(OwnedFields)?;
         }
         Ok(bits)

@@ -83,6 +83,12 @@ pub fn binder_field_bit(field: &str) -> Option<u8> {
     BINDER_FIELDS.iter().position(|f| *f == field).map(|i| 1 << i)
 }
 
+/// The bit of [`Write::owns`] a key of a `fieldsV1` tree stands for: `f:<field>` for a
+/// binder-owned field, else none (0). Both walks of a tree, decoded or streamed, use this.
+pub fn fields_v1_key_bit(key: &str) -> u8 {
+    key.strip_prefix("f:").and_then(binder_field_bit).unwrap_or(0)
+}
+
 /// What naming a writer needs of one `managedFields` entry: its manager, whether it is an
 /// `Update`, its time, and which binder-owned fields its `fieldsV1` holds (`f:<field>` keys, a
 /// bit each, [`binder_field_bit`]). A watch can decode this straight from the JSON, without the
@@ -114,9 +120,7 @@ impl Write {
 /// The bits of the binder-owned fields named by `f:<field>` keys anywhere in a `fieldsV1` tree.
 fn owned_fields(tree: &serde_json::Value) -> u8 {
     match tree {
-        serde_json::Value::Object(m) => m.iter().fold(0, |bits, (k, v)| {
-            bits | k.strip_prefix("f:").and_then(binder_field_bit).unwrap_or(0) | owned_fields(v)
-        }),
+        serde_json::Value::Object(m) => m.iter().fold(0, |bits, (k, v)| bits | fields_v1_key_bit(k) | owned_fields(v)),
         serde_json::Value::Array(a) => a.iter().fold(0, |bits, v| bits | owned_fields(v)),
         _ => 0,
     }
