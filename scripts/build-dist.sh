@@ -12,6 +12,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 die() { echo "build-dist: $*" >&2; exit 1; }
 TARGET=x86_64-unknown-linux-musl
+# Cargo's CARGO_PROFILE_DIST_* variables override the profile (.ci/run sets two): say so, since
+# the binary is then not the one Cargo.toml describes.
+OVERRIDES="$(env | grep '^CARGO_PROFILE_DIST_' | sort | tr '\n' ' ' || true)"
+[[ -z "$OVERRIDES" ]] || echo "build-dist: the dist profile overridden by the environment: ${OVERRIDES% }" >&2
 if ! rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
   rustup target add "$TARGET" >/dev/null 2>&1 || true
 fi

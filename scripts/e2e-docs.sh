@@ -79,7 +79,7 @@ declare -A EXCEPTIONS=(
   ["kubectl wait pvc -n demo small --for=jsonpath='{.status.phase}'=Bound --timeout=30s"]="a second up, with run as its binder, beside this script's; scripts/e2e-protection.sh runs the commands of this README section as written"
   ["kubectl delete pvc -n demo small --timeout=30s"]="a second up, with run as its binder, beside this script's; scripts/e2e-protection.sh runs the commands of this README section as written"
   ["PV_FAULT_SEEDS=30 cargo test -p pv-sim --release --test scenarios"]="a long run of a test .ci/run runs with defaults"
-  ["PV_PROPTEST_CASES=2000 cargo test -p pv-sim --release --test properties"]="a long run of a test .ci/run runs with defaults"
+  ["PV_PROPTEST_CASES=2000 cargo test -p pv-sim --release --test sim properties::"]="a long run of a test .ci/run runs with defaults"
   ["PV_LOAD_N=20000 cargo test --release -p pv-apiserver --test load -- --nocapture"]="a long run of a test .ci/run runs with defaults"
 )
 
