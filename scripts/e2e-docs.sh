@@ -98,6 +98,9 @@ declare -A EXPECT=(
   ["kubectl get pvc -n demo small -o jsonpath='{.spec.volumeName}'"]="^pv-5g$"
   ["pv-controller explain pvc data/small -f examples/cluster.yaml -o yaml"]="^bestMatch: pv-5g$"
   ["pv-controller simulate -f examples/cluster.yaml -o changes"]="^  data/small → pv-5g$"
+  ["pv-controller explain pod demo/web-0 -f examples/explain/web-0.yaml"]="^Verdict: volume-node-affinity-conflict"
+  ["pv-controller explain pvc -A -f examples/cluster.yaml"]="^3 claims not Bound: 1 provision, 2 bind$"
+  ["pv-controller explain pvc -n demo --kubeconfig .pv-controller/kubeconfig -o json"]="^\\[
 )
 
 # The commands, one per line: FILE:LINE<TAB>COMMAND.

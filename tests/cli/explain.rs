@@ -220,3 +220,63 @@ fn a_dump_with_the_provisioners_objects_gives_its_verdict() {
         assert_eq!(v["provisioner"]["verdict"], verdict, "{name}: {v:#}");
     }
 }
+
+/// `explain pod` reads the same objects live as from a dump of them, and says the same: each pod
+/// fixture is applied to `up` (without controllers, so nothing changes under the comparison),
+/// dumped with `kubectl get ... -A -o yaml` as the README says, and explained both ways.
+#[test]
+fn explain_pod_says_the_same_live_and_from_a_dump() {
+    if Command::new("kubectl").arg("version").arg("--client").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "kubectl is missing under CI");
+        eprintln!("skip: kubectl not installed");
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/explain/pod");
+    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    fixtures.sort();
+    assert!(fixtures.len() > 10, "pod fixtures: {}", fixtures.len());
+    let ages = |s: &str| {
+        // Ages move on between the two reads.
+        let mut out = String::new();
+        for w in s.split(' ') {
+            let is_age = w.len() > 1 && w.ends_with('s') && w[..w.len() - 1].chars().all(|c| c.is_ascii_digit());
+            out.push_str(if is_age { "Ns" } else { w });
+            out.push(' ');
+        }
+        out
+    };
+    let mut compared = 0;
+    for f in fixtures {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = crate::util::Up::start(
+            tmp.path(),
+            &["--listen", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--no-controller"],
+        );
+        let kubectl =
+            |args: &[&str]| Command::new("kubectl").args(["--kubeconfig", &up.kubeconfig]).args(args).output().unwrap();
+        let applied = kubectl(&["apply", "-f", f.to_str().unwrap()]);
+        assert!(applied.status.success(), "{}: {}", f.display(), text(&applied.stderr));
+        let dump = kubectl(&[
+            "get",
+            "pv,pvc,sc,pods,nodes,csidrivers,csinodes,volumeattachments,csistoragecapacities,leases,events",
+            "-A",
+            "-o",
+            "yaml",
+        ]);
+        assert!(dump.status.success(), "{}: {}", f.display(), text(&dump.stderr));
+        let file = tmp.path().join("dump.yaml");
+        std::fs::write(&file, &dump.stdout).unwrap();
+        let live = explain(&["pod", "default/app", "--kubeconfig", &up.kubeconfig, "-o", "json"]);
+        let from_file = explain(&["pod", "default/app", "-f", file.to_str().unwrap(), "-o", "json"]);
+        assert_eq!(live.status.code(), Some(0), "{}: {}", f.display(), text(&live.stderr));
+        assert_eq!(from_file.status.code(), Some(0), "{}: {}", f.display(), text(&from_file.stderr));
+        assert_eq!(text(&live.stderr), "", "{}: live read notes", f.display());
+        assert_eq!(ages(&text(&live.stdout)), ages(&text(&from_file.stdout)), "{}", f.display());
+        compared += 1;
+    }
+    assert!(compared > 10);
+}

@@ -101,6 +101,9 @@ pub struct Explanation {
     pub best_match: Option<String>,
     /// What happens next.
     pub next: Next,
+    /// Why the claim is where it is, as a stable code: for a Pending claim the
+    /// `pv_controller_pending_claims` reason (the controller's plan), else `bound` or `lost`.
+    pub reason: &'static str,
     /// One sentence for a person.
     pub message: String,
     /// What the user could change, when that helps.
@@ -122,6 +125,7 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
         candidates: Vec::new(),
         best_match: None,
         next: Next::None,
+        reason: "bound",
         message: String::new(),
         hint: None,
         external: None,
@@ -130,6 +134,9 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
     // The controller reads a claim as bound once it carries bind-completed; so does explain.
     if helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED) {
         explain_bound(view, volumes, claim, &mut e);
+        if e.phase == pvc_phase::LOST {
+            e.reason = "lost";
+        }
     } else {
         explain_unbound(view, volumes, claim, &mut e);
     }
@@ -203,7 +210,7 @@ fn rank_all(
     sorted
         .into_iter()
         .map(|v| {
-            let verdict = matching::evaluate(claim, v, delay);
+            let verdict = delayed_verdict(claim, v, delay);
             let name = helpers::name(&v.metadata);
             let detail = match (verdict.kind, best) {
                 (VerdictKind::Match, _) if verdict.prebound => verdict.detail,
@@ -227,8 +234,30 @@ fn rank_all(
         .collect()
 }
 
+/// A volume's verdict for the claim. Under WaitForFirstConsumer the controller binds no free
+/// volume (the scheduler does, for the node it picks), so a volume that passes every other rule
+/// is `delayBinding`, and one that fails a rule (another class, too small) says which, as the
+/// scheduler's own search would reject it.
+fn delayed_verdict(claim: &PersistentVolumeClaim, v: &PersistentVolume, delay: bool) -> matching::Verdict {
+    let verdict = matching::evaluate(claim, v, false);
+    if !delay || verdict.kind != VerdictKind::Match || verdict.prebound {
+        return verdict;
+    }
+    let pinned =
+        pv_model::topology::describe_volume_affinity(v).map(|a| format!(" (node affinity {a})")).unwrap_or_default();
+    matching::Verdict {
+        kind: VerdictKind::DelayBinding,
+        prebound: false,
+        detail: format!(
+            "fits; the class binds on first consumer: the scheduler binds it when it places a pod on a node it \
+             allows{pinned}"
+        ),
+    }
+}
+
 fn explain_unbound(view: &impl View, volumes: &[PersistentVolume], claim: &PersistentVolumeClaim, e: &mut Explanation) {
     let mut plan = plan::plan_unbound_claim(view, claim);
+    e.reason = plan.pending_reason();
     let mut prefix = String::new();
     let mut effective = claim.clone();
     if let UnboundClaimPlan::AssignDefaultClass(class) = &plan {
@@ -266,6 +295,9 @@ fn explain_unbound(view: &impl View, volumes: &[PersistentVolume], claim: &Persi
         }
     }
     let (next, message) = describe_plan(claim, &plan, e);
+    if let Some(h) = pinned_elsewhere_hint(view, volumes, claim) {
+        e.hint = Some(h);
+    }
     if let Some(h) = free_earlier_hint(volumes, claim) {
         e.hint = Some(match e.hint.take() {
             Some(old) => format!("{h}; or {old}"),
@@ -354,14 +386,23 @@ fn describe_plan(claim: &PersistentVolumeClaim, plan: &UnboundClaimPlan, e: &mut
         UnboundClaimPlan::ClaimedByOther { volume, other, .. } => (
             Next::None,
             if earlier_incarnation(volume, claim).is_some() {
+                // free_earlier_hint says how to free it.
                 format!(
                     "The claim asks for volume {}, which is still held by an earlier claim {other} (another \
                      uid), not by this one.",
                     helpers::name(&volume.metadata)
                 )
             } else {
+                let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+                e.hint = Some(format!(
+                    "a claim's spec.volumeName cannot be changed once set: delete and re-create claim {ns}/{} \
+                     naming a free volume (or none), or free {} by deleting claim {other}",
+                    helpers::name(&claim.metadata),
+                    helpers::name(&volume.metadata)
+                ));
                 format!(
-                    "The claim asks for volume {}, which is already bound to claim {other}.",
+                    "The claim asks for volume {}, which is already bound to claim {other}; it stays Pending \
+                     while {other} holds it.",
                     helpers::name(&volume.metadata)
                 )
             },
@@ -515,12 +556,13 @@ enum Origin {
 fn binding_origin(claim: &PersistentVolumeClaim, v: &PersistentVolume) -> Origin {
     let claim_by_ctrl = helpers::has_annotation(&claim.metadata, ann::BOUND_BY_CONTROLLER);
     let volume_by_ctrl = helpers::has_annotation(&v.metadata, ann::BOUND_BY_CONTROLLER);
+    // The in-tree provisioning marks the volume bound-by-controller too; provisioned-by says more.
     if !claim_by_ctrl {
         Origin::ClaimNamedVolume
-    } else if volume_by_ctrl {
-        Origin::Chosen
     } else if helpers::has_annotation(&v.metadata, ann::PROVISIONED_BY) {
         Origin::Provisioned
+    } else if volume_by_ctrl {
+        Origin::Chosen
     } else {
         Origin::VolumePreBound
     }
@@ -565,6 +607,10 @@ fn explain_bound(view: &impl View, volumes: &[PersistentVolume], claim: &Persist
             let uid = r.uid.as_deref().unwrap_or("");
             e.candidates = vec![candidate(&v, VerdictKind::ClaimedByOther, format!("claimed by {other}"))];
             let same = other == e.claim;
+            e.hint = Some(format!(
+                "the volume belongs to {other}: create a new claim for this workload, or, if {other} is gone and \
+                 the data is this claim's, set {vname}'s spec.claimRef to this claim (namespace, name and uid)"
+            ));
             e.message = format!(
                 "The claim points to volume {vname}, but the volume's claimRef points elsewhere \
                  ({}); the claim is bound incorrectly (ClaimMisbound).",
@@ -590,6 +636,21 @@ fn explain_kept(
 ) {
     let vname = helpers::name(&v.metadata).to_string();
     let origin = binding_origin(claim, v);
+    if v.metadata.deletion_timestamp.is_some() {
+        let key = helpers::claim_key(claim);
+        e.candidates = vec![candidate(v, VerdictKind::BeingDeleted, "deleted while bound".into())];
+        e.message = format!(
+            "The claim is bound to volume {vname}, which is being deleted: the finalizer {} keeps it while \
+             the claim is bound, so pods using the claim keep running; once claim {key} is deleted, the \
+             PersistentVolume object goes.",
+            pv_model::finalizers::PV_PROTECTION,
+        );
+        e.hint = Some(format!(
+            "nothing is lost yet: if the deletion was a mistake, the volume cannot be un-deleted, so copy the data \
+             while the claim holds it, or delete claim {key} (and its pods) to let the deletion finish"
+        ));
+        return;
+    }
     let why = match origin {
         Origin::ClaimNamedVolume => "pre-bound by the user via the claim's spec.volumeName".to_string(),
         Origin::VolumePreBound => "pre-bound by the user via the volume's spec.claimRef".to_string(),
@@ -620,11 +681,13 @@ fn explain_kept(
     free.status.get_or_insert_with(Default::default).phase = Some("Available".into());
     let then: Vec<PersistentVolume> =
         volumes.iter().map(|x| if helpers::name(&x.metadata) == vname { free.clone() } else { x.clone() }).collect();
+    // Under WaitForFirstConsumer the scheduler chose among the volumes that fit; the rules are the
+    // same, so they are shown as for an Immediate class.
     let delay = plan::is_delay_binding(view, &unbound);
     // The first match in upstream's walk is the one the index picks.
     let now_best =
-        rank_all(&unbound, &then, delay, None).into_iter().find(|c| c.verdict == VerdictKind::Match).map(|c| c.volume);
-    e.candidates = rank_all(&unbound, &then, delay, Some(&vname));
+        rank_all(&unbound, &then, false, None).into_iter().find(|c| c.verdict == VerdictKind::Match).map(|c| c.volume);
+    e.candidates = rank_all(&unbound, &then, false, Some(&vname));
     let matching = e.candidates.iter().filter(|c| c.verdict == VerdictKind::Match).count();
     if let Some(first) = e.candidates.first_mut().filter(|c| c.volume == vname) {
         first.detail = format!("bound to the claim: {}", first.detail);
@@ -647,7 +710,8 @@ fn explain_kept(
         1 => " The other volume is shown as it stands now.".to_string(),
         n => format!(" The other {n} volumes are shown as they stand now."),
     };
-    e.message = format!("The claim is bound to volume {vname}, chosen by the controller: {chosen}.{others}");
+    let by = if delay { "the scheduler (the class binds on first consumer)" } else { "the controller" };
+    e.message = format!("The claim is bound to volume {vname}, chosen by {by}: {chosen}.{others}");
 }
 
 /// Marks the volumes that only become Available at their first sync (see
@@ -710,4 +774,110 @@ pub fn note_provisioner(e: &mut Explanation, report: crate::provisioner::Report)
         e.hint = hint;
     }
     e.provisioner = Some(report);
+}
+
+/// What the pods that wait to consume a WaitForFirstConsumer claim show: the scheduler's latest
+/// FailedScheduling message for each (the claim waits on that pod), and a hint that depends on
+/// whether a scheduler runs (on a cluster with one, setting `selected-node` by hand is wrong).
+/// For a bound claim (`waiting` false), only the pods that still cannot be scheduled are noted.
+pub fn note_consumers(
+    snapshot: &crate::Snapshot,
+    claim: &PersistentVolumeClaim,
+    e: &mut Explanation,
+    now: k8s_openapi::jiff::Timestamp,
+    waiting: bool,
+) {
+    let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+    let name = helpers::name(&claim.metadata);
+    let pods: Vec<&pv_model::k8s::Pod> = snapshot
+        .pods
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref().unwrap_or("default") == ns)
+        .filter(|p| !helpers::is_pod_terminated(p) && helpers::pod_claim_names(p).iter().any(|c| c == name))
+        .collect();
+    let mut stuck = None;
+    for p in pods.iter().filter(|p| !helpers::pod_is_scheduled(p)) {
+        let pod = helpers::name(&p.metadata);
+        if let Some(m) = crate::pod::scheduler_message(snapshot, p) {
+            e.message = format!(
+                "{} The scheduler cannot place pod {pod}: {m} (`pv-controller explain pod {ns}/{pod}` says why).",
+                e.message
+            );
+            stuck.get_or_insert(pod);
+        }
+    }
+    if !waiting {
+        if let Some(pod) = stuck {
+            e.hint = Some(format!(
+                "the claim is fine; what keeps pod {pod} off every node is in `pv-controller explain pod {ns}/{pod}`"
+            ));
+        }
+        return;
+    }
+    if crate::pod::scheduler_runs(snapshot, now) {
+        e.hint = Some(match pods.first() {
+            Some(p) => format!(
+                "the scheduler binds or provisions the claim when it places pod {0}; `pv-controller explain pod \
+                 {ns}/{0}` says what stops it",
+                helpers::name(&p.metadata)
+            ),
+            None => "create a pod that uses the claim: the scheduler then picks a volume or has one provisioned \
+                     for the pod's node"
+                .into(),
+        });
+    }
+}
+
+/// A provisioning attempt for a WaitForFirstConsumer claim that failed: csi-provisioner removes
+/// `selected-node` after a failure so that the scheduler may pick another node, and the claim then
+/// looks as if nothing had happened. Says what failed, and keeps the provisioner's report.
+pub fn note_failed_attempt(e: &mut Explanation, report: crate::provisioner::Report) {
+    let failure = report.last_event.as_ref().map(|ev| ev.message.clone()).unwrap_or_default();
+    e.message = format!(
+        "{} The last attempt to provision it failed: {failure} (the provisioner removed selected-node; the \
+         scheduler tries again when it places the pod).",
+        e.message
+    );
+    e.hint = Some(
+        "fix what the error says (the class's parameters, the storage backend, the node's topology); the next \
+         scheduling attempt asks for a volume again"
+            .into(),
+    );
+    e.provisioner = Some(report);
+}
+
+/// For a claim the scheduler has picked a node for (`selected-node`): the volumes that fit it by
+/// every rule but are pinned by their node affinity to other nodes, which is why nothing binds
+/// there; the stale node is what to change, not a new volume.
+fn pinned_elsewhere_hint(
+    view: &impl View,
+    volumes: &[PersistentVolume],
+    claim: &PersistentVolumeClaim,
+) -> Option<String> {
+    let selected = helpers::annotation(&claim.metadata, ann::SELECTED_NODE).filter(|n| !n.is_empty())?;
+    let node = view.node(selected);
+    let pinned: Vec<&str> = volumes
+        .iter()
+        .filter(|v| matching::evaluate(claim, v, false).kind == VerdictKind::Match)
+        .filter(|v| node.as_ref().is_none_or(|n| !pv_model::topology::volume_allows(v, n)))
+        .map(|v| helpers::name(&v.metadata))
+        .collect();
+    if pinned.is_empty() {
+        return None;
+    }
+    let ns = claim.metadata.namespace.as_deref().unwrap_or("default");
+    let where_ = if node.is_some() {
+        format!("the selected node {selected}")
+    } else {
+        format!("the selected node {selected}, which does not exist")
+    };
+    Some(format!(
+        "{} fit{} the claim but {} pinned to other nodes than {where_}: remove the annotation so that the \
+         scheduler picks a node where a volume is (`kubectl annotate pvc -n {ns} {} {}-`)",
+        pinned.join(", "),
+        if pinned.len() == 1 { "s" } else { "" },
+        if pinned.len() == 1 { "is" } else { "are" },
+        helpers::name(&claim.metadata),
+        ann::SELECTED_NODE
+    ))
 }

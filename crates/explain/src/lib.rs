@@ -17,12 +17,16 @@
 //! explanation), [`provisioner`] (past the binder), [`render`] (JSON and text).
 
 pub mod analyze;
+pub mod cluster;
 pub mod live;
+pub mod pod;
 pub mod provisioner;
 pub mod render;
 pub mod snapshot;
 
 pub use analyze::{explain, Candidate, Explanation, Next, Request};
+pub use cluster::{explain_claims, ClaimList};
+pub use pod::{explain_pod, PodExplanation, PodNext, PodVerdict};
 pub use render::{to_json, to_text, to_text_width, to_text_with};
 pub use snapshot::{plugins, Snapshot, SnapshotError};
 
@@ -44,12 +48,61 @@ pub fn explain_snapshot_at(
     now: k8s_openapi::jiff::Timestamp,
 ) -> Option<Explanation> {
     let (synced, becoming_available) = snapshot.after_first_volume_syncs();
+    let view = synced.view(plugins());
     let claim = synced.claim(namespace, name)?;
-    let mut e = explain(&synced.view(plugins()), &synced.volumes, claim);
-    analyze::note_becoming_available(&mut e, &becoming_available);
+    Some(explain_in(snapshot, &synced, &view, &becoming_available, claim, now))
+}
+
+/// One claim of `synced` (a snapshot after the first volume syncs, seen through `view`),
+/// explained with everything past the binder that `snapshot` holds.
+pub(crate) fn explain_in(
+    snapshot: &Snapshot,
+    synced: &Snapshot,
+    view: &pv_core::view::Objects,
+    becoming_available: &[String],
+    claim: &pv_model::k8s::PersistentVolumeClaim,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Explanation {
+    let mut e = explain(view, &synced.volumes, claim);
+    analyze::note_becoming_available(&mut e, becoming_available);
+    add_past_binder(snapshot, claim, &mut e, now);
+    e
+}
+
+/// What the objects past the binder add to a claim's explanation: for a claim handed to an
+/// external provisioner, what that provisioner does (see [`provisioner`]); for a claim that
+/// waits for its first consumer, what the scheduler said about the pods that use it, whether a
+/// scheduler runs at all (the hint differs), and a provisioning attempt that failed for the node
+/// the scheduler had picked (csi-provisioner then removes `selected-node`, and the failure would
+/// otherwise vanish from the answer).
+pub(crate) fn add_past_binder(
+    snapshot: &Snapshot,
+    claim: &pv_model::k8s::PersistentVolumeClaim,
+    e: &mut Explanation,
+    now: k8s_openapi::jiff::Timestamp,
+) {
+    if e.provisioner.is_some() {
+        return;
+    }
     if let Some((p, class)) = e.external.clone() {
         let report = provisioner::check(snapshot, claim, &p, &class, now);
-        analyze::note_provisioner(&mut e, report);
+        analyze::note_provisioner(e, report);
+        return;
     }
-    Some(e)
+    if e.next != Next::WaitFirstConsumer {
+        if e.reason == "bound" {
+            analyze::note_consumers(snapshot, claim, e, now, false);
+        }
+        return;
+    }
+    analyze::note_consumers(snapshot, claim, e, now, true);
+    let class = pv_model::helpers::claim_class(claim);
+    let provisioner = snapshot.classes.iter().find(|c| c.metadata.name.as_deref() == Some(class)).map(|c| {
+        pv_model::csi::migrated_driver(&c.provisioner).map(str::to_string).unwrap_or_else(|| c.provisioner.clone())
+    });
+    let Some(p) = provisioner.filter(|p| !p.starts_with(pv_model::annotations::IN_TREE_PREFIX)) else { return };
+    let report = provisioner::check(snapshot, claim, &p, class, now);
+    if report.verdict == provisioner::Verdict::Failing {
+        analyze::note_failed_attempt(e, report);
+    }
 }

@@ -100,9 +100,44 @@ pub async fn read(opts: &ClientOptions, namespace: &str, name: &str) -> Result<L
         ..Default::default()
     };
     let mut notes = Vec::new();
-    // Past the binder only when the controller's plan hands the claim to an external provisioner.
-    let external = crate::explain_snapshot(&snapshot, namespace, name).and_then(|e| e.external);
-    if let Some((provisioner, _)) = external {
+    // The selected node: whether it exists is part of an in-tree plugin's decision.
+    if let Some(node) = helpers::annotation(&snapshot.claims[0].metadata, ann::SELECTED_NODE).filter(|n| !n.is_empty())
+    {
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
+        match call(format!("get node {node}"), &url, nodes.get_opt(node)).await {
+            Ok(n) => snapshot.nodes.extend(n),
+            Err(e) => notes.push(e.to_string()),
+        }
+    }
+    // Past the binder only when the controller's plan hands the claim to an external provisioner,
+    // or leaves it to the scheduler (then: the scheduler's Lease and its events on the pods, and
+    // the class's provisioner, whose failed attempt for the scheduler's node may be the answer).
+    let e = crate::explain_snapshot(&snapshot, namespace, name);
+    let provisioner = match e.as_ref() {
+        Some(e) if e.next == crate::Next::WaitFirstConsumer => {
+            let class = helpers::claim_class(&snapshot.claims[0]).to_string();
+            let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+            match call("get lease kube-system/kube-scheduler".into(), &url, leases.get_opt("kube-scheduler")).await {
+                Ok(l) => snapshot.leases.extend(l),
+                Err(e) => notes.push(e.to_string()),
+            }
+            let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+            let failed = ListParams::default().fields("involvedObject.kind=Pod,reason=FailedScheduling");
+            match call(format!("list events in {namespace}"), &url, events.list(&failed)).await {
+                Ok(l) => snapshot.events.extend(l.items),
+                Err(e) => notes.push(e.to_string()),
+            }
+            snapshot
+                .classes
+                .iter()
+                .find(|c| helpers::name(&c.metadata) == class)
+                .map(|c| pv_model::csi::migrated_driver(&c.provisioner).map_or(c.provisioner.clone(), str::to_string))
+                .filter(|p| !p.starts_with(ann::IN_TREE_PREFIX))
+        }
+        Some(e) => e.external.clone().map(|(p, _)| p),
+        None => None,
+    };
+    if let Some(provisioner) = provisioner {
         read_past_binder(&client, &url, &mut snapshot, &provisioner, &mut notes).await;
     }
     Ok(Live { snapshot, found: true, url, notes })
@@ -131,7 +166,7 @@ async fn read_past_binder(
     let leases: Api<Lease> = Api::all(client.clone());
     let by_name = ListParams::default().fields(&format!("metadata.name={lease}"));
     match call(format!("list leases named {lease}"), url, leases.list(&by_name)).await {
-        Ok(l) => snapshot.leases = l.items,
+        Ok(l) => snapshot.leases.extend(l.items),
         Err(e) => notes.push(e.to_string()),
     }
     let events: Api<Event> = Api::namespaced(client.clone(), &ns);
@@ -140,7 +175,7 @@ async fn read_past_binder(
         helpers::uid(&claim.metadata)
     ));
     match call(format!("list events in {ns}"), url, events.list(&on_claim)).await {
-        Ok(l) => snapshot.events = l.items,
+        Ok(l) => snapshot.events.extend(l.items),
         Err(e) => notes.push(e.to_string()),
     }
     if let Some(node) = helpers::annotation(&claim.metadata, ann::SELECTED_NODE).filter(|n| !n.is_empty()) {
@@ -157,4 +192,138 @@ async fn read_past_binder(
             Err(e) => notes.push(e.to_string()),
         }
     }
+}
+
+/// What `explain pod` and `explain pvc -A` read: which namespace (all when `None`).
+#[derive(Clone, Debug)]
+pub enum Scope {
+    /// One pod: its namespace's claims, pods and events, and the cluster-wide objects.
+    Pod(String, String),
+    /// Every claim of a namespace, or of all of them.
+    Claims(Option<String>),
+}
+
+/// Lists `api` into `out`; a failure is a note (the answer leaves that part out), or an error
+/// when `required`.
+async fn list_into<K>(
+    api: Api<K>,
+    what: &str,
+    url: &str,
+    required: bool,
+    out: &mut Vec<K>,
+    notes: &mut Vec<String>,
+) -> Result<bool, LiveError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match call(format!("list {what}"), url, api.list(&ListParams::default())).await {
+        Ok(l) => {
+            out.extend(l.items);
+            Ok(true)
+        }
+        Err(e) if required => Err(e),
+        Err(e) => {
+            notes.push(e.to_string());
+            Ok(false)
+        }
+    }
+}
+
+/// Reads what `explain pod` or `explain pvc -A` looks at: claims, volumes, classes and pods (an
+/// error when they cannot be read), and, best effort, nodes, CSIDrivers, CSINodes,
+/// VolumeAttachments, CSIStorageCapacities, Leases and Events (a read the credentials may not
+/// make is a note, and its part of the answer is left out). `found` is false when the pod does
+/// not exist.
+pub async fn read_scope(opts: &ClientOptions, scope: &Scope) -> Result<Live, LiveError> {
+    let config = connect::load_config(opts).await?;
+    let url = config.cluster_url.to_string();
+    let client = connect::client(config, opts)?;
+    let ns: Option<&str> = match scope {
+        Scope::Pod(ns, _) => Some(ns),
+        Scope::Claims(ns) => ns.as_deref(),
+    };
+    let in_ns = |what: &str| match ns {
+        Some(ns) => format!("{what} in {ns}"),
+        None => format!("{what} in all namespaces"),
+    };
+    fn scoped<K>(client: &kube::Client, ns: Option<&str>) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        match ns {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+    let mut s = Snapshot::default();
+    let mut notes = Vec::new();
+    if let Scope::Pod(ns, name) = scope {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        match call(format!("get pod {ns}/{name}"), &url, pods.get_opt(name)).await? {
+            Some(_) => {}
+            None => return Ok(Live { snapshot: s, found: false, url, notes }),
+        }
+    }
+    list_into(
+        scoped::<PersistentVolumeClaim>(&client, ns),
+        &in_ns("persistentvolumeclaims"),
+        &url,
+        true,
+        &mut s.claims,
+        &mut notes,
+    )
+    .await?;
+    list_into(
+        Api::<PersistentVolume>::all(client.clone()),
+        "persistentvolumes",
+        &url,
+        true,
+        &mut s.volumes,
+        &mut notes,
+    )
+    .await?;
+    list_into(Api::<StorageClass>::all(client.clone()), "storageclasses", &url, true, &mut s.classes, &mut notes)
+        .await?;
+    // Pods everywhere for a pod (the volumes in use on each node count towards its attach limit);
+    // the scope's pods otherwise (they say which claims wait for a consumer).
+    let pod_ns = if matches!(scope, Scope::Pod(..)) { None } else { ns };
+    if !list_into(scoped::<Pod>(&client, pod_ns), "pods", &url, pod_ns.is_some(), &mut s.pods, &mut notes).await? {
+        list_into(scoped::<Pod>(&client, ns), &in_ns("pods"), &url, true, &mut s.pods, &mut notes).await?;
+    }
+    list_into(
+        Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()),
+        "nodes",
+        &url,
+        false,
+        &mut s.nodes,
+        &mut notes,
+    )
+    .await?;
+    let drivers =
+        list_into(Api::<CSIDriver>::all(client.clone()), "csidrivers", &url, false, &mut s.csi_drivers, &mut notes)
+            .await?;
+    s.read_csi = drivers;
+    list_into(Api::<CSINode>::all(client.clone()), "csinodes", &url, false, &mut s.csi_nodes, &mut notes).await?;
+    list_into(
+        Api::<k8s_openapi::api::storage::v1::VolumeAttachment>::all(client.clone()),
+        "volumeattachments",
+        &url,
+        false,
+        &mut s.attachments,
+        &mut notes,
+    )
+    .await?;
+    list_into(
+        Api::<CSIStorageCapacity>::all(client.clone()),
+        "csistoragecapacities",
+        &url,
+        false,
+        &mut s.capacities,
+        &mut notes,
+    )
+    .await?;
+    list_into(Api::<Lease>::all(client.clone()), "leases", &url, false, &mut s.leases, &mut notes).await?;
+    list_into(scoped::<Event>(&client, ns), &in_ns("events"), &url, false, &mut s.events, &mut notes).await?;
+    Ok(Live { snapshot: s, found: true, url, notes })
 }

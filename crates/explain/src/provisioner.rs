@@ -146,7 +146,8 @@ pub fn ago(seconds: i64) -> String {
     }
 }
 
-fn event_time(e: &Event) -> Option<Timestamp> {
+/// When an event was last seen (the newest time it carries).
+pub fn event_time(e: &Event) -> Option<Timestamp> {
     e.last_timestamp
         .as_ref()
         .map(|t| t.0)

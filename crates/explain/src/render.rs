@@ -25,8 +25,9 @@ pub const NEAR_MISSES: usize = 10;
 
 /// The JSON document the README documents, keys in the documented order: `claim`, `phase`,
 /// `volumeName`, `candidates` (each `volume`, `verdict`, `detail`), `bestMatch`, `next`,
-/// `message`, `summary` (verdict → count) and, for a claim waiting for an external provisioner,
-/// `provisioner`. Serialize it with `serde_json`.
+/// `reason` (the stable code, as `pv_controller_pending_claims{reason}`), `message`, `hint`,
+/// `summary` (verdict → count) and, for a claim waiting for an external provisioner (or whose
+/// provisioning for its first consumer failed), `provisioner`. Serialize it with `serde_json`.
 #[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct JsonDoc<'a> {
@@ -36,7 +37,9 @@ pub struct JsonDoc<'a> {
     candidates: Vec<JsonCandidate<'a>>,
     best_match: Option<&'a str>,
     next: &'static str,
+    reason: &'static str,
     message: &'a str,
+    hint: Option<&'a str>,
     summary: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     provisioner: Option<JsonProvisioner<'a>>,
@@ -131,7 +134,9 @@ pub fn to_json(e: &Explanation) -> JsonDoc<'_> {
             .collect(),
         best_match: e.best_match.as_deref(),
         next: e.next.as_str(),
+        reason: e.reason,
         message: &e.message,
+        hint: e.hint.as_deref(),
         summary: summary(&e.candidates).into_iter().map(|(k, n)| (k.as_str().to_string(), n.into())).collect(),
         provisioner: e.provisioner.as_ref().map(json_provisioner),
     }
@@ -206,18 +211,29 @@ pub fn to_text_width(e: &Explanation, color: bool, width: usize) -> String {
 /// else matches, then volumes held by an earlier claim of this name, then those failing a rule
 /// other than `claimedByOther` (each group in the explanation's order), at most [`NEAR_MISSES`].
 fn shown(candidates: &[Candidate], all: bool) -> Vec<&Candidate> {
-    if all || candidates.len() <= NEAR_MISSES {
-        return candidates.iter().collect();
-    }
+    // Nearest miss first: what fits, then what one change would make fit (a size, a label, a
+    // mode), then another class or phase, then volumes other claims hold.
     let rank = |c: &Candidate| match c.verdict {
         VerdictKind::Match => 0,
         VerdictKind::DelayBinding => 1,
         _ if c.earlier_claim => 2,
-        VerdictKind::ClaimedByOther => 9,
-        _ => 3,
+        VerdictKind::Capacity => 3,
+        VerdictKind::Selector => 4,
+        VerdictKind::VolumeAttributesClass => 5,
+        VerdictKind::VolumeMode => 6,
+        VerdictKind::AccessModes => 7,
+        VerdictKind::StorageClass => 8,
+        VerdictKind::Phase | VerdictKind::BeingDeleted => 9,
+        VerdictKind::ClaimedByOther => 10,
     };
-    let mut rows: Vec<&Candidate> = candidates.iter().filter(|c| rank(c) < 9).collect();
-    rows.sort_by_key(|c| rank(c));
+    let mut rows: Vec<&Candidate> = candidates.iter().collect();
+    // The bound volume (or best match) stays first: it is what the explanation is about.
+    let first = rows.first().filter(|c| c.verdict == VerdictKind::Match || c.detail.starts_with("bound")).copied();
+    rows.sort_by_key(|c| (!first.is_some_and(|f| std::ptr::eq(f, *c)), rank(c)));
+    if all || candidates.len() <= NEAR_MISSES {
+        return rows;
+    }
+    rows.retain(|c| rank(c) < 10);
     rows.truncate(NEAR_MISSES);
     rows
 }
@@ -372,6 +388,172 @@ fn table(rows: &[&Candidate], st: &Style, width: usize) -> String {
         out.push_str(format!("{}  {detail}", line.join("  ")).trim_end());
         out.push('\n');
     }
+    out
+}
+
+/// The JSON document of `explain pod`: `pod`, `node`, `phase`, `volumes` (each `name`, `claim`,
+/// `ephemeral`, `phase`, `volumeName`, `reason`, `message`), `nodes` (each `node`, `fits`,
+/// `reasons`: `[{verdict, detail}]`, `uses`), `verdict`, `fittingNodes`, `next`, `message`,
+/// `hint`, `scheduler` (the scheduler's latest FailedScheduling message, or null).
+pub fn pod_to_json(x: &crate::PodExplanation) -> serde_json::Value {
+    use serde_json::json;
+    json!({
+        "pod": x.pod,
+        "node": x.node,
+        "phase": x.phase,
+        "volumes": x.volumes.iter().map(|v| json!({
+            "name": v.name,
+            "claim": v.claim,
+            "ephemeral": v.ephemeral,
+            "phase": v.phase,
+            "volumeName": v.volume,
+            "reason": v.reason,
+            "message": v.message,
+        })).collect::<Vec<_>>(),
+        "nodes": x.nodes.iter().map(|n| json!({
+            "node": n.node,
+            "fits": n.fits,
+            "reasons": n.reasons.iter().map(|(v, d)| json!({"verdict": v.as_str(), "detail": d})).collect::<Vec<_>>(),
+            "uses": n.uses,
+        })).collect::<Vec<_>>(),
+        "verdict": x.verdict.as_str(),
+        "fittingNodes": x.fitting_nodes,
+        "next": x.next.as_str(),
+        "message": x.message,
+        "hint": x.hint,
+        "scheduler": x.scheduler,
+    })
+}
+
+/// The text form of `explain pod`, `width` columns wide.
+pub fn pod_to_text(x: &crate::PodExplanation, color: bool, width: usize) -> String {
+    let st = Style { on: color };
+    let mut out = String::new();
+    let placed = match &x.node {
+        Some(n) => format!("on node {n}"),
+        None => "not scheduled".to_string(),
+    };
+    out.push_str(&format!("{} {} ({}, {placed})\n\n", st.bold("Pod:"), x.pod, x.phase));
+    if x.volumes.is_empty() {
+        out.push_str("The pod has no volume backed by a claim.\n");
+    } else {
+        let rows: Vec<[String; 5]> = x
+            .volumes
+            .iter()
+            .map(|v| {
+                let claim = if v.ephemeral { format!("{} (ephemeral)", v.claim) } else { v.claim.clone() };
+                [
+                    v.name.clone(),
+                    claim,
+                    v.phase.clone(),
+                    v.volume.clone().unwrap_or_else(|| "-".into()),
+                    v.reason.clone(),
+                ]
+            })
+            .collect();
+        out.push_str(&simple_table(&["VOLUME", "CLAIM", "PHASE", "PV", "STATE"], &rows, &st));
+    }
+    if !x.nodes.is_empty() {
+        out.push('\n');
+        let fits = x.nodes.iter().filter(|n| n.fits).count();
+        out.push_str(&format!("{} {} of {} fit\n", st.bold("Nodes:"), fits, x.nodes.len()));
+        let shown: Vec<&crate::pod::NodeFit> = x.nodes.iter().take(NEAR_MISSES * 2).collect();
+        let name_w = shown.iter().map(|n| n.node.chars().count()).max().unwrap_or(4).max(4);
+        out.push_str(&st.bold(&format!("{}  FITS  WHY", pad("NODE", name_w))));
+        out.push('\n');
+        for n in &shown {
+            let why = if n.fits {
+                if n.uses.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("uses {}", n.uses.join("; "))
+                }
+            } else {
+                n.reasons.iter().map(|(_, d)| d.as_str()).collect::<Vec<_>>().join("; ")
+            };
+            let fit = if n.fits { st.paint("32", "yes ") } else { st.paint("31", "no  ") };
+            out.push_str(&format!("{}  {fit}  {}\n", pad(&n.node, name_w), wrap(&why, width, name_w + 8)));
+        }
+        if x.nodes.len() > shown.len() {
+            out.push_str(&format!("{} more nodes not listed; -o json lists every node\n", x.nodes.len() - shown.len()));
+        }
+    }
+    if let Some(m) = &x.scheduler {
+        out.push('\n');
+        out.push_str(&format!("{} {}\n", st.bold("Scheduler:"), wrap(m, width, 11)));
+    }
+    out.push('\n');
+    out.push_str(&format!(
+        "{} {}\n",
+        st.bold("Verdict:"),
+        wrap(&format!("{} — {}", x.verdict.as_str(), x.message), width, 9)
+    ));
+    let nodes = if x.fitting_nodes.is_empty() { "none".to_string() } else { x.fitting_nodes.join(", ") };
+    out.push_str(&format!("{} {}\n", st.bold("Fitting nodes:"), wrap(&nodes, width, 15)));
+    out.push_str(&format!("{} {}\n", st.bold("Next:"), x.next.as_str()));
+    if let Some(h) = &x.hint {
+        out.push_str(&format!("{} {}\n", st.bold("Hint:"), wrap(h, width, 6)));
+    }
+    out
+}
+
+fn simple_table<const N: usize>(head: &[&str; N], rows: &[[String; N]], st: &Style) -> String {
+    let mut widths: [usize; N] = std::array::from_fn(|i| head[i].len());
+    for row in rows {
+        for (i, c) in row.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line =
+        |cells: Vec<String>| cells.iter().enumerate().map(|(i, c)| pad(c, widths[i])).collect::<Vec<_>>().join("  ");
+    let mut out = st.bold(line(head.iter().map(|h| h.to_string()).collect()).trim_end());
+    out.push('\n');
+    for row in rows {
+        out.push_str(line(row.to_vec()).trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The JSON form of `explain pvc -A`: a list of the single-claim documents, worst reason first.
+pub fn list_to_json(l: &crate::ClaimList) -> Vec<JsonDoc<'_>> {
+    l.claims.iter().map(to_json).collect()
+}
+
+/// The text form of `explain pvc -A`: one group per reason, worst first, one line per claim (its
+/// message, wrapped), and a summary line.
+pub fn list_to_text(l: &crate::ClaimList, color: bool, width: usize) -> String {
+    let st = Style { on: color };
+    let mut out = String::new();
+    if l.claims.is_empty() {
+        out.push_str("Every claim is Bound.\n");
+        return out;
+    }
+    let mut i = 0;
+    while i < l.claims.len() {
+        let reason = l.claims[i].reason;
+        let group: Vec<&Explanation> = l.claims[i..].iter().take_while(|e| e.reason == reason).collect();
+        i += group.len();
+        out.push_str(&st.bold(&format!("{reason} ({})", group.len())));
+        out.push('\n');
+        let name_w = group.iter().map(|e| e.claim.chars().count()).max().unwrap_or(0);
+        for e in group {
+            let mut text = e.message.clone();
+            if let Some(p) = &e.provisioner {
+                text = format!("[provisioner {}] {text}", p.verdict.as_str());
+            }
+            out.push_str(&format!("  {}  {}\n", pad(&e.claim, name_w), wrap(&text, width, name_w + 4)));
+        }
+    }
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for e in &l.claims {
+        match counts.iter_mut().find(|(r, _)| r == e.reason) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((e.reason.to_string(), 1)),
+        }
+    }
+    let parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    out.push_str(&format!("\n{} claims not Bound: {}\n", l.claims.len(), parts.join(", ")));
     out
 }
 

@@ -8,7 +8,7 @@
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, VolumeAttachment};
 use pv_core::view::Objects;
 use pv_core::PluginRegistry;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
@@ -54,8 +54,10 @@ pub struct Snapshot {
     pub capacities: Vec<CSIStorageCapacity>,
     /// Leases (a provisioner's leader election).
     pub leases: Vec<Lease>,
-    /// Events (a provisioner's answers on a claim).
+    /// Events (a provisioner's answers on a claim, the scheduler's on a pod).
     pub events: Vec<Event>,
+    /// VolumeAttachments (which volume is attached where, and attach errors).
+    pub attachments: Vec<VolumeAttachment>,
     /// The CSI objects above were read (from a cluster, or a dump holding some): an empty
     /// `csi_drivers` then means "no CSIDriver", not "not looked at".
     pub read_csi: bool,
@@ -107,6 +109,7 @@ impl Snapshot {
                 "CSINode" => one("CSINode", v, &mut self.csi_nodes)?,
                 "CSIStorageCapacity" => one("CSIStorageCapacity", v, &mut self.capacities)?,
                 "Lease" => one("Lease", v, &mut self.leases)?,
+                "VolumeAttachment" => one("VolumeAttachment", v, &mut self.attachments)?,
                 // core/v1 Events (what `kubectl get events -o yaml` prints); events.k8s.io's differ.
                 "Event" if v.get("apiVersion").and_then(|a| a.as_str()) == Some("v1") => {
                     one("Event", v, &mut self.events)?
@@ -114,7 +117,12 @@ impl Snapshot {
                 _ => continue,
             }
         }
-        self.read_csi |= !self.csi_drivers.is_empty() || !self.csi_nodes.is_empty() || !self.leases.is_empty();
+        self.read_csi |= !self.csi_drivers.is_empty()
+            || !self.csi_nodes.is_empty()
+            || !self.leases.is_empty()
+            || !self.events.is_empty()
+            || !self.capacities.is_empty()
+            || !self.attachments.is_empty();
         Ok(())
     }
 
@@ -150,6 +158,9 @@ impl Snapshot {
         }
         for o in &self.pods {
             view = view.pod(o.clone());
+        }
+        for o in &self.nodes {
+            view = view.node(o.clone());
         }
         for o in &self.volumes {
             view = view.volume(o.clone());

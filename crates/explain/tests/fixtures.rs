@@ -7,7 +7,7 @@
 //! controller actually running: for a pending claim, `bestMatch` is the volume `simulate` binds
 //! the claim to, and no input volume is bound when `bestMatch` is null.
 
-use pv_explain::{explain_snapshot, explain_snapshot_at, to_json, to_text, Next, Snapshot};
+use pv_explain::{explain_snapshot, explain_snapshot_at, to_json, to_text, Next, PodVerdict, Snapshot};
 use pv_model::helpers;
 use pv_model::k8s::PersistentVolumeClaim;
 use pv_model::VerdictKind;
@@ -114,10 +114,19 @@ fn fixtures_match_their_golden_json_and_text() {
 fn check_shape(v: &Value) -> Result<(), String> {
     let o = v.as_object().ok_or("not an object")?;
     let keys: Vec<&str> = o.keys().map(String::as_str).filter(|k| *k != "provisioner").collect();
-    let mut want = vec!["bestMatch", "candidates", "claim", "message", "next", "phase", "summary", "volumeName"];
+    let mut want =
+        vec!["bestMatch", "candidates", "claim", "hint", "message", "next", "phase", "reason", "summary", "volumeName"];
     want.sort();
-    if o.contains_key("provisioner") && o["next"] != "wait-external-provisioner" {
-        return Err("provisioner without next=wait-external-provisioner".into());
+    if o.contains_key("provisioner")
+        && !["wait-external-provisioner", "wait-first-consumer"].contains(&o["next"].as_str().unwrap_or(""))
+    {
+        return Err("provisioner without next=wait-external-provisioner or wait-first-consumer".into());
+    }
+    if !pv_explain::cluster::REASONS.contains(&o["reason"].as_str().unwrap_or("")) {
+        return Err(format!("reason {:?} is not a documented code", o["reason"]));
+    }
+    if !(o["hint"].is_null() || o["hint"].is_string()) {
+        return Err("hint is neither null nor a string".into());
     }
     let counted: u64 = o["summary"].as_object().ok_or("summary")?.values().filter_map(Value::as_u64).sum();
     if counted as usize != o["candidates"].as_array().map_or(0, Vec::len) {
@@ -326,5 +335,105 @@ mod random {
                 prop_assert!(false, "{msg}\ninput: {text}");
             }
         }
+    }
+}
+
+mod pods {
+    //! `explain pod` fixtures: every `tests/explain/pod/*.yaml` holds a cluster state with a pod
+    //! `default/app`; the file's name up to `--` is the verdict the pod must get, and next to it
+    //! sit the golden JSON and text (`UPDATE_GOLDEN=1` rewrites them).
+    use super::{fixture_dir, fixture_now, golden, snapshot};
+    use pv_explain::{explain_pod, PodVerdict};
+    use std::path::PathBuf;
+
+    fn pod_fixtures() -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(fixture_dir().join("pod"))
+            .expect("tests/explain/pod exists")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn verdict_of(path: &std::path::Path) -> String {
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        stem.split("--").next().unwrap().to_string()
+    }
+
+    #[test]
+    fn every_pod_verdict_has_a_fixture() {
+        let fixtures = pod_fixtures();
+        assert!(fixtures.len() >= PodVerdict::ALL.len(), "{} pod fixtures", fixtures.len());
+        for v in PodVerdict::ALL {
+            assert!(fixtures.iter().any(|p| verdict_of(p) == v.as_str()), "no fixture {}.yaml", v.as_str());
+        }
+    }
+
+    #[test]
+    fn pod_fixtures_get_their_verdict_and_match_their_goldens() {
+        let mut failures = Vec::new();
+        for path in pod_fixtures() {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let x = explain_pod(&snapshot(&text), "default", "app", fixture_now())
+                .unwrap_or_else(|| panic!("{}: pod default/app missing", path.display()));
+            let want = verdict_of(&path);
+            if x.verdict.as_str() != want {
+                failures.push(format!(
+                    "{}: verdict {}, want {want}: {}",
+                    path.display(),
+                    x.verdict.as_str(),
+                    x.message
+                ));
+            }
+            // A pod the scheduler cannot place has no fitting node, and one it can has some.
+            if x.node.is_none() && x.verdict.blocks_scheduling() != x.fitting_nodes.is_empty() {
+                failures.push(format!("{}: verdict {} with fitting nodes {:?}", path.display(), want, x.fitting_nodes));
+            }
+            let json = serde_json::to_string_pretty(&pv_explain::render::pod_to_json(&x)).unwrap() + "\n";
+            for (ext, actual) in [("json", json), ("txt", pv_explain::render::pod_to_text(&x, false, 100))] {
+                if let Err(msg) = golden(&path.with_extension(ext), &actual) {
+                    failures.push(msg);
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    }
+}
+
+/// The README lists every reason code of a claim and every pod verdict, each in its table with a
+/// meaning and a next step, and lists no code that does not exist.
+#[test]
+fn the_readme_documents_every_code() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let rows = |heading: &str| -> Vec<String> {
+        let start = readme.find(heading).unwrap_or_else(|| panic!("README has no table {heading:?}"));
+        readme[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                assert!(cells.len() >= 5 && !cells[2].is_empty() && !cells[3].is_empty(), "row {l:?}");
+                cells[1].trim_matches('`').to_string()
+            })
+            .collect()
+    };
+    let claims = rows("| claim reason | meaning | next step |");
+    let want: Vec<String> = pv_explain::cluster::REASONS.iter().map(|r| r.to_string()).collect();
+    assert_eq!(claims, want, "README's claim reasons, worst first");
+    let pods = rows("| pod verdict | meaning | next step |");
+    let want: Vec<String> = PodVerdict::ALL.iter().map(|v| v.as_str().to_string()).collect();
+    assert_eq!(pods, want, "README's pod verdicts");
+}
+
+/// Every reason the controller's plan can give a Pending claim (the metric's label) is a
+/// documented code.
+#[test]
+fn every_pending_reason_is_a_documented_code() {
+    for path in fixtures() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let e = explain_snapshot(&snapshot(&text), "default", "data").unwrap();
+        assert!(pv_explain::cluster::REASONS.contains(&e.reason), "{}: {}", path.display(), e.reason);
     }
 }

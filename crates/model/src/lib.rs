@@ -21,6 +21,7 @@ pub mod phase;
 pub mod quantity;
 pub mod reasons;
 pub mod selector;
+pub mod topology;
 
 pub use index::VolumeIndex;
 pub use key::ObjectKey;

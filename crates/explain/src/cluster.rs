@@ -1,0 +1,55 @@
+//! `explain pvc -A` (or `-n NS` with no name): every claim that is not Bound, and every Lost one,
+//! each explained as `explain pvc` explains it, grouped by reason, worst first.
+//!
+//! The snapshot is synced and put in the controller's index once, and every claim is explained
+//! over that one view, so a thousand claims cost a thousand plans, not a thousand indexes.
+
+use crate::analyze::Explanation;
+use crate::snapshot::Snapshot;
+use k8s_openapi::jiff::Timestamp;
+use pv_model::helpers;
+
+/// Every reason code, worst first: what stops a claim for good before what is under way. The
+/// order `explain pvc -A` groups by; the README lists each with its meaning and next step.
+pub const REASONS: [&str; 13] = [
+    "lost",
+    "claimed-by-other",
+    "volume-mismatch",
+    "volume-not-found",
+    "provisioning-failed",
+    "provisioning-disabled",
+    "no-class",
+    "wait-external-provisioner",
+    "wait-first-consumer",
+    "default-class",
+    "provision",
+    "bind",
+    "bound",
+];
+
+/// The explained claims, worst reason first.
+#[derive(Debug, Default)]
+pub struct ClaimList {
+    /// One explanation per claim, sorted by reason (as [`REASONS`]), then namespace and name.
+    pub claims: Vec<Explanation>,
+}
+
+fn rank(reason: &str) -> usize {
+    REASONS.iter().position(|r| *r == reason).unwrap_or(REASONS.len())
+}
+
+/// Explains every claim of `namespace` (all namespaces when `None`) that is not Bound, and every
+/// Lost one, at `now`.
+pub fn explain_claims(snapshot: &Snapshot, namespace: Option<&str>, now: Timestamp) -> ClaimList {
+    let (synced, becoming_available) = snapshot.after_first_volume_syncs();
+    let view = synced.view(crate::plugins());
+    let mut claims: Vec<Explanation> = synced
+        .claims
+        .iter()
+        .filter(|c| namespace.is_none_or(|ns| c.metadata.namespace.as_deref().unwrap_or("default") == ns))
+        .filter(|c| helpers::claim_phase(c) != helpers::pvc_phase::BOUND)
+        .map(|c| crate::explain_in(snapshot, &synced, &view, &becoming_available, c, now))
+        .collect();
+    claims.sort_by(|a, b| rank(a.reason).cmp(&rank(b.reason)).then_with(|| a.claim.cmp(&b.claim)));
+    ClaimList { claims }
+}
