@@ -574,11 +574,17 @@ fn explain_bound(view: &impl View, volumes: &[PersistentVolume], claim: &Persist
     // The bound-claim sync's own decision (the controller's plan, not a copy of it).
     match plan::plan_bound_claim(claim, view.volume(vname)) {
         BoundClaimPlan::LostReference => {
+            e.reason = "lost";
             e.message = "The claim was bound but lost its side of the binding: its spec.volumeName \
                          is empty (the claim lost the pointer). Data on the volume is lost to it."
                 .into();
         }
         BoundClaimPlan::LostVolume => {
+            e.reason = "lost";
+            e.hint = Some(format!(
+                "restore the volume {vname} (with spec.claimRef to this claim), or re-create the claim; the \
+                 controller marks it Lost at its next sync"
+            ));
             e.message = format!(
                 "The claim was bound to volume {vname}, which no longer exists (the volume is \
                  missing). Data on the volume is lost."
@@ -606,6 +612,7 @@ fn explain_bound(view: &impl View, volumes: &[PersistentVolume], claim: &Persist
             let other = helpers::claim_ref_key(r);
             let uid = r.uid.as_deref().unwrap_or("");
             e.candidates = vec![candidate(&v, VerdictKind::ClaimedByOther, format!("claimed by {other}"))];
+            e.reason = "lost";
             let same = other == e.claim;
             e.hint = Some(format!(
                 "the volume belongs to {other}: create a new claim for this workload, or, if {other} is gone and \

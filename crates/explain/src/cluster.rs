@@ -34,6 +34,15 @@ pub struct ClaimList {
     pub claims: Vec<Explanation>,
 }
 
+/// A claim whose phase still says Bound but that the bound-claim sync finds lost (its volume is
+/// gone, or the volume's claimRef names another claim): it is marked Lost at the next sync.
+fn lost(view: &pv_core::view::Objects, claim: &pv_model::k8s::PersistentVolumeClaim) -> bool {
+    use pv_core::View;
+    let volume = view.volume(helpers::claim_volume_name(claim));
+    use pv_core::plan::BoundClaimPlan as P;
+    matches!(pv_core::plan::plan_bound_claim(claim, volume), P::LostReference | P::LostVolume | P::Misbound(_))
+}
+
 fn rank(reason: &str) -> usize {
     REASONS.iter().position(|r| *r == reason).unwrap_or(REASONS.len())
 }
@@ -47,7 +56,7 @@ pub fn explain_claims(snapshot: &Snapshot, namespace: Option<&str>, now: Timesta
         .claims
         .iter()
         .filter(|c| namespace.is_none_or(|ns| c.metadata.namespace.as_deref().unwrap_or("default") == ns))
-        .filter(|c| helpers::claim_phase(c) != helpers::pvc_phase::BOUND)
+        .filter(|c| helpers::claim_phase(c) != helpers::pvc_phase::BOUND || lost(&view, c))
         .map(|c| crate::explain_in(snapshot, &synced, &view, &becoming_available, c, now))
         .collect();
     claims.sort_by(|a, b| rank(a.reason).cmp(&rank(b.reason)).then_with(|| a.claim.cmp(&b.claim)));

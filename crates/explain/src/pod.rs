@@ -33,6 +33,8 @@ pub enum PodVerdict {
     ClaimNotFound,
     /// A generic ephemeral volume's claim has not been created yet.
     EphemeralClaimMissing,
+    /// A claim of the ephemeral volume's name exists but was not created for this pod.
+    EphemeralClaimNotOwned,
     /// A claim the pod uses is being deleted.
     ClaimBeingDeleted,
     /// A claim the pod uses is Lost.
@@ -73,10 +75,11 @@ pub enum PodVerdict {
 
 impl PodVerdict {
     /// Every verdict, in the order the README lists them.
-    pub const ALL: [PodVerdict; 21] = [
+    pub const ALL: [PodVerdict; 22] = [
         PodVerdict::Ok,
         PodVerdict::ClaimNotFound,
         PodVerdict::EphemeralClaimMissing,
+        PodVerdict::EphemeralClaimNotOwned,
         PodVerdict::ClaimBeingDeleted,
         PodVerdict::ClaimLost,
         PodVerdict::VolumeMissing,
@@ -103,6 +106,7 @@ impl PodVerdict {
             PodVerdict::Ok => "ok",
             PodVerdict::ClaimNotFound => "claim-not-found",
             PodVerdict::EphemeralClaimMissing => "ephemeral-claim-missing",
+            PodVerdict::EphemeralClaimNotOwned => "ephemeral-claim-not-owned",
             PodVerdict::ClaimBeingDeleted => "claim-being-deleted",
             PodVerdict::ClaimLost => "claim-lost",
             PodVerdict::VolumeMissing => "volume-missing",
@@ -392,7 +396,25 @@ pub fn explain_pod(snapshot: &Snapshot, namespace: &str, name: &str, now: Timest
             explanation: Some(e.clone()),
         });
         let key = format!("{namespace}/{claim_name}");
-        if claim.metadata.deletion_timestamp.is_some() {
+        let owned = claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true) && o.kind == "Pod" && o.uid == helpers::uid(&pod.metadata));
+        if ephemeral && !owned {
+            block(
+                PodVerdict::EphemeralClaimNotOwned,
+                format!("The claim {key} of the pod's ephemeral volume {vol} was not created for this pod (pod is not owner)."),
+                Some(format!(
+                    "delete the claim {key} that took the ephemeral volume's name (its data goes with it), or rename \
+                     the pod or its volume"
+                )),
+            );
+            continue;
+        }
+        // A claim in deletion stops a pod from being placed; one already running keeps it.
+        if claim.metadata.deletion_timestamp.is_some() && x.node.is_none() {
             block(
                 PodVerdict::ClaimBeingDeleted,
                 format!("The claim {key} is being deleted; the scheduler does not place a pod on a claim in deletion."),
@@ -446,7 +468,7 @@ pub fn explain_pod(snapshot: &Snapshot, namespace: &str, name: &str, now: Timest
         }
     }
     // ReadWriteOncePod: another scheduled pod already uses the claim.
-    for v in &x.volumes {
+    for v in x.volumes.iter().filter(|_| x.node.is_none()) {
         let Some(claim) = synced.claim(namespace, &v.claim) else { continue };
         let rwop = claim
             .spec
@@ -968,7 +990,8 @@ fn scheduled(snapshot: &Snapshot, pod: &Pod, node: &str, needs: &[Need], x: &mut
             ));
         }
     }
-    f.fits = f.reasons.is_empty();
+    // Multi-Attach and attach errors keep the pod from starting, not from being on this node.
+    f.fits = f.reasons.iter().all(|(v, _)| !v.blocks_scheduling());
     let first = f.reasons.first().cloned();
     x.nodes = vec![f];
     if let Some((v, why)) = first {

@@ -462,14 +462,12 @@ pub fn pod_to_text(x: &crate::PodExplanation, color: bool, width: usize) -> Stri
         out.push_str(&st.bold(&format!("{}  FITS  WHY", pad("NODE", name_w))));
         out.push('\n');
         for n in &shown {
-            let why = if n.fits {
-                if n.uses.is_empty() {
-                    "-".to_string()
-                } else {
-                    format!("uses {}", n.uses.join("; "))
-                }
-            } else {
+            let why = if !n.reasons.is_empty() {
                 n.reasons.iter().map(|(_, d)| d.as_str()).collect::<Vec<_>>().join("; ")
+            } else if n.uses.is_empty() {
+                "-".to_string()
+            } else {
+                format!("uses {}", n.uses.join("; "))
             };
             let fit = if n.fits { st.paint("32", "yes ") } else { st.paint("31", "no  ") };
             out.push_str(&format!("{}  {fit}  {}\n", pad(&n.node, name_w), wrap(&why, width, name_w + 8)));
