@@ -258,6 +258,20 @@ fn explain_pod_says_the_same_live_and_from_a_dump() {
         );
         let kubectl =
             |args: &[&str]| Command::new("kubectl").args(["--kubeconfig", &up.kubeconfig]).args(args).output().unwrap();
+        // The namespaces the fixture's objects live in, as a cluster would have them.
+        let text_of = std::fs::read_to_string(&f).unwrap();
+        let mut namespaces: Vec<&str> = text_of
+            .split("namespace: ")
+            .skip(1)
+            .filter_map(|r| r.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).next())
+            .filter(|n| !n.is_empty() && !["default", "kube-system"].contains(n))
+            .collect();
+        namespaces.sort();
+        namespaces.dedup();
+        for ns in namespaces {
+            let created = kubectl(&["create", "namespace", ns]);
+            assert!(created.status.success(), "{}: {}", f.display(), text(&created.stderr));
+        }
         let applied = kubectl(&["apply", "-f", f.to_str().unwrap()]);
         assert!(applied.status.success(), "{}: {}", f.display(), text(&applied.stderr));
         let dump = kubectl(&[
