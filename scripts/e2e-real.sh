@@ -18,7 +18,9 @@
 # recycler pod (the test plays the kubelet: an event about the pod, then Succeeded); /metrics over
 # HTTPS (--metrics-secure) authorized by TokenReview and SubjectAccessReview: 403 for anonymous
 # and for a user without the grant, 401 for a bad token, 200 for the metrics reader, /healthz
-# open. Stops at the first failure and says why.
+# open; `explain pod` predicts what kube-scheduler does with a pod, case by case
+# (scripts/explain-vs-scheduler.sh, tests/explain/scheduler/). Stops at the first failure and
+# says why.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -488,6 +490,11 @@ kill "${RPID[renew]}"; wait "${RPID[renew]}" || true
 unset "RPID[renew]"
 [[ "$(grep -c 'refused the token (401; expired' "$WORK/replica-renew.log")" == 1 ]] || fail "the WARN line about the refused token is not logged exactly once"
 pass "a new kubeconfig written over the old: run took its token and bound the claim, no restart"
+
+# --- explain pod against kube-scheduler, on this cluster ---------------------------------------
+"$ROOT/scripts/explain-vs-scheduler.sh" "$CLUSTER/kubeconfig" | tee "$WORK/explain-vs-scheduler.out" \
+  || fail "explain pod and kube-scheduler disagree (scripts/explain-vs-scheduler.sh)"
+pass "$(tail -1 "$WORK/explain-vs-scheduler.out")"
 
 echo "e2e-real: ${SECONDS}s (cargo build excluded)"
 echo "$PASSED passed, 0 failed"

@@ -487,8 +487,9 @@ pub fn explain_pod(snapshot: &Snapshot, namespace: &str, name: &str, now: Timest
             block(
                 PodVerdict::ReadWriteOncePodConflict,
                 format!(
-                    "The claim {namespace}/{} is ReadWriteOncePod and pod {} on node {} already uses it: node has pod \
-                     using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode.",
+                    "The claim {namespace}/{} is ReadWriteOncePod and pod {} on node {} already uses it: every node is \
+                     unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by \
+                     another pod.",
                     v.claim,
                     helpers::name(&other.metadata),
                     node_name(other).unwrap_or("")
@@ -856,7 +857,7 @@ fn unscheduled(snapshot: &Snapshot, pod: &Pod, needs: &[Need], scheduler: bool, 
     let ns = &pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
     (x.message, x.hint) = match verdict {
         PodVerdict::VolumeNodeAffinityConflict => (
-            format!("{n} node(s) had volume node affinity conflict{others}: {first}."),
+            format!("{n} node(s) didn't match PersistentVolume's node affinity{others}: {first}."),
             Some(
                 "let the pod go to a node the volume allows (its nodeSelector/affinity, or a node in that zone), or \
                  move the data to a volume that node can use"
