@@ -217,22 +217,25 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
         Answer::Pod(x) => serde_json::to_string_pretty(&pv_explain::render::pod_to_json(x))?,
         Answer::Claims(l) => serde_json::to_string_pretty(&pv_explain::render::list_to_json(l))?,
     };
-    match a.output {
-        Format::Json => println!("{json}"),
-        Format::Yaml => print!("{}", pv_sim::output::to_yaml(&serde_json::from_str::<serde_json::Value>(&json)?)),
+    let text = match a.output {
+        Format::Json => format!("{json}\n"),
+        Format::Yaml => pv_sim::output::to_yaml(&serde_json::from_str::<serde_json::Value>(&json)?),
         Format::Text => {
             let terminal = std::io::stdout().is_terminal();
             let color = !a.no_color && std::env::var_os("NO_COLOR").is_none() && terminal;
             let width = width(terminal);
-            print!(
-                "{}",
-                match &answer {
-                    Answer::Claim(e) => pv_explain::to_text_with(e, color, width, a.all),
-                    Answer::Pod(x) => pv_explain::render::pod_to_text(x, color, width),
-                    Answer::Claims(l) => pv_explain::render::list_to_text(l, color, width),
-                }
-            );
+            match &answer {
+                Answer::Claim(e) => pv_explain::to_text_with(e, color, width, a.all),
+                Answer::Pod(x) => pv_explain::render::pod_to_text(x, color, width),
+                Answer::Claims(l) => pv_explain::render::list_to_text(l, color, width),
+            }
         }
+    };
+    // A reader that stops early (`| head`) is not an error.
+    let mut out = std::io::stdout().lock();
+    match std::io::Write::write_all(&mut out, text.as_bytes()).and_then(|()| std::io::Write::flush(&mut out)) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -43,6 +43,10 @@ pub struct JsonDoc<'a> {
     summary: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     provisioner: Option<JsonProvisioner<'a>>,
+    /// In a list (`explain pvc -A`): how many candidates were left out (the text table's rule:
+    /// matches and nearest misses are listed; `summary` still counts every volume).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidates_not_listed: Option<usize>,
 }
 
 /// The `provisioner` object: what was found past the binder.
@@ -139,6 +143,7 @@ pub fn to_json(e: &Explanation) -> JsonDoc<'_> {
         hint: e.hint.as_deref(),
         summary: summary(&e.candidates).into_iter().map(|(k, n)| (k.as_str().to_string(), n.into())).collect(),
         provisioner: e.provisioner.as_ref().map(json_provisioner),
+        candidates_not_listed: None,
     }
 }
 
@@ -514,8 +519,21 @@ fn simple_table<const N: usize>(head: &[&str; N], rows: &[[String; N]], st: &Sty
 }
 
 /// The JSON form of `explain pvc -A`: a list of the single-claim documents, worst reason first.
+/// Each claim lists its matches and nearest misses as the text table does (at most
+/// [`NEAR_MISSES`]), and `candidatesNotListed` counts the rest: a thousand claims over a thousand
+/// volumes would otherwise be a million entries.
 pub fn list_to_json(l: &crate::ClaimList) -> Vec<JsonDoc<'_>> {
-    l.claims.iter().map(to_json).collect()
+    l.claims
+        .iter()
+        .map(|e| {
+            let mut doc = to_json(e);
+            let keep: Vec<&str> = shown(&e.candidates, false).iter().map(|c| c.volume.as_str()).collect();
+            let before = doc.candidates.len();
+            doc.candidates.retain(|c| keep.contains(&c.volume));
+            doc.candidates_not_listed = Some(before - doc.candidates.len());
+            doc
+        })
+        .collect()
 }
 
 /// The text form of `explain pvc -A`: one group per reason, worst first, one line per claim (its
