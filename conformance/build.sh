@@ -14,7 +14,10 @@
 # `go build` reuses Go's build cache, so a rebuild on a warm cache takes seconds. Builds at low
 # priority (nice) so that it does not starve the rest of the machine.
 #
-# Usage: conformance/build.sh [--force]
+# Usage: conformance/build.sh [--force] [--control-plane]
+# --control-plane builds the control plane only (what scripts/real-cluster.sh needs), not the
+# tools. Runs one at a time: a second build.sh waits for the first (a lock on bin/.lock), then
+# finds what it built; each binary is built to a name of its own and renamed into place.
 # Prints the bin/ directory on its last line.
 set -euo pipefail
 
@@ -53,7 +56,14 @@ stamp() {
 tool_stamp() { printf '%s\n%s\n' "$GO_VERSION" "$1" | sha256sum | cut -d' ' -f1; }
 WANT="$(stamp)"
 CONTROL_PLANE=(kube-apiserver kube-controller-manager kube-scheduler etcd)
-FORCE="${1:-}"
+FORCE="" ONLY_CONTROL_PLANE=""
+for arg in "$@"; do
+  case "$arg" in
+    --force) FORCE=--force ;;
+    --control-plane) ONLY_CONTROL_PLANE=1 ;;
+    *) echo "usage: conformance/build.sh [--force] [--control-plane]" >&2; exit 2 ;;
+  esac
+done
 control_plane_up_to_date() {
   [[ "$FORCE" != --force && -f "$BIN/.stamp" && "$(cat "$BIN/.stamp")" == "$WANT" ]] || return 1
   local b; for b in "${CONTROL_PLANE[@]}"; do [[ -x "$BIN/$b" ]] || return 1; done
@@ -64,6 +74,7 @@ tool_up_to_date() { # TOOL_LINE
 }
 up_to_date() {
   control_plane_up_to_date || return 1
+  [[ -n "$ONLY_CONTROL_PLANE" ]] && return 0
   local t; for t in "${GO_TOOLS[@]}"; do tool_up_to_date "$t" || return 1; done
 }
 if up_to_date; then
@@ -73,23 +84,35 @@ if up_to_date; then
 fi
 
 mkdir -p "$BIN"
+# One build at a time; the one that waited finds what the other built.
+exec 9>"$BIN/.lock"
+if ! flock -n 9; then
+  echo "conformance/build.sh: another build is running; waiting for it" >&2
+  flock 9
+fi
+if up_to_date; then
+  echo "conformance binaries up to date ($K8S_VERSION)"
+  echo "$BIN"
+  exit 0
+fi
 export GOFLAGS="${GOFLAGS:-} -mod=readonly" GOTOOLCHAIN=local CGO_ENABLED=0
 SECONDS=0
 if ! control_plane_up_to_date; then
   rm -f "$BIN/.stamp"
   for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
     echo "building $cmd $K8S_VERSION" >&2
-    (cd "$DIR" && nice -n 10 "$GO" build -trimpath -ldflags "$LDFLAGS" -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
-    mv "$BIN/$cmd.tmp" "$BIN/$cmd"
+    (cd "$DIR" && nice -n 10 "$GO" build -trimpath -ldflags "$LDFLAGS" -o "$BIN/$cmd.tmp.$$" "k8s.io/kubernetes/cmd/$cmd")
+    mv "$BIN/$cmd.tmp.$$" "$BIN/$cmd"
   done
   echo "building etcd $(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$DIR/etcd/go.mod")" >&2
-  (cd "$DIR/etcd" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
-  mv "$BIN/etcd.tmp" "$BIN/etcd"
+  (cd "$DIR/etcd" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp.$$" .)
+  mv "$BIN/etcd.tmp.$$" "$BIN/etcd"
   echo "$WANT" >"$BIN/.stamp"
   echo "control plane built in ${SECONDS}s ($K8S_VERSION)" >&2
 fi
 T_TOOLS=$SECONDS
 for t in "${GO_TOOLS[@]}"; do
+  [[ -z "$ONLY_CONTROL_PLANE" ]] || break
   tool_up_to_date "$t" && continue
   read -r name mod ver pkg var <<<"$t"
   echo "building $name ($mod $ver)" >&2
@@ -97,8 +120,8 @@ for t in "${GO_TOOLS[@]}"; do
   # The module's directory in the module cache (read-only: the build writes only to bin/).
   moddir="$(cd "$DIR" && "$GO" mod download -json "$mod@$ver" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
   [[ -d "$moddir" ]] || { echo "conformance/build.sh: go mod download $mod@$ver gave no directory" >&2; exit 2; }
-  (cd "$moddir" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w -X ${var:-main.version}=$ver" -o "$BIN/$name.tmp" "$pkg")
-  mv "$BIN/$name.tmp" "$BIN/$name"
+  (cd "$moddir" && nice -n 10 "$GO" build -trimpath -ldflags "-s -w -X ${var:-main.version}=$ver" -o "$BIN/$name.tmp.$$" "$pkg")
+  mv "$BIN/$name.tmp.$$" "$BIN/$name"
   tool_stamp "$t" >"$BIN/.stamp-$name"
 done
 echo "Go tools built in $((SECONDS - T_TOOLS))s" >&2

@@ -220,7 +220,12 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     let coll = Target { name: None, ..t.clone() };
     let flag = |k: &str| handlers::flag(q, k);
     let rv_param = q.get("resourceVersion").map(String::as_str).unwrap_or("");
-    let initial = flag("sendInitialEvents") || rv_param.is_empty() || rv_param == "0";
+    // Initial events when asked for, or by default from "" and "0"; `sendInitialEvents=false`
+    // starts at the newest version with none, as kube-apiserver does.
+    let initial = match q.get("sendInitialEvents") {
+        Some(_) => flag("sendInitialEvents"),
+        None => rv_param.is_empty() || rv_param == "0",
+    };
     let lasts = crate::limits::watch_timeout(q)?;
     let content_type = if format.protobuf { crate::protobuf::WATCH_MEDIA_TYPE } else { "application/json" };
     if lasts.is_zero() {
@@ -258,7 +263,11 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
     } else {
         // kube-apiserver passes this parse error on from its storage layer as a 500; here the
         // same text is the client's error, a 400 (README, deliberate differences).
-        let since = crate::listopts::parse_version(rv_param).map_err(ApiError::BadRequest)?;
+        let since = if rv_param.is_empty() || rv_param == "0" {
+            st.store.resource_version()
+        } else {
+            crate::listopts::parse_version(rv_param).map_err(ApiError::BadRequest)?
+        };
         s.last_rv = since;
         match st.store.watch_bounded(coll.served.plural(), ns, Some(since)) {
             Ok(rx) => s.rx = Some(rx),
