@@ -328,7 +328,7 @@ export KUBECONFIG="$WORK/real/kubeconfig" CSI_ENDPOINT="$WORK/real-csi.sock"
 PIDS+=("$!")
 # The README's commands but `up`'s own: the build (done above), `up`, its kubeconfig and socket
 # (this cluster's are exported above), and the final kill (stop_all below).
-readme_run '^(conformance/build\.sh|pv-controller up|export KUBECONFIG=|kill )'
+readme_run '^(conformance/build\.sh|pv-controller up|until kubectl --kubeconfig csi-demo|export KUBECONFIG=|kill )'
 expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
 pass "the README's commands on the real cluster"
 csi_checks
@@ -404,5 +404,19 @@ done
 wait "$UP_PID" || fail "up exited with status $? on SIGTERM"
 PIDS=()
 pass "the README's kill stopped everything; up exited 0"
+
+# --- the README's block pasted whole ----------------------------------------------------------
+# As a newcomer pastes it (or saves it as a script): one shell, no waits but the block's own, in
+# a directory of its own; `bash -e` stops at the first failing line.
+mkdir -p "$WORK/pasted/target"
+ln -s "$BIN_DIR" "$WORK/pasted/target/release"
+for d in examples conformance; do ln -s "$ROOT/$d" "$WORK/pasted/$d"; done
+if ! (cd "$WORK/pasted" && unset KUBECONFIG CSI_ENDPOINT RUST_LOG && timeout 180 bash -e "$WORK/readme.sh") \
+  >"$WORK/pasted.log" 2>&1; then
+  tail -30 "$WORK/pasted.log" >&2; fail "the README's CSI block, run as one script"
+fi
+grep -Eq "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock " "$WORK/pasted.log" \
+  || { cat "$WORK/pasted.log" >&2; fail "the README's CSI block, run as one script: no provisioned volume listed"; }
+pass "the README's CSI block, run as one script, provisioned csi/data and stopped"
 
 echo "e2e-csi: $PASSED checks passed (${SECONDS}s)"

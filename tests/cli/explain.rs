@@ -226,12 +226,22 @@ fn a_dump_with_the_provisioners_objects_gives_its_verdict() {
 /// dumped with `kubectl get ... -A -o yaml` as the README says, and explained both ways.
 #[test]
 fn explain_pod_says_the_same_live_and_from_a_dump() {
+    live_and_dump_agree("tests/explain/pod", &["pod", "default/app"]);
+}
+
+/// The same for `explain pvc` and every claim fixture.
+#[test]
+fn explain_pvc_says_the_same_live_and_from_a_dump() {
+    live_and_dump_agree("tests/explain", &["pvc", "default/data"]);
+}
+
+fn live_and_dump_agree(fixtures: &str, what: &[&str]) {
     if Command::new("kubectl").arg("version").arg("--client").output().is_err() {
         assert!(std::env::var_os("CI").is_none(), "kubectl is missing under CI");
         eprintln!("skip: kubectl not installed");
         return;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/explain/pod");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(fixtures);
     let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -272,6 +282,18 @@ fn explain_pod_says_the_same_live_and_from_a_dump() {
             let created = kubectl(&["create", "namespace", ns]);
             assert!(created.status.success(), "{}: {}", f.display(), text(&created.stderr));
         }
+        // Every real cluster holds Leases (its kubelets' in kube-node-lease), so a dump of one
+        // with the README's command holds some. A dump without any past-binder object cannot
+        // tell "none" from "not dumped", and `explain -f` then says `unknown` (README).
+        let lease =
+            "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {name: node-0, namespace: kube-node-lease}\n\
+                     spec: {holderIdentity: node-0, leaseDurationSeconds: 40}\n";
+        let lease_file = tmp.path().join("lease.yaml");
+        std::fs::write(&lease_file, lease).unwrap();
+        for args in [&["create", "namespace", "kube-node-lease"][..], &["create", "-f", lease_file.to_str().unwrap()]] {
+            let out = kubectl(args);
+            assert!(out.status.success(), "{}: {}", f.display(), text(&out.stderr));
+        }
         let applied = kubectl(&["apply", "-f", f.to_str().unwrap()]);
         assert!(applied.status.success(), "{}: {}", f.display(), text(&applied.stderr));
         let dump = kubectl(&[
@@ -284,8 +306,8 @@ fn explain_pod_says_the_same_live_and_from_a_dump() {
         assert!(dump.status.success(), "{}: {}", f.display(), text(&dump.stderr));
         let file = tmp.path().join("dump.yaml");
         std::fs::write(&file, &dump.stdout).unwrap();
-        let live = explain(&["pod", "default/app", "--kubeconfig", &up.kubeconfig, "-o", "json"]);
-        let from_file = explain(&["pod", "default/app", "-f", file.to_str().unwrap(), "-o", "json"]);
+        let live = explain(&[what, &["--kubeconfig", &up.kubeconfig, "-o", "json"]].concat());
+        let from_file = explain(&[what, &["-f", file.to_str().unwrap(), "-o", "json"]].concat());
         assert_eq!(live.status.code(), Some(0), "{}: {}", f.display(), text(&live.stderr));
         assert_eq!(from_file.status.code(), Some(0), "{}: {}", f.display(), text(&from_file.stderr));
         assert_eq!(text(&live.stderr), "", "{}: live read notes", f.display());

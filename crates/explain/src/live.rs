@@ -112,6 +112,13 @@ pub async fn read(opts: &ClientOptions, namespace: &str, name: &str) -> Result<L
     // Past the binder only when the controller's plan hands the claim to an external provisioner,
     // or leaves it to the scheduler (then: the scheduler's Lease and its events on the pods, and
     // the class's provisioner, whose failed attempt for the scheduler's node may be the answer).
+    // What the scheduler said about the pods of the namespace (a claim's consumers).
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let failed = ListParams::default().fields("involvedObject.kind=Pod,reason=FailedScheduling");
+    match call(format!("list events in {namespace}"), &url, events.list(&failed)).await {
+        Ok(l) => snapshot.events.extend(l.items),
+        Err(e) => notes.push(e.to_string()),
+    }
     let e = crate::explain_snapshot(&snapshot, namespace, name);
     let provisioner = match e.as_ref() {
         Some(e) if e.next == crate::Next::WaitFirstConsumer => {
@@ -119,12 +126,6 @@ pub async fn read(opts: &ClientOptions, namespace: &str, name: &str) -> Result<L
             let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
             match call("get lease kube-system/kube-scheduler".into(), &url, leases.get_opt("kube-scheduler")).await {
                 Ok(l) => snapshot.leases.extend(l),
-                Err(e) => notes.push(e.to_string()),
-            }
-            let events: Api<Event> = Api::namespaced(client.clone(), namespace);
-            let failed = ListParams::default().fields("involvedObject.kind=Pod,reason=FailedScheduling");
-            match call(format!("list events in {namespace}"), &url, events.list(&failed)).await {
-                Ok(l) => snapshot.events.extend(l.items),
                 Err(e) => notes.push(e.to_string()),
             }
             snapshot
