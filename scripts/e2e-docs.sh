@@ -65,6 +65,7 @@ declare -A EXCEPTIONS=(
   ["export PATH=\$PWD/conformance/bin:\$PWD/target/release:\$PATH"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
   ["pv-controller up --data-dir csi-demo --listen 127.0.0.1:0 --metrics-addr 127.0.0.1:0 &"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
   ["export KUBECONFIG=\$PWD/csi-demo/kubeconfig CSI_ENDPOINT=\$PWD/csi-demo/csi.sock"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
+  ["until kubectl --kubeconfig csi-demo/kubeconfig get --raw /readyz >/dev/null 2>&1; do sleep 0.2; done"]="waits for the CSI section's up; scripts/e2e-csi.sh runs the commands of this README section as written, and the block as one script"
   ["mock-driver --enable-topology &"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
   ["csi-provisioner --kubeconfig \$KUBECONFIG --csi-address \$CSI_ENDPOINT &"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
   ["csi-attacher --kubeconfig \$KUBECONFIG --csi-address \$CSI_ENDPOINT &"]="needs the Go-built sidecars and mock driver; scripts/e2e-csi.sh runs the commands of this README section as written"
@@ -100,7 +101,7 @@ declare -A EXPECT=(
   ["pv-controller simulate -f examples/cluster.yaml -o changes"]="^  data/small → pv-5g$"
   ["pv-controller explain pod demo/web-0 -f examples/explain/web-0.yaml"]="^Verdict: volume-node-affinity-conflict"
   ["pv-controller explain pvc -A -f examples/cluster.yaml"]="^3 claims not Bound: 1 provision, 2 bind$"
-  ["pv-controller explain pvc -n demo --kubeconfig .pv-controller/kubeconfig -o json"]="^\\[
+  ["pv-controller explain pvc -n demo --kubeconfig .pv-controller/kubeconfig -o json"]="^\\["
 )
 
 # The commands, one per line: FILE:LINE<TAB>COMMAND.
