@@ -312,6 +312,7 @@ declare -A RACES=(
   ["^csi-provisioner: clone_controller\\.go\\] \"Unhandled Error\" err=\"item '[^']+' in work queue no longer exists\""]="the claim was deleted before the clone-protection worker took it from its queue"
   ['^csi-provisioner: controller\.go\] "Unhandled Error" err="claim \\"UID\\" in work queue no longer exists"']="the claim was deleted before the provisioner's claim worker took it from its queue"
   ['^csi-provisioner: controller\.go\] "Unhandled Error" err="error syncing volume \\"pvc-UID\\": persistentvolumes \\"pvc-UID\\" not found"']="the volume was deleted while still queued in the provisioner"
+  ['^csi-attacher: csi_handler\.go\] "Failed to remove finalizer from PersistentVolume" err="persistentvolumes \\"pvc-UID\\" not found"']="the tail of the stale-index race above: the retry removed the attacher's finalizer, the volume (already deleted) went, and a second update of it still queued in the attacher found it gone"
 )
 warn_count() { cat "$1"/csi-*.log 2>/dev/null | grep -cE '^W[0-9]{4} ' || true; }
 
