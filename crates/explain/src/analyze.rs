@@ -112,6 +112,22 @@ pub struct Explanation {
     pub external: Option<(String, String)>,
     /// What was found past the binder about that provisioner (see [`crate::provisioner`]).
     pub provisioner: Option<crate::provisioner::Report>,
+    /// Volumes left out of `candidates`, by verdict (see [`Explanation::keep_nearest`]); empty
+    /// for a single claim's answer, which lists every volume.
+    pub omitted: Vec<(VerdictKind, usize)>,
+}
+
+impl Explanation {
+    /// Keeps the candidates the text table shows (matches and nearest misses) and counts the
+    /// rest in `omitted`: what a list of many claims holds of each.
+    pub fn keep_nearest(&mut self) {
+        let keep: Vec<String> =
+            crate::render::shown(&self.candidates, false).iter().map(|c| c.volume.clone()).collect();
+        let (kept, dropped): (Vec<Candidate>, Vec<Candidate>) =
+            std::mem::take(&mut self.candidates).into_iter().partition(|c| keep.contains(&c.volume));
+        self.candidates = kept;
+        self.omitted = crate::render::summary(&dropped);
+    }
 }
 
 /// Explains `claim` as the controller sees it through `view`; `volumes` are every volume, in any
@@ -130,6 +146,7 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
         hint: None,
         external: None,
         provisioner: None,
+        omitted: Vec::new(),
     };
     // The controller reads a claim as bound once it carries bind-completed; so does explain.
     if helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED) {

@@ -57,7 +57,12 @@ pub fn explain_claims(snapshot: &Snapshot, namespace: Option<&str>, now: Timesta
         .iter()
         .filter(|c| namespace.is_none_or(|ns| c.metadata.namespace.as_deref().unwrap_or("default") == ns))
         .filter(|c| helpers::claim_phase(c) != helpers::pvc_phase::BOUND || lost(&view, c))
-        .map(|c| crate::explain_in(snapshot, &synced, &view, &becoming_available, c, now))
+        .map(|c| {
+            // Held for every claim until printed: only what a list shows of each.
+            let mut e = crate::explain_in(snapshot, &synced, &view, &becoming_available, c, now);
+            e.keep_nearest();
+            e
+        })
         .collect();
     claims.sort_by(|a, b| rank(a.reason).cmp(&rank(b.reason)).then_with(|| a.claim.cmp(&b.claim)));
     ClaimList { claims }

@@ -117,6 +117,15 @@ pub fn summary(candidates: &[Candidate]) -> Vec<(VerdictKind, usize)> {
     counts.into_iter().collect()
 }
 
+/// Volumes per verdict, those left out of the explanation's candidates included.
+fn counts(e: &Explanation) -> Vec<(VerdictKind, usize)> {
+    let mut all = std::collections::BTreeMap::<VerdictKind, usize>::new();
+    for (k, n) in summary(&e.candidates).into_iter().chain(e.omitted.iter().copied()) {
+        *all.entry(k).or_default() += n;
+    }
+    all.into_iter().collect()
+}
+
 /// One entry of `candidates`.
 #[derive(Serialize, Debug)]
 pub struct JsonCandidate<'a> {
@@ -141,7 +150,7 @@ pub fn to_json(e: &Explanation) -> JsonDoc<'_> {
         reason: e.reason,
         message: &e.message,
         hint: e.hint.as_deref(),
-        summary: summary(&e.candidates).into_iter().map(|(k, n)| (k.as_str().to_string(), n.into())).collect(),
+        summary: counts(e).into_iter().map(|(k, n)| (k.as_str().to_string(), n.into())).collect(),
         provisioner: e.provisioner.as_ref().map(json_provisioner),
         candidates_not_listed: None,
     }
@@ -215,7 +224,7 @@ pub fn to_text_width(e: &Explanation, color: bool, width: usize) -> String {
 /// The rows the table shows: every one with `all` or when they are no more than [`NEAR_MISSES`];
 /// else matches, then volumes held by an earlier claim of this name, then those failing a rule
 /// other than `claimedByOther` (each group in the explanation's order), at most [`NEAR_MISSES`].
-fn shown(candidates: &[Candidate], all: bool) -> Vec<&Candidate> {
+pub(crate) fn shown(candidates: &[Candidate], all: bool) -> Vec<&Candidate> {
     // Nearest miss first: what fits, then what one change would make fit (a size, a label, a
     // mode), then another class or phase, then volumes other claims hold.
     let rank = |c: &Candidate| match c.verdict {
@@ -527,10 +536,7 @@ pub fn list_to_json(l: &crate::ClaimList) -> Vec<JsonDoc<'_>> {
         .iter()
         .map(|e| {
             let mut doc = to_json(e);
-            let keep: Vec<&str> = shown(&e.candidates, false).iter().map(|c| c.volume.as_str()).collect();
-            let before = doc.candidates.len();
-            doc.candidates.retain(|c| keep.contains(&c.volume));
-            doc.candidates_not_listed = Some(before - doc.candidates.len());
+            doc.candidates_not_listed = Some(e.omitted.iter().map(|(_, n)| n).sum());
             doc
         })
         .collect()

@@ -437,3 +437,27 @@ fn every_pending_reason_is_a_documented_code() {
         assert!(pv_explain::cluster::REASONS.contains(&e.reason), "{}: {}", path.display(), e.reason);
     }
 }
+
+/// In a list, each claim keeps the candidates its table shows (at most ten) and counts the rest:
+/// `summary` still counts every volume, and `candidatesNotListed` what was left out.
+#[test]
+fn a_list_keeps_nearest_misses_and_counts_every_volume() {
+    let mut checked = 0;
+    for path in fixtures() {
+        let snap = snapshot(&std::fs::read_to_string(&path).unwrap());
+        let list = pv_explain::explain_claims(&snap, None, fixture_now());
+        let docs = serde_json::to_value(pv_explain::render::list_to_json(&list)).unwrap();
+        for d in docs.as_array().unwrap() {
+            let listed = d["candidates"].as_array().unwrap().len() as u64;
+            let counted: u64 = d["summary"].as_object().unwrap().values().filter_map(Value::as_u64).sum();
+            let left_out = d["candidatesNotListed"].as_u64().expect("candidatesNotListed in a list");
+            assert!(listed <= 10, "{}: {listed} candidates listed", path.display());
+            assert_eq!(listed + left_out, counted, "{}: {d:#}", path.display());
+            if d["volumeName"].is_null() && d["phase"] == "Pending" {
+                assert_eq!(counted as usize, snap.volumes.len(), "{}: every volume counted", path.display());
+            }
+            checked += u64::from(left_out > 0);
+        }
+    }
+    assert!(checked > 0, "no fixture has more volumes than a list shows");
+}
