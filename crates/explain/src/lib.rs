@@ -96,12 +96,8 @@ pub(crate) fn add_past_binder(
         return;
     }
     analyze::note_consumers(snapshot, claim, e, now, true);
-    let class = pv_model::helpers::claim_class(claim);
-    let provisioner = snapshot.classes.iter().find(|c| c.metadata.name.as_deref() == Some(class)).map(|c| {
-        pv_model::csi::migrated_driver(&c.provisioner).map(str::to_string).unwrap_or_else(|| c.provisioner.clone())
-    });
-    let Some(p) = provisioner.filter(|p| !p.starts_with(pv_model::annotations::IN_TREE_PREFIX)) else { return };
-    let report = provisioner::check(snapshot, claim, &p, class, now);
+    let Some(p) = provisioner::of_class(snapshot, claim) else { return };
+    let report = provisioner::check(snapshot, claim, &p, pv_model::helpers::claim_class(claim), now);
     if report.verdict == provisioner::Verdict::Failing {
         analyze::note_failed_attempt(e, report);
     }

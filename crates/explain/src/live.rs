@@ -122,18 +122,12 @@ pub async fn read(opts: &ClientOptions, namespace: &str, name: &str) -> Result<L
     let e = crate::explain_snapshot(&snapshot, namespace, name);
     let provisioner = match e.as_ref() {
         Some(e) if e.next == crate::Next::WaitFirstConsumer => {
-            let class = helpers::claim_class(&snapshot.claims[0]).to_string();
             let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
             match call("get lease kube-system/kube-scheduler".into(), &url, leases.get_opt("kube-scheduler")).await {
                 Ok(l) => snapshot.leases.extend(l),
                 Err(e) => notes.push(e.to_string()),
             }
-            snapshot
-                .classes
-                .iter()
-                .find(|c| helpers::name(&c.metadata) == class)
-                .map(|c| pv_model::csi::migrated_driver(&c.provisioner).map_or(c.provisioner.clone(), str::to_string))
-                .filter(|p| !p.starts_with(ann::IN_TREE_PREFIX))
+            crate::provisioner::of_class(&snapshot, &snapshot.claims[0])
         }
         Some(e) => e.external.clone().map(|(p, _)| p),
         None => None,

@@ -559,12 +559,13 @@ fn fit(snapshot: &Snapshot, need: &Need, node: &Node) -> Result<Option<String>, 
                 }
             }
             // A fitting volume that the node may use (the scheduler's static binding).
-            if let Some(v) = fitting_volumes(snapshot, claim).into_iter().find(|v| topology::volume_allows(v, node)) {
+            let fitting = fitting_volumes(snapshot, claim);
+            if let Some(v) = fitting.iter().find(|v| topology::volume_allows(v, node)) {
                 return Ok(Some(format!("{cname}: volume {}", helpers::name(&v.metadata))));
             }
             // Provisioning there.
             let provisioner = class.provisioner.as_str();
-            let pinned = fitting_volumes(snapshot, claim);
+            let pinned = fitting;
             let pinned = if pinned.is_empty() {
                 String::new()
             } else {

@@ -132,6 +132,15 @@ pub fn lease_name(name: &str) -> String {
     s
 }
 
+/// The external provisioner the claim's class hands claims to (the CSI driver a migrated
+/// in-tree name goes to), if the class exists and its provisioner is not in-tree.
+pub fn of_class(snapshot: &Snapshot, claim: &PersistentVolumeClaim) -> Option<String> {
+    let class = helpers::claim_class(claim);
+    let c = snapshot.classes.iter().find(|c| helpers::name(&c.metadata) == class)?;
+    let p = pv_model::csi::migrated_driver(&c.provisioner).map_or_else(|| c.provisioner.clone(), str::to_string);
+    (!p.starts_with(ann::IN_TREE_PREFIX)).then_some(p)
+}
+
 /// Reasons of the events an external provisioner records on a claim.
 const ANSWERS: [&str; 3] = ["Provisioning", "ProvisioningFailed", "ProvisioningSucceeded"];
 
