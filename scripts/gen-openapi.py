@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from api_differential import Server  # noqa: E402
 
 SERVED = {
-    "api/v1": ["persistentvolumes", "persistentvolumeclaims", "pods", "nodes", "namespaces", "services", "events"],
+    "api/v1": ["persistentvolumes", "persistentvolumeclaims", "pods", "nodes", "namespaces", "services", "events",
+               "secrets", "configmaps", "serviceaccounts"],
     "apis/storage.k8s.io/v1": ["storageclasses", "csidrivers", "csinodes", "volumeattachments", "csistoragecapacities",
                                "volumeattributesclasses"],
     "apis/coordination.k8s.io/v1": ["leases"],

@@ -126,10 +126,14 @@ func visit(t reflect.Type) {
 				panic(fmt.Sprintf("%s.%s: map key %s", n, sf.Name, ft.Key()))
 			}
 			ft = ft.Elem()
-			if ft.Kind() == reflect.Slice {
+			switch {
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Uint8:
+				f.Kind = "bytes" // map<string, bytes>: a Secret's data
+			case ft.Kind() == reflect.Slice:
 				panic(fmt.Sprintf("%s.%s: map of slices", n, sf.Name))
+			default:
+				f.Kind = scalar(ft)
 			}
-			f.Kind = scalar(ft)
 		default:
 			f.Kind = scalar(ft)
 		}
@@ -149,6 +153,8 @@ func main() {
 		corev1.Pod{}, corev1.PodList{}, corev1.Node{}, corev1.NodeList{},
 		corev1.Namespace{}, corev1.NamespaceList{}, corev1.Event{}, corev1.EventList{},
 		corev1.Service{}, corev1.ServiceList{},
+		corev1.Secret{}, corev1.SecretList{}, corev1.ConfigMap{}, corev1.ConfigMapList{},
+		corev1.ServiceAccount{}, corev1.ServiceAccountList{},
 		storagev1.StorageClass{}, storagev1.StorageClassList{},
 		storagev1.CSIDriver{}, storagev1.CSIDriverList{}, storagev1.CSINode{}, storagev1.CSINodeList{},
 		storagev1.VolumeAttachment{}, storagev1.VolumeAttachmentList{},

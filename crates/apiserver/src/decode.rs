@@ -268,6 +268,9 @@ fn roundtrip(served: &Served, value: &Value) -> std::result::Result<Value, Strin
         (_, "CSIStorageCapacity") => through::<storage::v1::CSIStorageCapacity>(value),
         (_, "VolumeAttributesClass") => through::<storage::v1::VolumeAttributesClass>(value),
         (_, "Lease") => through::<coordination::v1::Lease>(value),
+        (_, "Secret") => through::<core::v1::Secret>(value),
+        (_, "ConfigMap") => through::<core::v1::ConfigMap>(value),
+        (_, "ServiceAccount") => through::<core::v1::ServiceAccount>(value),
         (_, other) => Err(format!("no type is known for kind {other}")),
     }
 }

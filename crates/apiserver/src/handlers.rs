@@ -628,7 +628,10 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<(Repl
         st.store.delete_written(t.served.plural(), ns_of(t), name, uid, rv)?.split()
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
-    if gone && matches!(t.served.kind(), "Node" | "Event" | "Lease" | "CSIStorageCapacity") {
+    if gone && matches!(
+        t.served.kind(),
+        "Node" | "Event" | "Lease" | "CSIStorageCapacity" | "Secret" | "ConfigMap" | "ServiceAccount"
+    ) {
         // Gone at once: for these kinds kube-apiserver answers with a success Status naming
         // what went (for the others, with the deleted object).
         return Ok(((StatusCode::OK, deleted_status(t, &o)), pending));

@@ -386,6 +386,24 @@ const NAMESPACE: &[Column] = &[NAME, col("Status", |r| or(r.f("status.phase"), "
 
 const LEASE: &[Column] = &[NAME, col("Holder", |r| r.f("spec.holderIdentity")), AGE];
 
+/// The number of keys of the maps at `fields`.
+fn keys(r: &Row, fields: &[&str]) -> String {
+    fields.iter().map(|f| r.o.get(*f).and_then(Value::as_object).map_or(0, |m| m.len())).sum::<usize>().to_string()
+}
+
+/// upstream's `printSecret`.
+const SECRET: &[Column] = &[NAME, col("Type", |r| r.f("type")), typed("Data", "integer", |r| keys(r, &["data"])), AGE];
+
+/// upstream's `printConfigMap`.
+const CONFIG_MAP: &[Column] = &[NAME, typed("Data", "integer", |r| keys(r, &["data", "binaryData"])), AGE];
+
+/// upstream's `printServiceAccount`.
+const SERVICE_ACCOUNT: &[Column] = &[
+    NAME,
+    typed("Secrets", "integer", |r| r.o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len).to_string()),
+    AGE,
+];
+
 /// kube-apiserver's default printer, for kinds without their own.
 const DEFAULT: &[Column] = &[NAME, AGE];
 
@@ -405,6 +423,9 @@ fn printer(kind: &str) -> &'static [Column] {
         "Node" => NODE,
         "Namespace" => NAMESPACE,
         "Lease" => LEASE,
+        "Secret" => SECRET,
+        "ConfigMap" => CONFIG_MAP,
+        "ServiceAccount" => SERVICE_ACCOUNT,
         _ => DEFAULT,
     }
 }

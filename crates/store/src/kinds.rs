@@ -80,5 +80,8 @@ pub const RESOURCE_TYPES: &[ResourceType] = {
         csi_storage_capacity::RESOURCE,
         volume_attributes_class::RESOURCE,
         lease::RESOURCE,
+        secret::RESOURCE,
+        config_map::RESOURCE,
+        service_account::RESOURCE,
     ]
 };

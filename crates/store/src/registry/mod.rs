@@ -6,6 +6,7 @@
 //! Adding a kind is adding a file here: its [`ResourceType`] and its `impl Strategy`, listed in
 //! [`STRATEGIES`] (and its resource in [`crate::kinds::RESOURCE_TYPES`]).
 
+pub(crate) mod config_map;
 pub(crate) mod csi_driver;
 pub(crate) mod csi_node;
 pub(crate) mod csi_storage_capacity;
@@ -16,7 +17,9 @@ pub(crate) mod node;
 pub(crate) mod persistent_volume;
 pub(crate) mod persistent_volume_claim;
 pub(crate) mod pod;
+pub(crate) mod secret;
 pub(crate) mod service;
+pub(crate) mod service_account;
 pub(crate) mod storage_class;
 pub(crate) mod volume_attachment;
 pub(crate) mod volume_attributes_class;
@@ -132,6 +135,9 @@ pub(crate) const STRATEGIES: &[&dyn Strategy] = &[
     &csi_storage_capacity::Strategy,
     &volume_attributes_class::Strategy,
     &lease::Strategy,
+    &secret::Strategy,
+    &config_map::Strategy,
+    &service_account::Strategy,
 ];
 
 /// The strategy of a served resource.

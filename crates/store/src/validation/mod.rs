@@ -7,6 +7,7 @@
 //! fills. Field paths, error types and messages are kube-apiserver's, so kubectl prints what a
 //! Kubernetes user expects and a script can compare the two servers' answers.
 
+pub(crate) mod config;
 mod godiff;
 pub(crate) mod meta;
 pub mod names;

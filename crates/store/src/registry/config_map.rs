@@ -1,0 +1,34 @@
+//! ConfigMaps (`pkg/registry/core/configmap`): namespaced; keys of `data` and `binaryData`
+//! checked, never in both, `immutable` honoured.
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::config;
+use serde_json::Value;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "",
+    version: "v1",
+    kind: "ConfigMap",
+    plural: "configmaps",
+    singular: "configmap",
+    namespaced: true,
+    status_subresource: false,
+    short_names: &["cm"],
+};
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        config::validate_config_map(obj, errs);
+    }
+
+    fn validate_spec_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        config::validate_config_map_update(old, new, errs);
+    }
+}
