@@ -27,6 +27,7 @@ SERVED = {
     "apis/storage.k8s.io/v1": ["storageclasses", "csidrivers", "csinodes", "volumeattachments", "csistoragecapacities",
                                "volumeattributesclasses"],
     "apis/coordination.k8s.io/v1": ["leases"],
+    "apis/apiextensions.k8s.io/v1": ["customresourcedefinitions"],
     "apis/events.k8s.io/v1": ["events"],
 }
 SUBRESOURCES = {"status", "finalize"}

@@ -61,9 +61,16 @@ pub struct Decoded {
 /// Media types a body may have, in upstream's order (its 415 lists them).
 pub const BODY_MEDIA_TYPES: &[&str] = &["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
 
-/// Decodes a request body of the given content type into an object of the served kind.
-/// No content type means JSON, as in kube-apiserver.
-pub fn decode(served: &Served, content_type: &str, body: &[u8], fv: FieldValidation) -> Result<Decoded> {
+/// Decodes a request body of the given content type into an object of the served kind
+/// (`definition`: the CustomResourceDefinition of a custom resource). No content type means
+/// JSON, as in kube-apiserver.
+pub fn decode(
+    served: &Served,
+    definition: Option<&Value>,
+    content_type: &str,
+    body: &[u8],
+    fv: FieldValidation,
+) -> Result<Decoded> {
     let media = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let (value, duplicates) = match media.as_str() {
         "" | "application/json" => {
@@ -71,27 +78,37 @@ pub fn decode(served: &Served, content_type: &str, body: &[u8], fv: FieldValidat
             parse_json(body)?
         }
         "application/yaml" => (parse_yaml(body)?, Vec::new()),
-        "application/vnd.kubernetes.protobuf" => (crate::protobuf::decode(served.kind(), body)?, Vec::new()),
+        "application/vnd.kubernetes.protobuf" if !served.custom() => {
+            (crate::protobuf::decode(served.kind(), body)?, Vec::new())
+        }
+        // Custom resources have no protobuf form.
+        "application/vnd.kubernetes.protobuf" => {
+            return Err(ApiError::UnsupportedMediaType(BODY_MEDIA_TYPES[..2].join(", ")))
+        }
         _ => return Err(ApiError::UnsupportedMediaType(BODY_MEDIA_TYPES.join(", "))),
     };
     if !value.is_object() {
         return Err(cannot_handle(served, "the body of the request must be an object".into()));
     }
-    check(served, value, duplicates, fv)
+    match definition {
+        Some(def) if served.custom() => crate::custom::check(served, def, value, duplicates, fv),
+        _ => check(served, value, duplicates, fv),
+    }
 }
 
 /// Checks an object built on the server (a patched object) against its type, with the same
 /// rules as a body.
-pub fn typed(served: &Served, value: Value, fv: FieldValidation) -> Result<Decoded> {
-    check(served, value, Vec::new(), fv)
+pub fn typed(served: &Served, definition: Option<&Value>, value: Value, fv: FieldValidation) -> Result<Decoded> {
+    match definition {
+        Some(def) if served.custom() => crate::custom::check(served, def, value, Vec::new(), fv),
+        _ => check(served, value, Vec::new(), fv),
+    }
 }
 
-fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldValidation) -> Result<Decoded> {
-    // A YAML body or a patched object, counted before the typed decode multiplies it.
-    crate::shape::check_value(&value)?;
+/// The type fields of a body: missing ones are the endpoint's, others must match it.
+pub(crate) fn check_type_fields(served: &Served, value: &mut Value) -> Result<()> {
     let (api_version, kind) = (served.api_version(), served.kind());
     if let Some(o) = value.as_object_mut() {
-        // Missing type fields are the endpoint's; others are checked by the type.
         if let Some(k) = o.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty() && *k != kind) {
             return Err(ApiError::BadRequest(format!(
                 "the kind in the body ({k}) does not match the kind of the resource ({kind})"
@@ -110,14 +127,18 @@ fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldVa
             )));
         }
     }
-    let object = roundtrip(served, &value).map_err(|e| cannot_handle(served, name_go_struct(served, e)))?;
-    if let Some(why) = bad_quantity(served, &value) {
-        return Err(cannot_handle(served, why));
-    }
-    let mut problems: Vec<String> = Vec::new();
-    let mut unknown = Vec::new();
-    unknown_fields(&value, &object, "", &mut unknown);
-    problems.extend(unknown.into_iter().map(|p| format!("unknown field {p:?}")));
+    Ok(())
+}
+
+/// Unknown and duplicate fields as `fv` asks: refused (Strict), warned about (Warn) or dropped.
+pub(crate) fn field_problems(
+    served: &Served,
+    object: Value,
+    unknown: Vec<String>,
+    duplicates: Vec<String>,
+    fv: FieldValidation,
+) -> Result<Decoded> {
+    let mut problems: Vec<String> = unknown.into_iter().map(|p| format!("unknown field {p:?}")).collect();
     problems.extend(duplicates.into_iter().map(|p| format!("duplicate field {p:?}")));
     match fv {
         FieldValidation::Strict if !problems.is_empty() => {
@@ -126,6 +147,19 @@ fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldVa
         FieldValidation::Warn => Ok(Decoded { object, warnings: problems }),
         _ => Ok(Decoded { object, warnings: Vec::new() }),
     }
+}
+
+fn check(served: &Served, mut value: Value, duplicates: Vec<String>, fv: FieldValidation) -> Result<Decoded> {
+    // A YAML body or a patched object, counted before the typed decode multiplies it.
+    crate::shape::check_value(&value)?;
+    check_type_fields(served, &mut value)?;
+    let object = roundtrip(served, &value).map_err(|e| cannot_handle(served, name_go_struct(served, e)))?;
+    if let Some(why) = bad_quantity(served, &value) {
+        return Err(cannot_handle(served, why));
+    }
+    let mut unknown = Vec::new();
+    unknown_fields(&value, &object, "", &mut unknown);
+    field_problems(served, object, unknown, duplicates, fv)
 }
 
 /// The OpenAPI definition of the quantity type.
@@ -244,7 +278,7 @@ fn quantity_error(value: &Value) -> Option<String> {
 }
 
 /// Upstream's 400 for a body its type cannot take.
-fn cannot_handle(served: &Served, why: String) -> ApiError {
+pub(crate) fn cannot_handle(served: &Served, why: String) -> ApiError {
     let kind = served.kind();
     ApiError::BadRequest(format!("{kind} in version {:?} cannot be handled as a {kind}: {why}", served.version))
 }
@@ -271,6 +305,9 @@ fn roundtrip(served: &Served, value: &Value) -> std::result::Result<Value, Strin
         (_, "Secret") => through::<core::v1::Secret>(value),
         (_, "ConfigMap") => through::<core::v1::ConfigMap>(value),
         (_, "ServiceAccount") => through::<core::v1::ServiceAccount>(value),
+        (_, "CustomResourceDefinition") => {
+            through::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(value)
+        }
         (_, other) => Err(format!("no type is known for kind {other}")),
     }
 }

@@ -13,6 +13,7 @@
 //! v3).
 
 use crate::resources::{self, Served};
+use pv_store::Store;
 use serde_json::{json, Map, Value};
 
 /// The Kubernetes minor version whose API the types pin (k8s-openapi's `v1_37` feature): what
@@ -39,8 +40,8 @@ pub fn api_versions(server_address: &str) -> Value {
 }
 
 /// `/apis`.
-pub fn api_groups() -> Value {
-    let groups: Vec<Value> = resources::group_versions()
+pub fn api_groups(store: &Store) -> Value {
+    let groups: Vec<Value> = resources::group_versions(store)
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, v)| {
@@ -52,8 +53,8 @@ pub fn api_groups() -> Value {
 }
 
 /// `/apis/<group>`.
-pub fn api_group(group: &str) -> Option<Value> {
-    let v = resources::group_versions().into_iter().find(|(g, _)| *g == group && !g.is_empty())?.1;
+pub fn api_group(store: &Store, group: &str) -> Option<Value> {
+    let v = resources::group_versions(store).into_iter().find(|(g, _)| *g == group && !g.is_empty())?.1;
     let gv = json!({"groupVersion": format!("{group}/{v}"), "version": v});
     Some(
         json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv.clone()], "preferredVersion": gv}),
@@ -62,13 +63,13 @@ pub fn api_group(group: &str) -> Option<Value> {
 
 const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
-fn served_in(group: &str, version: &str) -> Vec<Served> {
-    resources::all().into_iter().filter(|s| s.group == group && s.version == version).collect()
+fn served_in(store: &Store, group: &str, version: &str) -> Vec<Served> {
+    resources::all(store).into_iter().filter(|s| s.group == group && s.version == version).collect()
 }
 
 /// `/api/v1` or `/apis/<group>/<version>`.
-pub fn resource_list(group: &str, version: &str) -> Option<Value> {
-    let served = served_in(group, version);
+pub fn resource_list(store: &Store, group: &str, version: &str) -> Option<Value> {
+    let served = served_in(store, group, version);
     if served.is_empty() {
         return None;
     }
@@ -106,6 +107,7 @@ const OPENAPI_V3: &[(&str, &str)] = &[
     ("apis/storage.k8s.io/v1", include_str!("openapi/apis_storage_k8s_io_v1.json")),
     ("apis/coordination.k8s.io/v1", include_str!("openapi/apis_coordination_k8s_io_v1.json")),
     ("apis/events.k8s.io/v1", include_str!("openapi/apis_events_k8s_io_v1.json")),
+    ("apis/apiextensions.k8s.io/v1", include_str!("openapi/apis_apiextensions_k8s_io_v1.json")),
 ];
 
 /// The same documents in OpenAPI v2 (swagger) form, served as JSON.

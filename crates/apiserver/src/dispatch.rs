@@ -121,7 +121,7 @@ async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Vec<u8
 }
 
 async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
-    let route = routes::parse(req.uri().path());
+    let route = routes::parse(req.uri().path(), &st.store);
     let public = matches!(route, Some(Route::Health { .. } | Route::Version));
     match auth::credential(req.headers(), &st.token) {
         auth::Credential::Valid => {}
@@ -140,9 +140,9 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         _ if !read_only && !matches!(route, Route::Resource(_)) => Err(ApiError::MethodNotAllowed),
         Route::Version => ok(discovery::version()),
         Route::Api => ok(discovery::api_versions(&st.server_address)),
-        Route::Apis => ok(discovery::api_groups()),
-        Route::ApiGroup(g) => discovery::api_group(&g).ok_or(ApiError::NoRoute).and_then(ok),
-        Route::ResourceList(g, v) => discovery::resource_list(&g, &v).ok_or(ApiError::NoRoute).and_then(ok),
+        Route::Apis => ok(discovery::api_groups(&st.store)),
+        Route::ApiGroup(g) => discovery::api_group(&st.store, &g).ok_or(ApiError::NoRoute).and_then(ok),
+        Route::ResourceList(g, v) => discovery::resource_list(&st.store, &g, &v).ok_or(ApiError::NoRoute).and_then(ok),
         Route::OpenApiV2 => {
             let vary = (header::VARY, "Accept");
             match discovery::openapi_v2_negotiate(accept).ok_or(ApiError::NotAcceptable)? {

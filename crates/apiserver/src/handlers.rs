@@ -139,6 +139,19 @@ pub fn partial_metadata(obj: &Value, version: &str) -> Value {
            "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({}))})
 }
 
+/// The definition of a custom resource's endpoint (None for a built-in one).
+fn definition(st: &AppState, t: &Target) -> Option<std::sync::Arc<Value>> {
+    t.served.custom().then(|| st.store.custom_definition(t.served.key())).flatten()
+}
+
+/// How this endpoint prints Table rows.
+pub fn printer(st: &AppState, t: &Target) -> tables::Printer {
+    match definition(st, t) {
+        Some(def) => tables::Printer::custom(pv_store::custom::version_of(&def, t.served.version)),
+        None => tables::Printer::Kind(t.served.kind()),
+    }
+}
+
 /// The object as this endpoint serves it (converted for `events.k8s.io`).
 pub fn out(t: &Target, obj: &Value) -> Value {
     if t.served.events_v1 {
@@ -297,14 +310,14 @@ pub fn get(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
     status_write(t)?;
     let rv = listopts::requested_version(q.get("resourceVersion").map_or("", String::as_str))?;
     listopts::check_not_too_large(&st.store, rv)?;
-    let stored = st.store.get(t.served.plural(), ns_of(t), name_of(t)?)?;
+    let stored = st.store.get(t.served.key(), ns_of(t), name_of(t)?)?;
     if plain_json(t, f) {
         return Ok(Answer::Json(stored.text().as_bytes().to_vec()));
     }
     let obj = stored.value();
     if let Some(inc) = f.table {
         let rv = select::field_value(&obj, "metadata.resourceVersion");
-        return Ok(Answer::Reply((StatusCode::OK, tables::table(t.served.kind(), &[&obj], &rv, inc, None))));
+        return Ok(Answer::Reply((StatusCode::OK, tables::table(&printer(st, t), &[&obj], &rv, inc, None))));
     }
     if let Some(v) = f.partial {
         return Ok(Answer::Reply((StatusCode::OK, partial_metadata(&obj, v))));
@@ -341,7 +354,7 @@ pub fn selectors_for(t: &Target, q: &Query) -> Result<Selectors> {
 /// The matching objects and the list's resourceVersion.
 pub fn matching(st: &AppState, t: &Target, sel: &Selectors) -> Result<(Vec<Object>, u64)> {
     let opts = ListOptions { namespace: t.namespace.clone() };
-    let (items, rv) = st.store.list(t.served.plural(), &opts)?;
+    let (items, rv) = st.store.list(t.served.key(), &opts)?;
     if sel.is_empty() {
         return Ok((items, rv));
     }
@@ -356,7 +369,7 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
     listopts::check_not_too_large(&st.store, asked)?;
     let exact = asked.filter(|_| opts.rv_match == "Exact");
     if let Some(r) = exact {
-        listopts::check_exact(&st.store, t.served.plural(), t.namespace.as_deref(), r)?;
+        listopts::check_exact(&st.store, t.served.key(), t.namespace.as_deref(), r)?;
     }
     let page =
         st.pages.page(opts.limit, q.get("continue").map(String::as_str), Object::key, || matching(st, t, &sel))?;
@@ -368,9 +381,9 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
         meta["remainingItemCount"] = json!(remaining);
     }
     if let Some(inc) = f.table {
-        let (kind, now) = (t.served.kind(), jiff::Timestamp::now());
-        let head = tables::table_head(kind, &rv, cont.as_deref());
-        let render: Render = Box::new(move |o| tables::row(kind, &o.value(), inc, now));
+        let (printer, now) = (printer(st, t), jiff::Timestamp::now());
+        let head = tables::table_head(&printer, &rv, cont.as_deref());
+        let render: Render = Box::new(move |o| tables::row(&printer, &o.value(), inc, now));
         return listing::answer(head, "rows", items, Some(render), f).map(Answer::Body);
     }
     if let Some(v) = f.partial {
@@ -427,7 +440,8 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
         return Err(ApiError::MethodNotAllowed);
     }
     let opts = write_options(q, "CreateOptions")?;
-    let decoded = decode::decode(&t.served, ct, body, opts.fields)?;
+    let def = definition(st, t);
+    let decoded = decode::decode(&t.served, def.as_deref(), ct, body, opts.fields)?;
     let mut obj = into_store(t, decoded.object);
     pin_identity(t, &mut obj)?;
     check_namespace(st, t)?;
@@ -439,9 +453,9 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
             attempt["metadata"]["name"] = json!(generated_name(&prefix));
         }
         let result = if opts.dry_run {
-            st.store.create_dry_run(t.served.plural(), attempt).map(|o| (o, Pending::default()))
+            st.store.create_dry_run(t.served.key(), attempt).map(|o| (o, Pending::default()))
         } else {
-            st.store.create_written(t.served.plural(), attempt).map(pv_store::Written::split)
+            st.store.create_written(t.served.key(), attempt).map(pv_store::Written::split)
         };
         match result {
             Ok((o, pending)) => {
@@ -461,17 +475,18 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     name_of(t)?;
     let status = status_write(t)?;
     let opts = write_options(q, "UpdateOptions")?;
-    let decoded = decode::decode(&t.served, ct, body, opts.fields)?;
+    let def = definition(st, t);
+    let decoded = decode::decode(&t.served, def.as_deref(), ct, body, opts.fields)?;
     let mut obj = into_store(t, decoded.object);
     pin_identity(t, &mut obj)?;
     // The stored object, for the warnings that depend on what an update changes.
-    let old = st.store.get_latest(t.served.plural(), ns_of(t), name_of(t)?).ok().map(|c| c.value());
+    let old = st.store.get_latest(t.served.key(), ns_of(t), name_of(t)?).ok().map(|c| c.value());
     let (o, pending) = if t.subresource.as_deref() == Some("finalize") {
         (st.store.finalize_namespace(obj, opts.dry_run)?, Pending::default())
     } else if opts.dry_run {
-        (st.store.update_dry_run(t.served.plural(), obj, status)?, Pending::default())
+        (st.store.update_dry_run(t.served.key(), obj, status)?, Pending::default())
     } else {
-        st.store.update_written(t.served.plural(), obj, status)?.split()
+        st.store.update_written(t.served.key(), obj, status)?.split()
     };
     let mut warnings = decoded.warnings;
     if !status {
@@ -502,12 +517,19 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
             },
         ));
     }
+    if t.served.custom() && kind == PatchKind::Strategic {
+        // Custom resources have no patch strategies to merge by.
+        return Err(ApiError::UnsupportedMediaType(
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into(),
+        ));
+    }
+    let def = definition(st, t);
     let p = patch::parse_body(kind, body)?;
     // As kube-apiserver's guaranteed update: a patch that does not pin a resourceVersion is
     // applied again to the latest object until it goes through. Each retry follows a write that
     // did go through, so the loop ends; the bound is only against a store that never settles.
     for _ in 0..PATCH_ATTEMPTS {
-        let current = match st.store.get_latest(t.served.plural(), ns_of(t), name) {
+        let current = match st.store.get_latest(t.served.key(), ns_of(t), name) {
             Ok(c) => c.value(),
             Err(StoreError::NotFound { .. }) if kind == PatchKind::Apply && !status => {
                 // Server-side apply of an object that does not exist creates it.
@@ -524,7 +546,7 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
         if !patched.is_object() {
             return Err(ApiError::BadRequest("the patched object is not a JSON object".into()));
         }
-        let decoded = decode::typed(&t.served, patched, opts.fields)?;
+        let decoded = decode::typed(&t.served, def.as_deref(), patched, opts.fields)?;
         let mut obj = into_store(t, decoded.object);
         pin_identity(t, &mut obj)?;
         let given_rv = select::field_value(&obj, "metadata.resourceVersion");
@@ -533,9 +555,9 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
             obj["metadata"]["resourceVersion"] = json!(current_rv);
         }
         let result = if opts.dry_run {
-            st.store.update_dry_run(t.served.plural(), obj, status).map(|o| (o, Pending::default()))
+            st.store.update_dry_run(t.served.key(), obj, status).map(|o| (o, Pending::default()))
         } else {
-            st.store.update_written(t.served.plural(), obj, status).map(pv_store::Written::split)
+            st.store.update_written(t.served.key(), obj, status).map(pv_store::Written::split)
         };
         match result {
             Ok((o, pending)) => {
@@ -623,9 +645,9 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<(Repl
     let opts = delete_options(body, q)?;
     let (uid, rv) = (opts.uid.as_deref(), opts.resource_version.as_deref());
     let (o, pending) = if opts.dry_run {
-        (st.store.delete_dry_run(t.served.plural(), ns_of(t), name, uid, rv)?, Pending::default())
+        (st.store.delete_dry_run(t.served.key(), ns_of(t), name, uid, rv)?, Pending::default())
     } else {
-        st.store.delete_written(t.served.plural(), ns_of(t), name, uid, rv)?.split()
+        st.store.delete_written(t.served.key(), ns_of(t), name, uid, rv)?.split()
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
     if gone && matches!(
@@ -663,9 +685,9 @@ pub fn delete_collection(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> R
     for o in items {
         let (ns, name) = o.key();
         let result = if opts.dry_run {
-            st.store.delete_dry_run(t.served.plural(), &ns, &name, None, None)
+            st.store.delete_dry_run(t.served.key(), &ns, &name, None, None)
         } else {
-            st.store.delete(t.served.plural(), &ns, &name, None, None)
+            st.store.delete(t.served.key(), &ns, &name, None, None)
         };
         match result {
             Ok(d) => deleted.push(out(t, &d)),

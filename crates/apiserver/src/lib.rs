@@ -19,6 +19,7 @@
 
 pub mod auth;
 pub mod conn;
+pub mod custom;
 pub mod decode;
 pub mod discovery;
 pub mod dispatch;

@@ -7,6 +7,7 @@
 //! the Namespace object itself.
 
 use crate::resources::{self, Served};
+use pv_store::Store;
 
 /// What a resource path addresses.
 #[derive(Clone, Debug)]
@@ -52,8 +53,9 @@ pub enum Route {
     Resource(Target),
 }
 
-/// Parses a request path; None when nothing lives there.
-pub fn parse(path: &str) -> Option<Route> {
+/// Parses a request path; None when nothing lives there (custom resources are those `store`
+/// serves now).
+pub fn parse(path: &str, store: &Store) -> Option<Route> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
         ["version"] => Some(Route::Version),
@@ -73,15 +75,15 @@ pub fn parse(path: &str) -> Option<Route> {
         ["apis", g] => Some(Route::ApiGroup(g.to_string())),
         ["api", v] => Some(Route::ResourceList(String::new(), v.to_string())),
         ["apis", g, v] => Some(Route::ResourceList(g.to_string(), v.to_string())),
-        ["api", v, rest @ ..] => resource("", v, rest),
-        ["apis", g, v, rest @ ..] => resource(g, v, rest),
+        ["api", v, rest @ ..] => resource(store, "", v, rest),
+        ["apis", g, v, rest @ ..] => resource(store, g, v, rest),
         _ => None,
     }
 }
 
-fn resource(group: &str, version: &str, rest: &[&str]) -> Option<Route> {
+fn resource(store: &Store, group: &str, version: &str, rest: &[&str]) -> Option<Route> {
     let target = |plural: &str, ns: Option<&str>, name: Option<&str>, sub: Option<&str>| {
-        let served = resources::lookup(group, version, plural)?;
+        let served = resources::lookup(store, group, version, plural)?;
         if served.rt.namespaced != ns.is_some() && !(served.rt.namespaced && name.is_none()) {
             return None;
         }
@@ -108,6 +110,10 @@ fn resource(group: &str, version: &str, rest: &[&str]) -> Option<Route> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(p: &str) -> Option<Route> {
+        super::parse(p, &Store::new())
+    }
 
     fn target(p: &str) -> Target {
         match parse(p) {

@@ -195,6 +195,10 @@ impl Server {
             .layer(axum::middleware::from_fn_with_state(inflight, inflight::limit))
             .with_state(state);
         let acceptor = tls.map(|t| t.acceptor);
+        // apiextensions-apiserver's controllers, in-process: the custom resources of the stored
+        // definitions are served from the first request on.
+        crate::custom::serve_stored(&store);
+        tokio::spawn(crate::custom::run(store.clone(), stop_rx.clone()));
         let task = tokio::spawn(conn::serve(listener, acceptor, app, cfg.limits, stop_rx));
         tracing::info!(%url, kubeconfig = %kubeconfig.display(), "API server listening");
         Ok(ServerHandle { store, url, addr, kubeconfig, token, stop, task, writes, finisher })

@@ -457,26 +457,173 @@ fn row_object(o: &Value, inc: IncludeObject) -> Option<Value> {
     }
 }
 
-/// A Table of `objects` of `kind`, consistent with `resource_version`.
+/// How the rows of a resource are printed: a built-in kind's printer, or a custom resource's
+/// `additionalPrinterColumns`.
+#[derive(Clone, Debug)]
+pub enum Printer {
+    /// The printer of a built-in kind.
+    Kind(&'static str),
+    /// A custom resource's columns, after its Name column.
+    Custom(std::sync::Arc<[CustomColumn]>),
+}
+
+/// One of a custom resource's `additionalPrinterColumns`.
+#[derive(Clone, Debug)]
+pub struct CustomColumn {
+    name: String,
+    ty: String,
+    format: String,
+    description: String,
+    priority: i64,
+    path: String,
+}
+
+/// `ObjectMeta`'s description of `name`, which custom resources' Name column carries.
+const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+
+impl Printer {
+    /// The printer of a served version of a custom resource: its columns, or Age alone when it
+    /// declares none (as apiextensions-apiserver's table convertor).
+    pub fn custom(version: Option<&Value>) -> Printer {
+        let declared = version.and_then(|v| v.get("additionalPrinterColumns")).and_then(Value::as_array);
+        let cols: Vec<CustomColumn> = match declared {
+            Some(cols) if !cols.is_empty() => cols
+                .iter()
+                .map(|c| {
+                    let f = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    let path = f("jsonPath");
+                    let description = match f("description") {
+                        d if d.is_empty() => format!("Custom resource definition column (in JSONPath format): {path}"),
+                        d => d,
+                    };
+                    CustomColumn {
+                        name: f("name"),
+                        ty: f("type"),
+                        format: f("format"),
+                        description,
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        path,
+                    }
+                })
+                .collect(),
+            _ => vec![CustomColumn {
+                name: "Age".into(),
+                ty: "date".into(),
+                format: String::new(),
+                description: "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp"
+                    .into(),
+                priority: 0,
+                path: ".metadata.creationTimestamp".into(),
+            }],
+        };
+        Printer::Custom(cols.into())
+    }
+
+    fn definitions(&self) -> Vec<Value> {
+        match self {
+            Printer::Kind(kind) => printer(kind)
+                .iter()
+                .map(|c| json!({"name": c.name, "type": c.ty, "format": c.format, "description": "", "priority": c.priority}))
+                .collect(),
+            Printer::Custom(cols) => {
+                let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
+                                           "description": NAME_DESCRIPTION, "priority": 0})];
+                defs.extend(cols.iter().map(|c| {
+                    json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description,
+                           "priority": c.priority})
+                }));
+                defs
+            }
+        }
+    }
+
+    fn cells(&self, o: &Value, now: Timestamp) -> Vec<Value> {
+        match self {
+            Printer::Kind(kind) => {
+                let row = Row { o, now };
+                printer(kind).iter().map(|c| c.value(&row)).collect()
+            }
+            Printer::Custom(cols) => {
+                let mut cells = vec![json!(field(o, "metadata.name"))];
+                cells.extend(cols.iter().map(|c| custom_cell(c, o, now)));
+                cells
+            }
+        }
+    }
+}
+
+/// A custom column's cell, as apiextensions-apiserver's `cellForJSONValue` types it (null when
+/// the path finds nothing).
+fn custom_cell(c: &CustomColumn, o: &Value, now: Timestamp) -> Value {
+    let Some(v) = json_path(o, &c.path) else { return Value::Null };
+    match (c.ty.as_str(), v) {
+        (_, Value::Null) => Value::Null,
+        ("string", Value::String(s)) => json!(s),
+        ("string", other) => json!(other.to_string()),
+        ("integer", Value::Number(n)) => n.as_i64().map_or_else(|| json!(n.as_f64().unwrap_or(0.0) as i64), |i| json!(i)),
+        ("number", Value::Number(n)) => json!(n.as_f64()),
+        ("boolean", Value::Bool(b)) => json!(b),
+        ("date", Value::String(s)) => match s.parse::<Timestamp>() {
+            Ok(t) => json!(human_duration(now.duration_since(t))),
+            Err(_) => json!("<invalid>"),
+        },
+        _ => Value::Null,
+    }
+}
+
+/// The first value a printer column's JSONPath finds: `.a.b`, `.a[0]`, `.a[*].b` and
+/// `.a[?(@.type=="Ready")].status`.
+fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = vec![o];
+    let mut rest = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let key = &r[..end];
+            cur = cur.into_iter().filter_map(|v| v.get(key)).collect();
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let inner = &r[..end];
+            rest = &r[end + 1..];
+            cur = if inner == "*" {
+                cur.into_iter().flat_map(|v| v.as_array().into_iter().flatten()).collect()
+            } else if let Ok(i) = inner.parse::<usize>() {
+                cur.into_iter().filter_map(|v| v.get(i)).collect()
+            } else if let Some(filter) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
+                let (k, want) = filter.split_once("==")?;
+                let want = want.trim().trim_matches(|c| c == '"' || c == '\'');
+                cur.into_iter()
+                    .flat_map(|v| v.as_array().into_iter().flatten())
+                    .filter(|item| item.get(k.trim()).is_some_and(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string) == want))
+                    .collect()
+            } else {
+                return None;
+            };
+        } else {
+            return None;
+        }
+    }
+    cur.into_iter().next()
+}
+
+/// A Table of `objects`, consistent with `resource_version`.
 pub fn table(
-    kind: &str,
+    printer: &Printer,
     objects: &[&Value],
     resource_version: &str,
     inc: IncludeObject,
     continue_token: Option<&str>,
 ) -> Value {
     let now = Timestamp::now();
-    let mut t = table_head(kind, resource_version, continue_token);
-    t["rows"] = objects.iter().map(|o| row(kind, o, inc, now)).collect();
+    let mut t = table_head(printer, resource_version, continue_token);
+    t["rows"] = objects.iter().map(|o| row(printer, o, inc, now)).collect();
     t
 }
 
-/// A Table of `kind` without its rows (`rows` is empty): what comes before and after them.
-pub fn table_head(kind: &str, resource_version: &str, continue_token: Option<&str>) -> Value {
-    let defs: Vec<Value> = printer(kind)
-        .iter()
-        .map(|c| json!({"name": c.name, "type": c.ty, "format": c.format, "description": "", "priority": c.priority}))
-        .collect();
+/// A Table without its rows (`rows` is empty): what comes before and after them.
+pub fn table_head(printer: &Printer, resource_version: &str, continue_token: Option<&str>) -> Value {
+    let defs = printer.definitions();
     let mut meta = json!({"resourceVersion": resource_version});
     if let Some(c) = continue_token {
         meta["continue"] = json!(c);
@@ -485,10 +632,9 @@ pub fn table_head(kind: &str, resource_version: &str, continue_token: Option<&st
            "columnDefinitions": defs, "rows": []})
 }
 
-/// The row of one object of `kind` in a Table made at `now` (ages are measured from it).
-pub fn row(kind: &str, o: &Value, inc: IncludeObject, now: Timestamp) -> Value {
-    let row = Row { o, now };
-    let cells: Vec<Value> = printer(kind).iter().map(|c| c.value(&row)).collect();
+/// The row of one object in a Table made at `now` (ages are measured from it).
+pub fn row(printer: &Printer, o: &Value, inc: IncludeObject, now: Timestamp) -> Value {
+    let cells = printer.cells(o, now);
     // Without an object (`includeObject=None`) the row's `object` is null.
     json!({"cells": cells, "object": row_object(o, inc)})
 }

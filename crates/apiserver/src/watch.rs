@@ -88,7 +88,7 @@ impl Stream {
         match self.format.table {
             Some(inc) => {
                 let rv = select::field_value(obj, "metadata.resourceVersion");
-                tables::table(self.target.served.kind(), &[obj], &rv, inc, None)
+                tables::table(&handlers::printer(&self.st, &self.target), &[obj], &rv, inc, None)
             }
             None => match self.format.partial {
                 Some(v) => handlers::partial_metadata(obj, v),
@@ -259,7 +259,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         if flag("sendInitialEvents") {
             s.initial_end = Some(rv);
         }
-        s.rx = Some(st.store.watch_bounded(coll.served.plural(), ns, Some(rv))?);
+        s.rx = Some(st.store.watch_bounded(coll.served.key(), ns, Some(rv))?);
     } else {
         // kube-apiserver passes this parse error on from its storage layer as a 500; here the
         // same text is the client's error, a 400 (README, deliberate differences).
@@ -269,7 +269,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
             crate::listopts::parse_version(rv_param).map_err(ApiError::BadRequest)?
         };
         s.last_rv = since;
-        match st.store.watch_bounded(coll.served.plural(), ns, Some(since)) {
+        match st.store.watch_bounded(coll.served.key(), ns, Some(since)) {
             Ok(rx) => s.rx = Some(rx),
             Err(e @ StoreError::Gone { .. }) => s.emit("ERROR", ApiError::Store(e).status()),
             Err(e) => return Err(e.into()),

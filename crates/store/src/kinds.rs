@@ -9,8 +9,11 @@ pub struct ResourceType {
     pub version: &'static str,
     /// Kind.
     pub kind: &'static str,
-    /// Plural resource name (the storage key).
+    /// Plural resource name, as paths and discovery name it.
     pub plural: &'static str,
+    /// The store's name for the resource: the plural of a built-in kind, `plural.group` for a
+    /// custom resource (two groups may serve the same plural).
+    pub key: &'static str,
     /// Singular name.
     pub singular: &'static str,
     /// Namespaced or cluster-scoped.
@@ -50,9 +53,14 @@ impl ResourceType {
         }
     }
 
-    /// Looks up by plural name.
+    /// Looks up a built-in resource by plural name (its store key).
     pub fn by_plural(plural: &str) -> Option<&'static ResourceType> {
         RESOURCE_TYPES.iter().find(|r| r.plural == plural)
+    }
+
+    /// True for a resource that a CustomResourceDefinition defines.
+    pub fn is_custom(&self) -> bool {
+        self.key.contains('.')
     }
 
     /// Looks up by kind.
@@ -83,5 +91,6 @@ pub const RESOURCE_TYPES: &[ResourceType] = {
         secret::RESOURCE,
         config_map::RESOURCE,
         service_account::RESOURCE,
+        custom_resource_definition::RESOURCE,
     ]
 };

@@ -12,6 +12,7 @@
 //! responses) are injected here, at the API boundary, so every client sees them the same way.
 
 pub mod admission;
+pub mod custom;
 pub mod error;
 pub mod faults;
 pub mod finisher;

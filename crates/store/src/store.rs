@@ -248,6 +248,9 @@ pub struct Store {
     commit_delay: std::time::Duration,
     /// Namespaces the finisher should look at.
     pub(crate) finish: crate::finisher::Queue,
+    /// The custom resources served, by store key: each served version, the storage version
+    /// first.
+    custom: std::sync::RwLock<HashMap<&'static str, (Vec<&'static ResourceType>, Arc<Value>)>>,
 }
 
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
@@ -277,9 +280,49 @@ impl Store {
         StoreBuilder::default()
     }
 
-    fn rt(resource: &str) -> Result<&'static ResourceType> {
+    fn rt(&self, resource: &str) -> Result<&'static ResourceType> {
         ResourceType::by_plural(resource)
+            .or_else(|| self.custom.read().unwrap().get(resource).and_then(|(v, _)| v.first().copied()))
             .ok_or_else(|| StoreError::NotFound { resource: resource.into(), name: String::new() })
+    }
+
+    /// Serves the custom resources of a definition: every served version
+    /// ([`crate::custom::served_by`], the storage version first), with the definition they come
+    /// from. Replaces what the same key served before; a definition serving no version stops
+    /// serving it.
+    pub fn register_custom(&self, definition: Arc<Value>) {
+        let served = crate::custom::served_by(&definition);
+        let key = crate::custom::intern_str(crate::custom::crd_name(&definition));
+        let mut custom = self.custom.write().unwrap();
+        if served.is_empty() {
+            custom.remove(key);
+        } else {
+            custom.insert(served[0].key, (served, definition));
+        }
+    }
+
+    /// The definition a custom resource (`plural.group`) is served from.
+    pub fn custom_definition(&self, key: &str) -> Option<Arc<Value>> {
+        self.custom.read().unwrap().get(key).map(|(_, d)| d.clone())
+    }
+
+    /// Stops serving the custom resource stored under `key` (`plural.group`); its objects stay
+    /// stored until they are deleted.
+    pub fn unregister_custom(&self, key: &str) {
+        self.custom.write().unwrap().remove(key);
+    }
+
+    /// Every custom resource served, at its storage version.
+    pub(crate) fn custom_storage_versions(&self) -> Vec<&'static ResourceType> {
+        self.custom.read().unwrap().values().filter_map(|(v, _)| v.first().copied()).collect()
+    }
+
+    /// Every custom resource served, each served version.
+    pub fn custom_resources(&self) -> Vec<&'static ResourceType> {
+        let mut v: Vec<&'static ResourceType> =
+            self.custom.read().unwrap().values().flat_map(|(v, _)| v.iter().copied()).collect();
+        v.sort_by_key(|r| (r.group, r.plural, r.version));
+        v
     }
 
     /// Installs (or clears) fault injection for writes to every resource but Events.
@@ -346,11 +389,11 @@ impl Store {
 
     /// Reads one object.
     pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Result<Object> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         let inner = self.inner.lock().unwrap();
         inner
             .objects
-            .get(rt.plural)
+            .get(rt.key)
             .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
             .cloned()
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })
@@ -361,18 +404,18 @@ impl Store {
     /// from this version; one started from [`Store::get`] would conflict with every write still
     /// in flight, and so would each retry.
     pub fn get_latest(&self, resource: &str, namespace: &str, name: &str) -> Result<Object> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         let inner = self.inner.lock().unwrap();
         inner
-            .latest(rt.plural, namespace, name)
+            .latest(rt.key, namespace, name)
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })
     }
 
     /// Lists objects and the resourceVersion the list is consistent with.
     pub fn list(&self, resource: &str, opts: &ListOptions) -> Result<(Vec<Object>, u64)> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         let inner = self.inner.lock().unwrap();
-        let mut items: Vec<(&Key, &Object)> = match inner.objects.get(rt.plural) {
+        let mut items: Vec<(&Key, &Object)> = match inner.objects.get(rt.key) {
             None => Vec::new(),
             Some(m) => match &opts.namespace {
                 Some(ns) if rt.namespaced => m.iter().filter(|((n, _), _)| n == ns).collect(),
@@ -406,7 +449,7 @@ impl Store {
         since: Option<u64>,
         bounded: bool,
     ) -> Result<Watcher> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         let mut inner = self.inner.lock().unwrap();
         let ns = namespace.filter(|n| !n.is_empty() && rt.namespaced).map(str::to_string);
         let mut replay = Default::default();
@@ -416,12 +459,12 @@ impl Store {
             if since < inner.history.compacted() {
                 return Err(StoreError::Gone { requested: since, oldest: inner.history.compacted() });
             }
-            replay = inner.history.since(since, rt.plural, ns.as_deref());
+            replay = inner.history.since(since, rt.key, ns.as_deref());
         }
         let unbounded = StoreLimits { watch_events: None, watch_bytes: None, ..self.limits };
         let (tx, rx) = watch::channel(if bounded { &self.limits } else { &unbounded }, replay);
         let since = since.unwrap_or(inner.delivered);
-        inner.watchers.push(WatchSlot { resource: rt.plural, namespace: ns, since, tx });
+        inner.watchers.push(WatchSlot { resource: rt.key, namespace: ns, since, tx });
         Ok(rx)
     }
 
@@ -429,7 +472,8 @@ impl Store {
         if errs.is_empty() {
             Ok(())
         } else {
-            Err(StoreError::Invalid { kind: rt.kind.into(), name: name.into(), errors: errs })
+            let kind = if rt.is_custom() { rt.qualified_kind() } else { rt.kind.into() };
+            Err(StoreError::Invalid { kind, name: name.into(), errors: errs })
         }
     }
 
@@ -482,7 +526,7 @@ impl Store {
     }
 
     fn create_inner(&self, resource: &str, mut obj: Value, dry_run: bool) -> Result<Written> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         if !obj.is_object() {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
         }
@@ -510,7 +554,7 @@ impl Store {
         }
         let mut inner = self.inner.lock().unwrap();
         let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
-        if inner.latest(rt.plural, &ns, &name).is_some() {
+        if inner.latest(rt.key, &ns, &name).is_some() {
             return Err(StoreError::AlreadyExists { resource: rt.qualified(), name });
         }
         crate::namespaces::admit_create(&inner.objects, rt, &ns, &name)?;
@@ -529,13 +573,13 @@ impl Store {
     /// Loads an object as stored (status and given UID kept), as `simulate` reads a cluster's
     /// state. Validated and defaulted like a create; never faulted.
     pub fn load(&self, resource: &str, mut obj: Value) -> Result<Arc<Value>> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         let name = meta_str(&obj, "name").to_string();
         validation::default(rt, &mut obj);
         Self::check_valid(rt, &name, validation::validate(rt, &obj))?;
         let mut inner = self.inner.lock().unwrap();
         let ns = if rt.namespaced { meta_str(&obj, "namespace").to_string() } else { String::new() };
-        if inner.latest(rt.plural, &ns, &name).is_some() {
+        if inner.latest(rt.key, &ns, &name).is_some() {
             return Err(StoreError::AlreadyExists { resource: rt.qualified(), name });
         }
         let generation = meta(&obj).and_then(|m| m.get("generation")).cloned();
@@ -571,7 +615,7 @@ impl Store {
     }
 
     pub(crate) fn update_inner(&self, resource: &str, mut obj: Value, part: Part, dry_run: bool) -> Result<Written> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         let status = part == Part::Status;
         if !obj.is_object() {
             return Err(StoreError::BadRequest("the body of the request must be a JSON object".into()));
@@ -584,7 +628,7 @@ impl Store {
         }
         let mut inner = self.inner.lock().unwrap();
         let old = inner
-            .latest(rt.plural, &ns, &name)
+            .latest(rt.key, &ns, &name)
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.clone() })?
             .value();
         let given_uid = meta_str(&obj, "uid");

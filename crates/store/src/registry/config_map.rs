@@ -11,6 +11,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "ConfigMap",
     plural: "configmaps",
+    key: "configmaps",
     singular: "configmap",
     namespaced: true,
     status_subresource: false,

@@ -13,6 +13,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "CSIDriver",
     plural: "csidrivers",
+    key: "csidrivers",
     singular: "csidriver",
     namespaced: false,
     status_subresource: false,

@@ -13,6 +13,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "CSINode",
     plural: "csinodes",
+    key: "csinodes",
     singular: "csinode",
     namespaced: false,
     status_subresource: true,

@@ -12,6 +12,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "CSIStorageCapacity",
     plural: "csistoragecapacities",
+    key: "csistoragecapacities",
     singular: "csistoragecapacity",
     namespaced: true,
     status_subresource: false,

@@ -11,6 +11,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "Event",
     plural: "events",
+    key: "events",
     singular: "event",
     namespaced: true,
     status_subresource: false,

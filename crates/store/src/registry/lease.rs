@@ -10,6 +10,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "Lease",
     plural: "leases",
+    key: "leases",
     singular: "lease",
     namespaced: true,
     status_subresource: false,

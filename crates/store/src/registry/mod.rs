@@ -8,6 +8,7 @@
 
 pub(crate) mod config_map;
 pub(crate) mod csi_driver;
+pub(crate) mod custom_resource_definition;
 pub(crate) mod csi_node;
 pub(crate) mod csi_storage_capacity;
 pub(crate) mod event;
@@ -101,6 +102,11 @@ pub(crate) trait Strategy: Sync {
         false
     }
 
+    /// Whether an update changes what the generation counts (the `spec`).
+    fn spec_changed(&self, old: &Value, new: &Value) -> bool {
+        old.get("spec") != new.get("spec")
+    }
+
     /// Metadata a status write keeps from the stored object besides what the server owns.
     fn kept_by_status_update(&self) -> &'static [&'static str] {
         &[]
@@ -111,6 +117,12 @@ pub(crate) trait Strategy: Sync {
 
     /// An update that changes something, before it is stored, at `now` (after the generation).
     fn updated(&self, _old: &Value, _new: &mut Value, _status: bool, _now: &str) {}
+
+    /// Finalizers a delete adds to an object not yet being deleted (a CustomResourceDefinition's
+    /// cleanup of its objects, upstream's `customresourcecleanup.apiextensions.k8s.io`).
+    fn finalizers_on_delete(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// An object that finalizers hold, marked deleted: a grace period of 0 (kinds without
     /// graceful deletion).
@@ -138,10 +150,14 @@ pub(crate) const STRATEGIES: &[&dyn Strategy] = &[
     &secret::Strategy,
     &config_map::Strategy,
     &service_account::Strategy,
+    &custom_resource_definition::Strategy,
 ];
 
 /// The strategy of a served resource.
 pub(crate) fn of(rt: &ResourceType) -> &'static dyn Strategy {
+    if rt.is_custom() {
+        return crate::custom::strategy(rt);
+    }
     *STRATEGIES
         .iter()
         .find(|s| s.resource().plural == rt.plural && s.resource().group == rt.group)
@@ -152,7 +168,7 @@ pub(crate) fn of(rt: &ResourceType) -> &'static dyn Strategy {
 /// it, then the kind's own step.
 pub(crate) fn updated(rt: &ResourceType, old: &Value, new: &mut Value, status: bool, now: &str) {
     let s = of(rt);
-    if !status && s.tracks_generation() && old.get("spec") != new.get("spec") {
+    if !status && s.tracks_generation() && s.spec_changed(old, new) {
         let g = meta(old).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(1);
         meta_mut(new).insert("generation".into(), Value::from(g + 1));
     }

@@ -11,6 +11,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "Namespace",
     plural: "namespaces",
+    key: "namespaces",
     singular: "namespace",
     namespaced: false,
     status_subresource: true,

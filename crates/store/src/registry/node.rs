@@ -10,6 +10,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "Node",
     plural: "nodes",
+    key: "nodes",
     singular: "node",
     namespaced: false,
     status_subresource: true,

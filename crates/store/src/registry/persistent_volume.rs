@@ -11,6 +11,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "PersistentVolume",
     plural: "persistentvolumes",
+    key: "persistentvolumes",
     singular: "persistentvolume",
     namespaced: false,
     status_subresource: true,

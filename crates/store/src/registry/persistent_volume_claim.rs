@@ -11,6 +11,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "PersistentVolumeClaim",
     plural: "persistentvolumeclaims",
+    key: "persistentvolumeclaims",
     singular: "persistentvolumeclaim",
     namespaced: true,
     status_subresource: true,

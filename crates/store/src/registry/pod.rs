@@ -11,6 +11,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "Pod",
     plural: "pods",
+    key: "pods",
     singular: "pod",
     namespaced: true,
     status_subresource: true,

@@ -14,6 +14,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "Secret",
     plural: "secrets",
+    key: "secrets",
     singular: "secret",
     namespaced: true,
     status_subresource: false,

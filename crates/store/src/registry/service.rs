@@ -10,6 +10,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "Service",
     plural: "services",
+    key: "services",
     singular: "service",
     namespaced: true,
     status_subresource: true,

@@ -8,6 +8,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "ServiceAccount",
     plural: "serviceaccounts",
+    key: "serviceaccounts",
     singular: "serviceaccount",
     namespaced: true,
     status_subresource: false,

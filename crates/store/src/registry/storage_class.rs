@@ -11,6 +11,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "StorageClass",
     plural: "storageclasses",
+    key: "storageclasses",
     singular: "storageclass",
     namespaced: false,
     status_subresource: false,

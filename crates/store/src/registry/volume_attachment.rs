@@ -15,6 +15,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "VolumeAttachment",
     plural: "volumeattachments",
+    key: "volumeattachments",
     singular: "volumeattachment",
     namespaced: false,
     status_subresource: true,

@@ -13,6 +13,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     version: "v1",
     kind: "VolumeAttributesClass",
     plural: "volumeattributesclasses",
+    key: "volumeattributesclasses",
     singular: "volumeattributesclass",
     namespaced: false,
     status_subresource: false,

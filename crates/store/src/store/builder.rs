@@ -86,7 +86,11 @@ impl StoreBuilder {
             if let Some(rt) = ResourceType::by_plural(&resource) {
                 let (ns, name) = obj.key();
                 let ns = if rt.namespaced { ns } else { String::new() };
-                objects.entry(rt.plural).or_default().insert((ns, name), obj);
+                objects.entry(rt.key).or_default().insert((ns, name), obj);
+            } else if resource.contains('.') {
+                // A custom resource: served again once its definition is registered.
+                let (ns, name) = obj.key();
+                objects.entry(crate::custom::intern_str(&resource)).or_default().insert((ns, name), obj);
             }
         }
         let (namespaces, terminating) = Namespaces::loaded(&objects, self.snapshot.rv);
@@ -119,6 +123,7 @@ impl StoreBuilder {
             admission: self.admission,
             commit_delay: self.commit_delay,
             finish,
+            custom: Default::default(),
         }
     }
 }

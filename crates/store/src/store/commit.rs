@@ -175,12 +175,12 @@ impl Store {
             return Err(StoreError::TooLarge);
         }
         inner.rv = rv;
-        let ev = WatchEvent { kind, resource: rt.plural, namespace: ns.to_string(), object: obj.clone(), rv };
+        let ev = WatchEvent { kind, resource: rt.key, namespace: ns.to_string(), object: obj.clone(), rv };
         let object = (kind != WatchEventType::Deleted).then_some(obj);
-        let w = PendingWrite { rv, resource: rt.plural, namespace: ns.to_string(), name: name.to_string(), object };
+        let w = PendingWrite { rv, resource: rt.key, namespace: ns.to_string(), name: name.to_string(), object };
         if self.backend.is_some() {
             let key = (w.namespace.clone(), w.name.clone());
-            inner.overlay.entry(rt.plural).or_default().insert(key, (rv, w.object.clone()));
+            inner.overlay.entry(rt.key).or_default().insert(key, (rv, w.object.clone()));
             inner.pending.push((w, ev));
         } else {
             self.publish(inner, w, ev);

@@ -57,8 +57,11 @@ impl Namespaces {
     /// finish: those loaded Terminating.
     pub(super) fn loaded(objects: &HashMap<&'static str, HashMap<Key, Object>>, rv: u64) -> (Self, Vec<String>) {
         let mut n = Namespaces::default();
-        for rt in RESOURCE_TYPES.iter().filter(|r| r.namespaced) {
-            for (ns, _) in objects.get(rt.plural).into_iter().flat_map(HashMap::keys) {
+        let namespaced = RESOURCE_TYPES.iter().filter(|r| r.namespaced).map(|r| r.key);
+        // Custom resources' objects: those of a namespaced one carry their namespace.
+        let custom = objects.keys().copied().filter(|k| k.contains('.'));
+        for key in namespaced.chain(custom) {
+            for (ns, _) in objects.get(key).into_iter().flat_map(HashMap::keys).filter(|(ns, _)| !ns.is_empty()) {
                 let c = n.content.entry(ns.clone()).or_default();
                 c.objects += 1;
                 c.last_added = rv;
@@ -98,7 +101,8 @@ impl Namespaces {
             }
             return Some(name.clone());
         }
-        if ns.is_empty() || !ResourceType::by_plural(resource).is_some_and(|r| r.namespaced) {
+        let namespaced = resource.contains('.') || ResourceType::by_plural(resource).is_some_and(|r| r.namespaced);
+        if ns.is_empty() || !namespaced {
             return None;
         }
         match (object.is_some(), existed) {
@@ -149,9 +153,10 @@ impl Store {
         let keys: Vec<(&'static ResourceType, String)> = {
             let inner = self.inner.lock().unwrap();
             let mut keys = Vec::new();
-            for rt in RESOURCE_TYPES.iter().filter(|r| r.namespaced) {
-                let published = inner.objects.get(rt.plural).into_iter().flat_map(HashMap::keys);
-                let unpublished = inner.overlay.get(rt.plural).into_iter().flat_map(HashMap::keys);
+            let custom: Vec<&'static ResourceType> = self.custom_storage_versions();
+            for rt in RESOURCE_TYPES.iter().chain(custom).filter(|r| r.namespaced) {
+                let published = inner.objects.get(rt.key).into_iter().flat_map(HashMap::keys);
+                let unpublished = inner.overlay.get(rt.key).into_iter().flat_map(HashMap::keys);
                 let mut names: Vec<String> =
                     published.chain(unpublished).filter(|(n, _)| n == ns).map(|(_, name)| name.clone()).collect();
                 names.sort_unstable();
@@ -178,7 +183,7 @@ impl Store {
 
     /// Deletes (or marks) one object of a terminating namespace; the version written, if any.
     fn delete_one(&self, inner: &mut Inner, rt: &'static ResourceType, ns: &str, name: &str) -> Result<Option<u64>> {
-        let Some(old) = inner.latest(rt.plural, ns, name) else { return Ok(None) };
+        let Some(old) = inner.latest(rt.key, ns, name) else { return Ok(None) };
         let mut obj = old.value();
         let rv = inner.rv + 1;
         if finalizers(&obj).is_empty() {

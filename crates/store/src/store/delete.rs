@@ -51,7 +51,7 @@ impl Store {
         rv_pre: Option<&str>,
         dry_run: bool,
     ) -> Result<Written> {
-        let rt = Self::rt(resource)?;
+        let rt = self.rt(resource)?;
         let ns = if rt.namespaced { namespace } else { "" };
         crate::namespaces::admit_delete(rt, name)?;
         let fault = if dry_run { None } else { self.draw_fault(rt) };
@@ -60,7 +60,7 @@ impl Store {
         }
         let mut inner = self.inner.lock().unwrap();
         let old = inner
-            .latest(rt.plural, ns, name)
+            .latest(rt.key, ns, name)
             .ok_or_else(|| StoreError::NotFound { resource: rt.qualified(), name: name.into() })?
             .value();
         if let Some(u) = uid.filter(|u| !u.is_empty()) {
@@ -86,6 +86,18 @@ impl Store {
                         meta_str(&old, "resourceVersion")
                     ),
                 });
+            }
+        }
+        let mut old = old;
+        let adds = registry::of(rt).finalizers_on_delete();
+        if !adds.is_empty() && !meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+            let fins = meta_mut(&mut old).entry("finalizers").or_insert_with(|| Value::Array(Vec::new()));
+            if let Some(list) = fins.as_array_mut() {
+                for f in adds {
+                    if !list.iter().any(|x| x == *f) {
+                        list.push(Value::String((*f).into()));
+                    }
+                }
             }
         }
         let rv = inner.rv + 1;

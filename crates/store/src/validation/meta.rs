@@ -151,10 +151,10 @@ fn validate_finalizers(meta: Option<&Map<String, Value>>, errs: &mut Vec<FieldEr
 }
 
 /// Kinds of the Kubernetes API proper also refuse a finalizer without a `/` unless it is one of
-/// the standard ones (`kubernetes`, `orphan`, `foregroundDeletion`); Leases are checked by the
-/// generic rules only.
+/// the standard ones (`kubernetes`, `orphan`, `foregroundDeletion`); Leases,
+/// CustomResourceDefinitions and custom resources are checked by the generic rules only.
 fn validate_kube_finalizers(rt: &ResourceType, meta: Option<&Map<String, Value>>, errs: &mut Vec<FieldError>) {
-    if rt.kind == "Lease" {
+    if rt.kind == "Lease" || rt.group == "apiextensions.k8s.io" || rt.is_custom() {
         return;
     }
     let list = meta.and_then(|m| m.get("finalizers")).and_then(Value::as_array).cloned().unwrap_or_default();

@@ -8,6 +8,8 @@
 //! Kubernetes user expects and a script can compare the two servers' answers.
 
 pub(crate) mod config;
+pub mod crd;
+pub mod schema;
 mod godiff;
 pub(crate) mod meta;
 pub mod names;

@@ -1,0 +1,70 @@
+//! CustomResourceDefinitions (`apiextensions-apiserver/pkg/registry/customresourcedefinition`):
+//! cluster-scoped, named `plural.group`, with a status subresource the server writes (its
+//! conditions, see the API server's definitions controller). A delete adds the cleanup
+//! finalizer and the `Terminating` condition; the definition goes once its objects are gone.
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::validation::crd;
+use serde_json::{json, Value};
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: "apiextensions.k8s.io",
+    version: "v1",
+    kind: "CustomResourceDefinition",
+    plural: "customresourcedefinitions",
+    key: "customresourcedefinitions",
+    singular: "customresourcedefinition",
+    namespaced: false,
+    status_subresource: true,
+    short_names: &["crd", "crds"],
+};
+
+use crate::custom::CLEANUP_FINALIZER;
+
+pub(crate) struct Strategy;
+
+impl super::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn reset_status_for_create(&self, obj: &mut Value) {
+        // PrepareForCreate: a fresh status holding only the storage version.
+        let stored: Vec<Value> = crd::storage_version(obj).map(|v| json!(v)).into_iter().collect();
+        if let Some(o) = obj.as_object_mut() {
+            o.insert("status".into(), json!({"storedVersions": stored}));
+        }
+    }
+
+    fn default(&self, obj: &mut Value) {
+        crd::default_crd(obj);
+    }
+
+    fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        crd::validate_crd(obj, errs);
+    }
+
+    fn validate_spec_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        crd::validate_crd_update(old, new, errs);
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn finalizers_on_delete(&self) -> &'static [&'static str] {
+        &[CLEANUP_FINALIZER]
+    }
+
+    fn mark_deleted(&self, obj: &mut Value) {
+        crd::set_condition(
+            obj,
+            "Terminating",
+            "True",
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+            None,
+        );
+    }
+}
