@@ -18,13 +18,25 @@
 # - expansion: the claim's request raised in a class with allowVolumeExpansion, csi-resizer
 #   resizes the volume, and the claim's status ends as on kube-apiserver (compared);
 # - deletion: the claims deleted, their volumes deleted by csi-provisioner (Delete policy);
+# - snapshots: external-snapshotter's CRDs (the module cache's, linked by conformance/build.sh),
+#   snapshot-controller and csi-snapshotter started beside the sidecars, the README's claim again,
+#   a VolumeSnapshotClass, a VolumeSnapshot of the claim (examples/csi/snapshot/, the commands of
+#   examples/csi/snapshots.md) ready to use with a bound VolumeSnapshotContent, a claim restored
+#   from it (provisioned by csi-provisioner from the snapshot, bound by the controller); the
+#   restored claim and the snapshot deleted, their volume and content deleted (Delete policies);
+#   `kubectl get` of the snapshot objects, the restored claim's data source fields and the objects
+#   left at the end compared between the servers;
+# - a provisioner secret named by a class (csi.storage.k8s.io/provisioner-secret-name and
+#   -namespace): with the Secret missing the claim gets ProvisioningFailed naming the secret
+#   (csi-provisioner reads it; the message compared between the servers); once the Secret exists,
+#   the claim is Bound, and its volume carries the secret as its deletion secret;
 # - `pv-controller explain` past the binder, against the real csi-provisioner: a claim whose
 #   provisioner is not installed (notInstalled), one the provisioner fails (failing, with the
 #   driver's error), the same once the provisioner is stopped and its leader Lease has expired
 #   (down), and a provisioned claim ("provisioned for it").
-# On `up`, no request may get a 409 or a 5xx answer (its request log), and no sidecar may log an
-# error line that the real cluster's run did not also cause (lines compared with names, uids and
-# numbers masked). Stops at the first failure and says why.
+# On `up`, no request may get a 409 or a 5xx answer (its request log), and no sidecar (nor
+# snapshot-controller) may log an error line that the real cluster's run did not also cause (lines
+# compared with names, uids and numbers masked). Stops at the first failure and says why.
 #
 # Skipped (exit 0, saying so) when the CSI binaries are missing and Go is not installed to build
 # them; with Go, conformance/build.sh builds what is missing (a no-op when up to date).
@@ -33,7 +45,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CONF_BIN="$ROOT/conformance/bin"
 GO="$(command -v go || echo /usr/local/go/bin/go)"
-CSI_BINARIES=(csi-provisioner csi-attacher csi-resizer mock-driver)
+CSI_BINARIES=(csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller mock-driver)
+# external-snapshotter's VolumeSnapshot CRDs: conformance/build.sh links them here from its
+# module in the module cache.
+SNAPSHOT_CRDS="$CONF_BIN/crd/snapshot"
+SNAPSHOT_CRD_NAMES=(volumesnapshotclasses.snapshot.storage.k8s.io volumesnapshotcontents.snapshot.storage.k8s.io volumesnapshots.snapshot.storage.k8s.io)
 missing=()
 for b in "${CSI_BINARIES[@]}"; do [[ -x "$CONF_BIN/$b" ]] || missing+=("$b"); done
 if [[ ! -x "$GO" ]]; then
@@ -63,6 +79,7 @@ fail() {
   echo "FAIL${SERVER:+ ($SERVER)}: $*" >&2
   if [[ -n "${KUBECONFIG:-}" && -f "${KUBECONFIG:-}" ]]; then
     { echo "--- state at failure:"; kubectl get pv,pvc,volumeattachments -A -o wide; kubectl get events -A
+      kubectl get volumesnapshots,volumesnapshotcontents -A 2>/dev/null
     } >&2 2>&1 || true
   fi
   local f
@@ -80,6 +97,10 @@ command -v kubectl >/dev/null || fail "kubectl not on PATH"
 [[ -x "$BIN_DIR/pv-controller" ]] || fail "$BIN_DIR/pv-controller missing after the build"
 "$ROOT/conformance/build.sh" >"$WORK/build.out" 2>&1 || { cat "$WORK/build.out" >&2; fail "conformance/build.sh"; }
 for b in "${CSI_BINARIES[@]}"; do [[ -x "$CONF_BIN/$b" ]] || fail "conformance/build.sh did not build $b"; done
+for c in "${SNAPSHOT_CRD_NAMES[@]}"; do
+  f="$SNAPSHOT_CRDS/${c#*.}_${c%%.*}.yaml"
+  [[ -f "$f" ]] || fail "conformance/build.sh did not link $f"
+done
 SECONDS=0
 PASSED=0
 
@@ -203,6 +224,158 @@ EOF
   wait_until "both claims gone" 30 claims_gone
 }
 
+# mask_table: kubectl's table with uids masked, ages and times as AGE, columns single-spaced.
+mask_table() {
+  sed -E 's/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/UID/g' \
+    | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^([0-9]+[smhd])+$/) $i = "AGE"; $1 = $1; print}'
+}
+crds_established() {
+  [[ "$(kubectl get crd "${SNAPSHOT_CRD_NAMES[@]}" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Established")].status} {end}' 2>/dev/null)" == "True True True " ]]
+}
+snapshot_ready() { [[ "$(q get volumesnapshot -n csi "$1" -o jsonpath='{.status.readyToUse}')" == true ]]; }
+snapshot_gone() { [[ -z "$(q get volumesnapshot -n csi "$1" --ignore-not-found -o name)" ]]; }
+content_gone() { [[ -z "$(q get volumesnapshotcontent "$1" --ignore-not-found -o name)" ]]; }
+finalizers_are() { [[ "$(q get "$1" "$2" ${3:+-n "$3"} -o jsonpath='{.metadata.finalizers}')" == "$4" ]]; }
+
+# snapshot_checks: the snapshot flow of examples/csi/snapshots.md, on the server KUBECONFIG names
+# (the README's driver and sidecars running). Starts snapshot-controller and csi-snapshotter.
+snapshot_checks() {
+  local t0 snap_uid content handle restored_pv; t0=$(now_ms)
+  # --- the CRDs, snapshot-controller, csi-snapshotter -------------------------------------------
+  if ! kubectl apply -f "$SNAPSHOT_CRDS/" >"$WORK/out" 2>"$WORK/err"; then
+    cat "$WORK/out" "$WORK/err" >&2
+    fail "the snapshot CRDs could not be created on $SERVER (kubectl apply -f conformance/bin/crd/snapshot/): does it serve CustomResourceDefinitions?"
+  fi
+  pass "the VolumeSnapshot CRDs created"
+  wait_until "the snapshot CRDs to be Established on $SERVER (condition Established True on all three)" 30 crds_established
+  pass "the snapshot CRDs are Established (${WAITED_MS} ms)"
+  # Started once the CRDs serve: snapshot-controller checks them at start (and logs an error
+  # for each try before they do).
+  "$CONF_BIN/snapshot-controller" --kubeconfig "$KUBECONFIG" </dev/null >"$LOGS/snapshot-controller.log" 2>&1 &
+  PIDS+=("$!")
+  "$CONF_BIN/csi-snapshotter" --kubeconfig "$KUBECONFIG" --csi-address "$CSI_ENDPOINT" </dev/null >"$LOGS/csi-snapshotter.log" 2>&1 &
+  PIDS+=("$!")
+
+  # --- a snapshot of the README's claim ---------------------------------------------------------
+  k "the README's objects again (csi/data was deleted above)" apply -f examples/csi/
+  wait_until "csi/data Bound" 30 claim_bound data
+  DATA_PV="$(q get pvc -n csi data -o jsonpath='{.spec.volumeName}')"
+  DATA_HANDLE="$(q get pv "$DATA_PV" -o jsonpath='{.spec.csi.volumeHandle}')"
+  k "a VolumeSnapshotClass for the driver" apply -f examples/csi/snapshot/snapshotclass.yaml
+  k "a VolumeSnapshot of csi/data" apply -f examples/csi/snapshot/snapshot.yaml
+  wait_until "csi/data-snapshot readyToUse" 60 snapshot_ready data-snapshot
+  pass "the snapshot is ready to use (${WAITED_MS} ms)"
+  snap_uid="$(q get volumesnapshot -n csi data-snapshot -o jsonpath='{.metadata.uid}')"
+  k "the snapshot: bound to its content, of csi/data" get volumesnapshot -n csi data-snapshot \
+    -o jsonpath='{.status.readyToUse} {.status.boundVolumeSnapshotContentName} {.spec.source.persistentVolumeClaimName} {.status.restoreSize} {.status.creationTime}'
+  # No restoreSize: the mock driver's snapshots have no size.
+  expect "^true snapcontent-$snap_uid data  [0-9]{4}-[0-9]{2}-[0-9]{2}T"
+  content="snapcontent-$snap_uid"
+  k "the content: the driver's snapshot of data's volume, bound to the snapshot" get volumesnapshotcontent "$content" \
+    -o jsonpath='{.spec.driver} {.spec.deletionPolicy} {.spec.volumeSnapshotClassName} {.spec.source.volumeHandle} {.spec.volumeSnapshotRef.namespace}/{.spec.volumeSnapshotRef.name} {.spec.volumeSnapshotRef.uid} {.status.readyToUse} {.status.snapshotHandle}'
+  expect "^$DRIVER Delete csi-mock-snapshot $DATA_HANDLE csi/data-snapshot $snap_uid true [^ ]+\$"
+  handle="$(awk '{print $NF}' "$WORK/out")"
+  # What kubectl shows of them (the CRDs' printer columns), compared between the servers below.
+  {
+    for r in volumesnapshotclasses volumesnapshots volumesnapshotcontents; do
+      echo "kubectl get $r:"
+      q get "$r" -n csi | mask_table
+    done
+    echo "snapshot finalizers: $(q get volumesnapshot -n csi data-snapshot -o jsonpath='{.metadata.finalizers}')"
+    echo "content finalizers: $(q get volumesnapshotcontent "$content" -o jsonpath='{.metadata.finalizers}')"
+  } >"$WORK/$SERVER-snapshot-tables"
+  sed 's/^/     | /' "$WORK/$SERVER-snapshot-tables"
+  grep -qxE 'NAME READYTOUSE SOURCEPVC SOURCESNAPSHOTCONTENT RESTORESIZE SNAPSHOTCLASS SNAPSHOTCONTENT CREATIONTIME AGE' "$WORK/$SERVER-snapshot-tables" \
+    || fail "kubectl get volumesnapshots: not the CRD's columns"
+  pass "kubectl get volumesnapshots shows the CRD's columns"
+  # Once ready, the snapshot no longer protects its source claim.
+  wait_until "snapshot-controller's finalizer off csi/data" 30 finalizers_are pvc data csi '["kubernetes.io/pvc-protection"]'
+
+  # --- a claim restored from it -----------------------------------------------------------------
+  k "a claim restored from the snapshot" apply -f examples/csi/snapshot/restore.yaml
+  wait_until "csi/restored Bound" 60 claim_bound restored
+  pass "csi/restored provisioned from the snapshot and Bound (${WAITED_MS} ms)"
+  k "the restored claim: its data source, handed off to the driver" get pvc -n csi restored \
+    -o jsonpath='{.spec.dataSource} {.spec.dataSourceRef} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner} {.status.capacity.storage}'
+  expect "^\{\"apiGroup\":\"snapshot\.storage\.k8s\.io\",\"kind\":\"VolumeSnapshot\",\"name\":\"data-snapshot\"\} \{\"apiGroup\":\"snapshot\.storage\.k8s\.io\",\"kind\":\"VolumeSnapshot\",\"name\":\"data-snapshot\"\} $DRIVER 1Gi\$"
+  cp "$WORK/out" "$WORK/$SERVER-restored-claim"
+  restored_pv="$(q get pvc -n csi restored -o jsonpath='{.spec.volumeName}')"
+  k "the restored volume: the driver's, for csi/restored" get pv "$restored_pv" \
+    -o jsonpath="{.spec.csi.driver} {.metadata.annotations.pv\.kubernetes\.io/provisioned-by} $AFFINITY {.spec.claimRef.name} {.status.phase}"
+  expect "^$DRIVER $DRIVER $TOPOLOGY restored Bound\$"
+  [[ "$(q get pv "$restored_pv" -o jsonpath='{.spec.csi.volumeHandle}')" != "$DATA_HANDLE" ]] || fail "the restored volume has data's volume handle"
+  restored_events() { has_event restored ExternalProvisioning && has_event restored ProvisioningSucceeded; }
+  wait_until "events ExternalProvisioning and ProvisioningSucceeded on csi/restored" 30 restored_events
+  # csi-provisioner guards the snapshot while it provisions from it, and lets go once done.
+  wait_until "csi-provisioner's finalizer off the snapshot" 30 finalizers_are volumesnapshot data-snapshot csi \
+    '["snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection","snapshot.storage.kubernetes.io/volumesnapshot-bound-protection"]'
+  pass "csi-provisioner released the snapshot it restored from"
+
+  # --- deletion ---------------------------------------------------------------------------------
+  k "delete the restored claim" delete pvc -n csi restored --wait=false
+  wait_until "$restored_pv deleted by csi-provisioner" 60 pv_gone "$restored_pv"
+  pass "Delete policy: the restored volume deleted by csi-provisioner (${WAITED_MS} ms)"
+  wait_until "csi/restored gone" 30 claim_gone restored
+  k "delete the snapshot" delete volumesnapshot -n csi data-snapshot --wait=false
+  wait_until "$content deleted (csi-snapshotter deletes the driver's snapshot $handle)" 60 content_gone "$content"
+  wait_until "csi/data-snapshot gone" 30 snapshot_gone data-snapshot
+  pass "Delete policy: the content and the driver's snapshot deleted by csi-snapshotter (${WAITED_MS} ms)"
+  # What is left: the README's claim and its volume, the class; compared between the servers.
+  {
+    echo "volumesnapshots: $(q get volumesnapshots -A -o name | tr '\n' ' ')"
+    echo "volumesnapshotcontents: $(q get volumesnapshotcontents -o name | tr '\n' ' ')"
+    echo "volumesnapshotclasses: $(q get volumesnapshotclasses -o name | tr '\n' ' ')"
+    echo "claims: $(q get pvc -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}:{.status.phase}:{.metadata.finalizers} {end}')"
+    echo "volumes: $(q get pv -o jsonpath='{range .items[*]}{.spec.claimRef.namespace}/{.spec.claimRef.name}:{.status.phase}:{.metadata.finalizers} {end}')"
+  } >"$WORK/$SERVER-snapshot-left"
+  sed 's/^/     | /' "$WORK/$SERVER-snapshot-left"
+  grep -qx 'volumesnapshots: ' "$WORK/$SERVER-snapshot-left" && grep -qx 'volumesnapshotcontents: ' "$WORK/$SERVER-snapshot-left" \
+    || fail "snapshots or contents left after the deletion"
+  k "delete the VolumeSnapshotClass" delete volumesnapshotclass csi-mock-snapshot
+  k "delete csi/data" delete pvc -n csi data --wait=false
+  wait_until "$DATA_PV deleted by csi-provisioner" 60 pv_gone "$DATA_PV"
+  wait_until "csi/data gone" 30 claim_gone data
+  echo "   snapshot checks: $(( $(now_ms) - t0 )) ms"
+}
+
+# secret_checks: a provisioner secret named by the claim's class, on the server KUBECONFIG names.
+secret_checks() {
+  local t0 pv; t0=$(now_ms)
+  k "a class naming a provisioner secret" create -f - <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: csi-mock-secret}
+provisioner: $DRIVER
+reclaimPolicy: Delete
+parameters:
+  csi.storage.k8s.io/provisioner-secret-name: mock-provisioner
+  csi.storage.k8s.io/provisioner-secret-namespace: csi
+EOF
+  csi_claim secured csi-mock-secret 1Gi
+  wait_until "ProvisioningFailed event on csi/secured" 60 has_event secured ProvisioningFailed
+  q get events -n csi -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason} {.type} {.message}{"\n"}{end}' \
+    | sed -n 's/^secured ProvisioningFailed //p' | sort -u >"$WORK/$SERVER-secret-event"
+  echo "   $(cat "$WORK/$SERVER-secret-event")"
+  grep -q 'secret mock-provisioner in namespace csi' "$WORK/$SERVER-secret-event" \
+    || fail "csi/secured's ProvisioningFailed event does not name the secret csi/mock-provisioner"
+  k "csi/secured Pending, no volume" get pvc -n csi secured -o jsonpath='{.status.phase} {.spec.volumeName}|'
+  expect '^Pending \|$'
+  pass "the missing secret stops provisioning, named in the event"
+  k "create the secret" create secret generic mock-provisioner -n csi --from-literal=token=mock
+  wait_until "csi/secured Bound" 60 claim_bound secured
+  pass "csi/secured Bound once the secret exists (${WAITED_MS} ms)"
+  pv="$(q get pvc -n csi secured -o jsonpath='{.spec.volumeName}')"
+  k "the volume names the secret for its deletion" get pv "$pv" \
+    -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/provisioner-deletion-secret-namespace}/{.metadata.annotations.volume\.kubernetes\.io/provisioner-deletion-secret-name}'
+  expect '^csi/mock-provisioner$'
+  k "delete csi/secured" delete pvc -n csi secured --wait=false
+  wait_until "$pv deleted by csi-provisioner (with the secret)" 60 pv_gone "$pv"
+  wait_until "csi/secured gone" 30 claim_gone secured
+  k "delete the secret" delete secret -n csi mock-provisioner
+  k "delete the class" delete storageclass csi-mock-secret
+  echo "   secret checks: $(( $(now_ms) - t0 )) ms"
+}
+
 # explain_json CLAIM: `pv-controller explain` of csi/CLAIM on the server KUBECONFIG names: JSON in
 # $WORK/explain.json, text in $WORK/explain.txt; both must exit 0 with nothing on stderr.
 explain_json() {
@@ -295,7 +468,7 @@ YAML
 # uids, names and numbers masked, one per line, prefixed by the sidecar.
 error_lines() {
   local f
-  for f in "$1"/csi-provisioner.log "$1"/csi-attacher.log "$1"/csi-resizer.log; do
+  for f in "$1"/csi-provisioner.log "$1"/csi-attacher.log "$1"/csi-resizer.log "$1"/csi-snapshotter.log "$1"/snapshot-controller.log; do
     [[ -f "$f" ]] || continue
     { grep -E '^E[0-9]{4} ' "$f" || true; } | sed -E \
       -e 's/^E[0-9]{4} [0-9:.]+ +[0-9]+ ([^:]+):[0-9]+\] /\1] /' \
@@ -312,9 +485,10 @@ declare -A RACES=(
   ["^csi-provisioner: clone_controller\\.go\\] \"Unhandled Error\" err=\"item '[^']+' in work queue no longer exists\""]="the claim was deleted before the clone-protection worker took it from its queue"
   ['^csi-provisioner: controller\.go\] "Unhandled Error" err="claim \\"UID\\" in work queue no longer exists"']="the claim was deleted before the provisioner's claim worker took it from its queue"
   ['^csi-provisioner: controller\.go\] "Unhandled Error" err="error syncing volume \\"pvc-UID\\": persistentvolumes \\"pvc-UID\\" not found"']="the volume was deleted while still queued in the provisioner"
+  ['^snapshot-controller: snapshot_controller_base\.go\] could not sync snapshot "csi/data-snapshot": failed to delete VolumeSnapshotContent snapcontent-UID from API server: "volumesnapshotcontents\.snapshot\.storage\.kNs\.io \\"snapcontent-UID\\" not found"']="snapshot-controller deletes a deleted snapshot's content on every sync while its cache still holds the content; csi-snapshotter lifts the content's finalizer at once, and a sync that runs before the content's deletion reached the controller's watch deletes it again and gets a 404"
   ['^csi-attacher: csi_handler\.go\] "Failed to remove finalizer from PersistentVolume" err="persistentvolumes \\"pvc-UID\\" not found"']="the tail of the stale-index race above: the retry removed the attacher's finalizer, the volume (already deleted) went, and a second update of it still queued in the attacher found it gone"
 )
-warn_count() { cat "$1"/csi-*.log 2>/dev/null | grep -cE '^W[0-9]{4} ' || true; }
+warn_count() { cat "$1"/csi-*.log "$1"/snapshot-controller.log 2>/dev/null | grep -cE '^W[0-9]{4} ' || true; }
 
 # === the real cluster, `pv-controller run` =======================================================
 SERVER=real
@@ -333,6 +507,8 @@ readme_run '^(conformance/build\.sh|pv-controller up|until kubectl --kubeconfig 
 expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
 pass "the README's commands on the real cluster"
 csi_checks
+snapshot_checks
+secret_checks
 explain_checks
 error_lines "$LOGS" >"$WORK/real-errors"
 echo "   sidecars: $(wc -l <"$WORK/real-errors") distinct error line(s), $(warn_count "$LOGS") warning line(s)"
@@ -357,11 +533,17 @@ readme_run '^kill '
 expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
 pass "the README's commands on up"
 csi_checks
+snapshot_checks
+secret_checks
 explain_checks
-if ! diff -u "$WORK/real-resized-status" "$WORK/up-resized-status" >"$WORK/diff"; then
-  cat "$WORK/diff" >&2; fail "the claim's status after the resize differs from kube-apiserver's (- real, + up)"
-fi
-pass "the claim's status after the resize is kube-apiserver's"
+for what in resized-status:"the claim's status after the resize" snapshot-tables:"kubectl get of the snapshot objects" \
+  restored-claim:"the restored claim's data source fields" snapshot-left:"the objects left after the snapshot checks" \
+  secret-event:"the event of the missing provisioner secret"; do
+  if ! diff -u "$WORK/real-${what%%:*}" "$WORK/up-${what%%:*}" >"$WORK/diff"; then
+    cat "$WORK/diff" >&2; fail "${what#*:}: not as on kube-apiserver (- real, + up)"
+  fi
+  pass "${what#*:}: as on kube-apiserver"
+done
 
 # Every answer `up` gave: none may be a 409 (a client's write lost to a race kube-apiserver would
 # have retried) or a 5xx.
