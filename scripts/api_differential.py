@@ -17,13 +17,28 @@ case before the next case starts):
                                          # a string is sent as it is
       save: {rv: metadata.resourceVersion}   # remember values of the answer for {{rv}} later
       watch: {events: 3, seconds: 3}     # a watch: read until 3 events or 3 s, compare them
+      poll: {until: {code: 200, "status.conditions[type=Established].status": "True"}, seconds: 30}
+                                         # send the request again (every 0.2 s, for at most
+                                         # `seconds`, default 30) until every entry of `until`
+                                         # holds: `code` the status code, any other key a path of
+                                         # the body and the value there; the last answer is the
+                                         # one compared (and saved). `unless: {code: 404}` (same
+                                         # form) stops early on an answer that will not change
       compare: [code, body, headers]     # default: all three; `code` alone for volatile bodies
+      select: groups[name={{case}}.example.com]  # compare only this part of the body (a path)
       ignore: [metadata.annotations.x]   # dotted paths blanked in both answers before comparing
+      sort: [details.causes]             # lists compared as sets (where the server's order varies)
       managedFields: true                # compare managedFields too (dropped otherwise)
+      sleep: 1                           # seconds to wait after the step
+
+A path (`save`, `select`, `poll`) is dotted (`metadata.name`, `items.0.metadata.name`); a part
+`[PATH=VALUE]` picks the first list item whose value at PATH is VALUE
+(`status.conditions[type=Established].status`, `items[metadata.name=x.example.com]`).
 
 `{{ns}}` is a namespace made for the case (created on both servers before its first step) and
 `{{case}}` the case's name; cluster-scoped objects are named after the case so that cases do not
-meet, and lists of cluster-scoped kinds select by label.
+meet, and lists of cluster-scoped kinds select by label. `{{repeat N TEXT}}` is TEXT N times (for
+bodies near a size limit).
 
 A file of conformance/cases/ is a manifest instead: it is created with dryRun=All on both servers
 (namespaced objects in the case's namespace).
@@ -124,10 +139,17 @@ class Server:
             c.close()
 
 
+PATH_PART = re.compile(r"\[([^=\]]+)=([^\]]*)\]|([^.\[]+)")
+
+
 def dotted(obj, path):
     cur = obj
-    for p in path.split("."):
-        if isinstance(cur, dict):
+    for m in PATH_PART.finditer(path):
+        key, want, p = m.groups()
+        if key is not None:
+            items = cur if isinstance(cur, list) else []
+            cur = next((x for x in items if isinstance(x, dict) and str(dotted(x, key)) == want), None)
+        elif isinstance(cur, dict):
             cur = cur.get(p)
         elif isinstance(cur, list) and p.isdigit() and int(p) < len(cur):
             cur = cur[int(p)]
@@ -156,11 +178,12 @@ def blank(obj, path):
 
 def substitute(value, env):
     if isinstance(value, str):
+        value = re.sub(r"\{\{repeat (\d+) ([^{}]*)\}\}", lambda m: m.group(2) * int(m.group(1)), value)
         return re.sub(r"\{\{(\w+)\}\}", lambda m: str(env.get(m.group(1), m.group(0))), value)
     if isinstance(value, list):
         return [substitute(v, env) for v in value]
     if isinstance(value, dict):
-        return {k: substitute(v, env) for k, v in value.items()}
+        return {substitute(k, env): substitute(v, env) for k, v in value.items()}
     return value
 
 
@@ -258,19 +281,45 @@ def run_step(server, step, env):
         got = parse_body(ctype, raw)
         hdrs = [(k, v) for k, v in hdrs if k.lower() != "content-type"] + [("Content-Type", media_type(hdrs))]
     else:
-        code, hdrs, raw = server.request(method, path, data, headers)
-        got = parse_body(media_type(hdrs), raw)
+        poll = step.get("poll")
+        until = substitute((poll or {}).get("until") or {}, env)
+        unless = substitute((poll or {}).get("unless") or {}, env)
+        deadline = time.monotonic() + (poll or {}).get("seconds", 30)
+        while True:
+            code, hdrs, raw = server.request(method, path, data, headers)
+            got = parse_body(media_type(hdrs), raw)
+            if not poll or holds(until, code, got) or (unless and holds(unless, code, got)) \
+                    or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
     for name, p in (step.get("save") or {}).items():
         val = dotted(got, p) if isinstance(got, (dict, list)) else None
         env[name] = "" if val is None else val
     return {"code": code, "body": got, "type": media_type(hdrs), "warnings": warnings(hdrs)}
 
 
-def comparable(answer, step):
-    body = normalise(answer["body"], step.get("managedFields", False))
+def holds(until, code, body):
+    """Whether an answer meets every entry of a `poll` step's `until`."""
+    for k, want in until.items():
+        got = code if k == "code" else dotted(body, k) if isinstance(body, (dict, list)) else None
+        if got != want:
+            return False
+    return True
+
+
+def comparable(answer, step, env):
+    body = answer["body"]
+    if "select" in step:
+        body = dotted(body, substitute(step["select"], env)) if isinstance(body, (dict, list)) else None
+    body = normalise(body, step.get("managedFields", False))
     for p in step.get("ignore") or []:
         if isinstance(body, (dict, list)):
             blank(body, p)
+    for p in step.get("sort") or []:
+        parent, _, key = p.rpartition(".")
+        holder = dotted(body, parent) if parent else body
+        if isinstance(holder, dict) and isinstance(holder.get(key), list):
+            holder[key] = sorted(holder[key], key=lambda x: json.dumps(x, sort_keys=True))
     what = step.get("compare", ["code", "body", "headers"])
     out = {}
     if "code" in what:
@@ -385,7 +434,7 @@ def run_case(servers, path):
                   {"Content-Type": "application/json"})
         got = []
         for step in steps:
-            got.append(comparable(run_step(s, step, env), step))
+            got.append(comparable(run_step(s, step, env), step, env))
             if step.get("sleep"):
                 time.sleep(step["sleep"])
         answers.append(got)
