@@ -28,6 +28,9 @@ ROOTS = {
     "CSIStorageCapacity": "io.k8s.api.storage.v1.CSIStorageCapacity",
     "VolumeAttributesClass": "io.k8s.api.storage.v1.VolumeAttributesClass",
     "Lease": "io.k8s.api.coordination.v1.Lease",
+    "Secret": "io.k8s.api.core.v1.Secret",
+    "ConfigMap": "io.k8s.api.core.v1.ConfigMap",
+    "ServiceAccount": "io.k8s.api.core.v1.ServiceAccount",
     "events.k8s.io/Event": "io.k8s.api.events.v1.Event",
 }
 

@@ -24,6 +24,25 @@ use std::time::Duration;
 
 const CRDS: &str = "customresourcedefinitions";
 
+/// The fields of `ObjectMeta`: any other field of a custom object's metadata is unknown.
+const OBJECT_META: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
 /// The `openAPIV3Schema` of the served version, or an empty schema.
 pub fn schema_of<'a>(served: &Served, definition: &'a Value) -> Option<&'a Value> {
     pv_store::custom::version_of(definition, served.version)?.pointer("/schema/openAPIV3Schema")
@@ -38,11 +57,28 @@ pub fn check(
     fv: FieldValidation,
 ) -> Result<Decoded> {
     crate::shape::check_value(&value)?;
+    // Another kind in the body is invalid, not undecodable, for a custom resource.
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    if !kind.is_empty() && kind != served.kind() {
+        let name = value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+        return Err(ApiError::Store(StoreError::Invalid {
+            kind: format!("{kind}.{}", served.group),
+            name,
+            errors: vec![pv_store::FieldError::invalid("kind", kind, format!("must be {}", served.kind()))],
+        }));
+    }
     check_type_fields(served, &mut value)?;
     if value.get("metadata").is_some_and(|m| !m.is_object() && !m.is_null()) {
         return Err(crate::decode::cannot_handle(served, "metadata must be an object".into()));
     }
     let mut unknown = Vec::new();
+    if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        let extra: Vec<String> = m.keys().filter(|k| !OBJECT_META.contains(&k.as_str())).cloned().collect();
+        for k in extra {
+            m.remove(&k);
+            unknown.push(format!("metadata.{k}"));
+        }
+    }
     if let Some(s) = schema_of(served, definition) {
         schema::prune(&mut value, s, &mut unknown);
         schema::default(&mut value, s);

@@ -39,29 +39,40 @@ pub fn api_versions(server_address: &str) -> Value {
     })
 }
 
+/// One group as `/apis` lists it: every version served (a custom resource's storage version
+/// first, as preferred).
+fn group_doc(store: &Store, group: &str) -> Option<Value> {
+    let versions: Vec<&str> =
+        resources::group_versions(store).into_iter().filter(|(g, _)| *g == group && !g.is_empty()).map(|(_, v)| v).collect();
+    let first = *versions.first()?;
+    let gv = |v: &str| json!({"groupVersion": format!("{group}/{v}"), "version": v});
+    Some(json!({"name": group, "versions": versions.iter().map(|v| gv(v)).collect::<Vec<_>>(), "preferredVersion": gv(first)}))
+}
+
 /// `/apis`.
 pub fn api_groups(store: &Store) -> Value {
-    let groups: Vec<Value> = resources::group_versions(store)
-        .into_iter()
-        .filter(|(g, _)| !g.is_empty())
-        .map(|(g, v)| {
-            let gv = json!({"groupVersion": format!("{g}/{v}"), "version": v});
-            json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
-        })
-        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for (g, _) in resources::group_versions(store) {
+        if !g.is_empty() && !names.contains(&g) {
+            names.push(g);
+        }
+    }
+    let groups: Vec<Value> = names.into_iter().filter_map(|g| group_doc(store, g)).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/<group>`.
 pub fn api_group(store: &Store, group: &str) -> Option<Value> {
-    let v = resources::group_versions(store).into_iter().find(|(g, _)| *g == group && !g.is_empty())?.1;
-    let gv = json!({"groupVersion": format!("{group}/{v}"), "version": v});
-    Some(
-        json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv.clone()], "preferredVersion": gv}),
-    )
+    let mut doc = group_doc(store, group)?;
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    Some(doc)
 }
 
 const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+/// A custom resource's verbs, in apiextensions-apiserver's order.
+const CUSTOM_VERBS: &[&str] = &["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"];
 
 fn served_in(store: &Store, group: &str, version: &str) -> Vec<Served> {
     resources::all(store).into_iter().filter(|s| s.group == group && s.version == version).collect()
@@ -75,10 +86,19 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> Option<Value>
     }
     let mut res = Vec::new();
     for s in &served {
+        let verbs = if s.custom() { CUSTOM_VERBS } else { VERBS };
         let mut r = json!({
             "name": s.plural(), "singularName": s.rt.singular, "namespaced": s.rt.namespaced,
-            "kind": s.kind(), "verbs": VERBS,
+            "kind": s.kind(), "verbs": verbs,
         });
+        let categories = store
+            .custom_definition(s.key())
+            .filter(|_| s.custom())
+            .and_then(|d| d.pointer("/spec/names/categories").cloned())
+            .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()));
+        if let Some(c) = categories {
+            r["categories"] = c;
+        }
         if !s.events_v1 && !s.rt.short_names.is_empty() {
             r["shortNames"] = json!(s.rt.short_names);
         }

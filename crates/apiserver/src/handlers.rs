@@ -392,6 +392,20 @@ pub fn list(st: &AppState, t: &Target, q: &Query, f: Format) -> Result<Answer> {
         let render: Render = Box::new(move |o| partial_metadata(&o.value(), v));
         return listing::answer(head, "items", items, Some(render), f).map(Answer::Body);
     }
+    if t.served.custom() {
+        // A custom resource's list is unstructured: its items keep their type fields, its
+        // metadata an empty `continue`, its kind the definition's `listKind`.
+        let list_kind = definition(st, t)
+            .and_then(|d| d.pointer("/spec/names/listKind").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| format!("{}List", t.served.kind()));
+        if meta.get("continue").is_none() {
+            meta["continue"] = json!("");
+        }
+        let head = json!({"apiVersion": t.served.api_version(), "kind": list_kind, "metadata": meta});
+        let t = t.clone();
+        let render: Render = Box::new(move |o| out(&t, &o.value()));
+        return listing::answer(head, "items", items, Some(render), f).map(Answer::Body);
+    }
     let head = json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),
                       "metadata": meta});
     // Items carry no kind or apiVersion in a JSON list, as kube-apiserver lists them.
@@ -441,6 +455,15 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     }
     let opts = write_options(q, "CreateOptions")?;
     let def = definition(st, t);
+    if def.as_ref().is_some_and(|d| d.pointer("/metadata/deletionTimestamp").is_some()) {
+        let body: Value = serde_json::from_slice(body).unwrap_or_default();
+        let name = select::field_value(&body, "metadata.name");
+        return Err(ApiError::Store(StoreError::Forbidden {
+            resource: t.served.rt.qualified(),
+            name,
+            message: "create not allowed while custom resource definition is terminating".into(),
+        }));
+    }
     let decoded = decode::decode(&t.served, def.as_deref(), ct, body, opts.fields)?;
     let mut obj = into_store(t, decoded.object);
     pin_identity(t, &mut obj)?;
@@ -650,10 +673,10 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<(Repl
         st.store.delete_written(t.served.key(), ns_of(t), name, uid, rv)?.split()
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
-    if gone && matches!(
+    if gone && (t.served.custom() || matches!(
         t.served.kind(),
-        "Node" | "Event" | "Lease" | "CSIStorageCapacity" | "Secret" | "ConfigMap" | "ServiceAccount"
-    ) {
+        "Node" | "Event" | "Lease" | "CSIStorageCapacity" | "Secret" | "ConfigMap"
+    )) {
         // Gone at once: for these kinds kube-apiserver answers with a success Status naming
         // what went (for the others, with the deleted object).
         return Ok(((StatusCode::OK, deleted_status(t, &o)), pending));

@@ -159,6 +159,25 @@ fn apply_json_patch(doc: &mut Value, ops: &[json_patch::PatchOperation]) -> Resu
                 )));
             }
         }
+        // kube-apiserver's JSON patch library replaces a missing key of an object as if it
+        // were there (csi-snapshotter relies on it: `replace /metadata/annotations` on an
+        // object without annotations).
+        let add;
+        let op = match op {
+            json_patch::PatchOperation::Replace(r) if doc.pointer(r.path.as_str()).is_none() => {
+                let parent = r.path.as_str().rsplit_once('/').map_or("", |(p, _)| p);
+                if doc.pointer(parent).is_some_and(Value::is_object) {
+                    add = json_patch::PatchOperation::Add(json_patch::AddOperation {
+                        path: r.path.clone(),
+                        value: r.value.clone(),
+                    });
+                    &add
+                } else {
+                    op
+                }
+            }
+            _ => op,
+        };
         // One operation at a time, so the copy sizes are measured on the document as it is;
         // on failure the whole document is dropped, so no rollback is needed.
         // A patch that does not apply is a 422, as kube-apiserver answers it.
@@ -360,6 +379,9 @@ mod tests {
             apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "replace", "path": "/spec/a", "value": 2}]))
                 .unwrap();
         assert_eq!(out["spec"]["a"], 2);
+        // A missing key of an object is replaced as kube-apiserver's library does: added.
+        let added = apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "replace", "path": "/spec/z", "value": 1}]));
+        assert_eq!(added.unwrap()["spec"]["z"], 1);
         let err = apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "remove", "path": "/nope"}]));
         // kube-apiserver: a JSON patch that does not apply is 422 Invalid.
         assert_eq!(err.unwrap_err().code(), 422);

@@ -391,17 +391,42 @@ fn keys(r: &Row, fields: &[&str]) -> String {
     fields.iter().map(|f| r.o.get(*f).and_then(Value::as_object).map_or(0, |m| m.len())).sum::<usize>().to_string()
 }
 
-/// upstream's `printSecret`.
-const SECRET: &[Column] = &[NAME, col("Type", |r| r.f("type")), typed("Data", "integer", |r| keys(r, &["data"])), AGE];
+/// upstream's `printSecret` (its Data column is declared a string and sent as a number).
+const SECRET: &[Column] =
+    &[NAME, col("Type", |r| r.f("type")), Column { enc: "integer", ..col("Data", |r| keys(r, &["data"])) }, AGE];
 
 /// upstream's `printConfigMap`.
-const CONFIG_MAP: &[Column] = &[NAME, typed("Data", "integer", |r| keys(r, &["data", "binaryData"])), AGE];
+const CONFIG_MAP: &[Column] = &[NAME, Column { enc: "integer", ..col("Data", |r| keys(r, &["data", "binaryData"])) }, AGE];
 
-/// upstream's `printServiceAccount`.
-const SERVICE_ACCOUNT: &[Column] = &[
+/// apiextensions-apiserver's printer of CustomResourceDefinitions.
+const CUSTOM_RESOURCE_DEFINITION: &[Column] = &[
     NAME,
-    typed("Secrets", "integer", |r| r.o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len).to_string()),
-    AGE,
+    col("Scope", |r| r.f("spec.scope")),
+    col("Versions", |r| {
+        let vs = r.o.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+        vs.iter()
+            .map(|v| {
+                let name = v.get("name").and_then(Value::as_str).unwrap_or("");
+                if v.get("storage").and_then(Value::as_bool) == Some(true) {
+                    format!("{name}(storage)")
+                } else {
+                    name.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }),
+    Column { ty: "date", ..col("Created At", |r| r.f("metadata.creationTimestamp")) },
+    wide("Group", |r| r.f("spec.group")),
+    wide("Kind", |r| r.f("spec.names.kind")),
+    wide("ShortNames", |r| strings_at(r.o, "/spec/names/shortNames").unwrap_or_default().join(",")),
+    Column { ty: "boolean", enc: "boolean", ..wide("Established", |r| {
+        let conds = r.o.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        conds
+            .iter()
+            .any(|c| c.get("type").and_then(Value::as_str) == Some("Established") && c.get("status").and_then(Value::as_str) == Some("True"))
+            .to_string()
+    }) },
 ];
 
 /// kube-apiserver's default printer, for kinds without their own.
@@ -423,9 +448,9 @@ fn printer(kind: &str) -> &'static [Column] {
         "Node" => NODE,
         "Namespace" => NAMESPACE,
         "Lease" => LEASE,
+        "CustomResourceDefinition" => CUSTOM_RESOURCE_DEFINITION,
         "Secret" => SECRET,
         "ConfigMap" => CONFIG_MAP,
-        "ServiceAccount" => SERVICE_ACCOUNT,
         _ => DEFAULT,
     }
 }

@@ -110,6 +110,27 @@ fn storage_capacity(csc: &Value) -> Vec<String> {
     out
 }
 
+/// A `kubernetes.io/tls` Secret whose certificate or key holds no PEM block: upstream warns
+/// (`tls: failed to find any PEM data in certificate input`) and stores it.
+fn tls_secret(obj: &Value) -> Vec<String> {
+    use base64::Engine;
+    if obj.get("type").and_then(Value::as_str) != Some("kubernetes.io/tls") {
+        return Vec::new();
+    }
+    let pem = |k: &str| {
+        let b64 = obj.get("data").and_then(|d| d.get(k)).and_then(Value::as_str).unwrap_or("");
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).contains("-----BEGIN ")
+    };
+    if !pem("tls.crt") {
+        vec!["tls: failed to find any PEM data in certificate input".into()]
+    } else if !pem("tls.key") {
+        vec!["tls: failed to find any PEM data in key input".into()]
+    } else {
+        Vec::new()
+    }
+}
+
 /// The warnings for a create (`old` None) or update of `obj` (a stored object of `kind`).
 pub fn for_write(kind: &str, old: Option<&Value>, obj: &Value) -> Vec<String> {
     match kind {
@@ -118,6 +139,7 @@ pub fn for_write(kind: &str, old: Option<&Value>, obj: &Value) -> Vec<String> {
         "StorageClass" => storage_class(obj),
         "CSIDriver" => pv_store::validation::storage::csi_driver_warnings(old, obj),
         "CSIStorageCapacity" => storage_capacity(obj),
+        "Secret" => tls_secret(obj),
         _ => Vec::new(),
     }
 }

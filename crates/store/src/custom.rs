@@ -58,6 +58,21 @@ impl Strategy for CustomStrategy {
         true
     }
 
+    fn kept_by_status_update(&self) -> &'static [&'static str] {
+        // A status write changes the status only (upstream's statusStrategy copies the stored
+        // object and sets the status).
+        &["labels", "annotations", "finalizers", "ownerReferences"]
+    }
+
+    fn mark_deleted(&self, obj: &mut Value) {
+        let m = crate::meta::meta_mut(obj);
+        m.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+        // The generic registry counts a graceful deletion as a change of the object.
+        if let Some(g) = m.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+            m.insert("generation".into(), Value::from(g + 1));
+        }
+    }
+
     fn spec_changed(&self, old: &Value, new: &Value) -> bool {
         let rest = |o: &Value| -> Vec<(String, Value)> {
             o.as_object()

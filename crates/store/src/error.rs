@@ -20,6 +20,8 @@ pub enum FieldErrorKind {
     TooLong(usize),
     /// The value is too long in characters (the declarative `maxLength`).
     TooLongChars(usize),
+    /// A value of the wrong type (a schema's `type`), printed as upstream prints it.
+    TypeInvalid(String),
     /// A list or map has more items than allowed: how many, and the most.
     TooMany(usize, usize),
     /// Like `Invalid`, for a value already written as upstream prints it (a number, or JSON
@@ -79,6 +81,7 @@ impl FieldError {
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong(_) | FieldErrorKind::TooLongChars(_) => "FieldValueTooLong",
             FieldErrorKind::TooMany(..) => "FieldValueTooMany",
+            FieldErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
         }
     }
 }
@@ -102,6 +105,7 @@ impl fmt::Display for FieldError {
             FieldErrorKind::Forbidden => write!(f, "Forbidden")?,
             FieldErrorKind::TooLong(n) => write!(f, "Too long: may not be more than {n} bytes")?,
             FieldErrorKind::TooLongChars(n) => write!(f, "Too long: may not be more than {n} characters")?,
+            FieldErrorKind::TypeInvalid(v) => write!(f, "Invalid value: {}", go_quote(v))?,
             FieldErrorKind::TooMany(n, max) => write!(f, "Too many: {n}: must have at most {max} items")?,
         }
         if !self.detail.is_empty() {

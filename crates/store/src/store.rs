@@ -321,7 +321,8 @@ impl Store {
     pub fn custom_resources(&self) -> Vec<&'static ResourceType> {
         let mut v: Vec<&'static ResourceType> =
             self.custom.read().unwrap().values().flat_map(|(v, _)| v.iter().copied()).collect();
-        v.sort_by_key(|r| (r.group, r.plural, r.version));
+        // Stable: each resource's storage version stays first.
+        v.sort_by_key(|r| (r.group, r.plural));
         v
     }
 

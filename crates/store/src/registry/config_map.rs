@@ -25,6 +25,10 @@ impl super::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn default(&self, obj: &mut Value) {
+        config::drop_empty(obj, &["data", "binaryData"]);
+    }
+
     fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
         config::validate_config_map(obj, errs);
     }

@@ -33,7 +33,10 @@ impl super::Strategy for Strategy {
         // PrepareForCreate: a fresh status holding only the storage version.
         let stored: Vec<Value> = crd::storage_version(obj).map(|v| json!(v)).into_iter().collect();
         if let Some(o) = obj.as_object_mut() {
-            o.insert("status".into(), json!({"storedVersions": stored}));
+            o.insert(
+                "status".into(),
+                json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": stored}),
+            );
         }
     }
 

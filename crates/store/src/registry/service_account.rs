@@ -1,7 +1,9 @@
 //! ServiceAccounts (`pkg/registry/core/serviceaccount`): namespaced, only their metadata
-//! checked.
+//! checked; their `secrets` references kept by name.
 
 use crate::kinds::ResourceType;
+use crate::validation::config;
+use serde_json::Value;
 
 pub(crate) const RESOURCE: ResourceType = ResourceType {
     group: "",
@@ -20,5 +22,9 @@ pub(crate) struct Strategy;
 impl super::Strategy for Strategy {
     fn resource(&self) -> &'static ResourceType {
         &RESOURCE
+    }
+
+    fn default(&self, obj: &mut Value) {
+        config::trim_secret_references(obj);
     }
 }

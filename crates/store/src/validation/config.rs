@@ -72,8 +72,29 @@ pub fn merge_string_data(obj: &mut Value) {
     }
 }
 
+/// Empty maps of `fields` left out, as Go's `omitempty` writes them.
+pub fn drop_empty(obj: &mut Value, fields: &[&str]) {
+    if let Some(o) = obj.as_object_mut() {
+        for f in fields {
+            if o.get(*f).is_some_and(|v| v.is_null() || v.as_object().is_some_and(Map::is_empty)) {
+                o.remove(*f);
+            }
+        }
+    }
+}
+
+/// A ServiceAccount's `secrets` references keep only their names, as kube-apiserver stores them.
+pub fn trim_secret_references(obj: &mut Value) {
+    for r in obj.get_mut("secrets").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(o) = r.as_object_mut() {
+            o.retain(|k, _| k == "name");
+        }
+    }
+}
+
 /// `SetDefaults_Secret`: the type `Opaque` when none is given.
 pub fn default_secret(obj: &mut Value) {
+    drop_empty(obj, &["data"]);
     if let Some(o) = obj.as_object_mut() {
         if o.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
             o.insert("type".into(), Value::String("Opaque".into()));
@@ -81,15 +102,39 @@ pub fn default_secret(obj: &mut Value) {
     }
 }
 
+/// The byte at a serde_json error's line and column.
+fn byte_at(bytes: &[u8], line: usize, column: usize) -> Option<u8> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let l = text.split('\n').nth(line.checked_sub(1)?)?;
+    l.as_bytes().get(column.checked_sub(1)?).copied()
+}
+
 /// Go's `json.Unmarshal` error for a body that is not a JSON object, as close as its texts go.
 fn json_error(bytes: &[u8]) -> Option<String> {
     match serde_json::from_slice::<Map<String, Value>>(bytes) {
         Ok(_) => None,
         Err(e) if e.is_eof() => Some("unexpected end of JSON input".into()),
-        Err(_) => {
+        Err(e) => {
             let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+            let at = byte_at(bytes, e.line(), e.column()).map(|b| b as char).unwrap_or(' ');
+            let text = e.to_string();
+            let looking = if text.starts_with("key must be a string") {
+                Some("looking for beginning of object key string")
+            } else if text.starts_with("expected `:`") {
+                Some("after object key")
+            } else if text.starts_with("expected `,` or `}`") {
+                Some("after object key:value pair")
+            } else if text.starts_with("expected value") {
+                Some("looking for beginning of value")
+            } else {
+                None
+            };
             Some(match first {
-                Some(b'{') | None => "invalid JSON object".into(),
+                Some(b'{') => match looking {
+                    Some(l) => format!("invalid character '{at}' {l}"),
+                    None => "invalid JSON object".into(),
+                },
+                None => "unexpected end of JSON input".into(),
                 Some(b) if serde_json::from_slice::<Value>(bytes).is_ok() => {
                     let what = match b {
                         b'[' => "array",
@@ -199,19 +244,18 @@ pub fn validate_config_map(obj: &Value, errs: &mut Vec<FieldError>) {
         if binary.is_some_and(|b| b.contains_key(k)) {
             errs.push(FieldError::invalid(format!("data[{k}]"), k.as_str(), "duplicate of key present in binaryData"));
         }
+        // (upstream reports a key in both maps once, on `data`)
         size += v.as_str().map_or(0, str::len);
     }
     for (k, v) in binary.into_iter().flatten() {
         for m in config_key_errors(k) {
             errs.push(FieldError::invalid(format!("binaryData[{k}]"), k.as_str(), m));
         }
-        if data.is_some_and(|d| d.contains_key(k)) {
-            errs.push(FieldError::invalid(format!("binaryData[{k}]"), k.as_str(), "duplicate of key present in data"));
-        }
         size += decoded_len(v);
     }
     if size > MAX_SIZE {
-        errs.push(FieldError { path: String::new(), kind: FieldErrorKind::TooLong(MAX_SIZE), detail: String::new() });
+        // Upstream names the whole object by an empty path, which prints as `[]`.
+        errs.push(FieldError { path: "[]".into(), kind: FieldErrorKind::TooLong(MAX_SIZE), detail: String::new() });
     }
 }
 
@@ -285,12 +329,6 @@ mod tests {
         let mut errs = Vec::new();
         validate_config_map(&json!({"data": {"k": "v"}, "binaryData": {"k": "dg=="}}), &mut errs);
         let texts: Vec<String> = errs.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            texts,
-            [
-                "data[k]: Invalid value: \"k\": duplicate of key present in binaryData",
-                "binaryData[k]: Invalid value: \"k\": duplicate of key present in data"
-            ]
-        );
+        assert_eq!(texts, ["data[k]: Invalid value: \"k\": duplicate of key present in binaryData"]);
     }
 }

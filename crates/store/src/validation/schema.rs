@@ -147,13 +147,21 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// A JSON value as Go's `%v` prints it in kube-openapi's messages.
+/// A JSON value as Go's `%v` prints it in kube-openapi's messages (a whole float without
+/// its `.0`).
 fn go_value(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if !n.is_i64() && !n.is_u64() && f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
         other => other.to_string(),
     }
+}
+
+fn type_invalid(path: &str, actual: &str, detail: String) -> FieldError {
+    FieldError { path: path.into(), kind: FieldErrorKind::TypeInvalid(actual.into()), detail }
 }
 
 /// The value of a field error for a scalar: a string quoted, anything else as JSON.
@@ -172,24 +180,20 @@ fn check(v: &Value, schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     if v.is_null() {
         if !flag(schema, "nullable") && schema.get("type").is_some() {
             let want = schema["type"].as_str().unwrap_or("");
-            errs.push(invalid(path, &Value::String("null".into()), format!("{path} in body must be of type {want}: \"null\"")));
+            errs.push(type_invalid(path, "null", format!("{path} in body must be of type {want}: \"null\"")));
         }
         return;
     }
     let actual = json_type(v);
     if flag(schema, "x-kubernetes-int-or-string") {
         if !matches!(actual, "integer" | "string") {
-            errs.push(invalid(
-                path,
-                &Value::String(actual.into()),
-                format!("{path} in body must be of type integer,string: \"{actual}\""),
-            ));
+            errs.push(type_invalid(path, actual, format!("{path} in body must be of type integer,string: \"{actual}\"")));
             return;
         }
     } else if let Some(want) = schema.get("type").and_then(Value::as_str) {
         let ok = want == actual || (want == "number" && actual == "integer");
         if !ok {
-            errs.push(invalid(path, &Value::String(actual.into()), format!("{path} in body must be of type {want}: \"{actual}\"")));
+            errs.push(type_invalid(path, actual, format!("{path} in body must be of type {want}: \"{actual}\"")));
             return;
         }
     }
@@ -274,7 +278,11 @@ fn check_string(s: &str, v: &Value, schema: &Value, path: &str, errs: &mut Vec<F
     }
     if let Some(format) = schema.get("format").and_then(Value::as_str) {
         if !format_ok(format, s) {
-            errs.push(invalid(path, v, format!("{path} in body must be of type {format}: {s:?}")));
+            errs.push(FieldError {
+                path: path.into(),
+                kind: FieldErrorKind::TypeInvalid(s.into()),
+                detail: format!("{path} in body must be of type {format}: {s:?}"),
+            });
         }
     }
 }
