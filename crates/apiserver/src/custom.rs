@@ -103,6 +103,28 @@ fn condition_true(crd: &Value, ty: &str) -> bool {
         .any(|c| s(c, "/type") == ty && s(c, "/status") == "True")
 }
 
+/// The `KubernetesAPIApprovalPolicyConformant` condition of a definition in a group that
+/// Kubernetes protects (`*.k8s.io`, `*.kubernetes.io`): its `api-approved.kubernetes.io`
+/// annotation as upstream's API approval controller reads it. None for other groups.
+fn approval(crd: &Value) -> Option<(&'static str, &'static str, String)> {
+    let group = s(crd, "/spec/group");
+    let protected = ["k8s.io", "kubernetes.io"].iter().any(|g| group == *g || group.ends_with(&format!(".{g}")));
+    if !protected {
+        return None;
+    }
+    let ann = crd.pointer("/metadata/annotations/api-approved.kubernetes.io").and_then(Value::as_str);
+    Some(match ann {
+        None => (
+            "False",
+            "MissingAnnotation",
+            "protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111".into(),
+        ),
+        Some(a) if a.starts_with("unapproved") => ("False", "UnapprovedAnnotation", format!("not approved: {a:?}")),
+        Some(a) if a.starts_with("http://") || a.starts_with("https://") => ("True", "ApprovedAnnotation", format!("approved in {a}")),
+        Some(a) => ("False", "InvalidAnnotation", format!("invalid annotation value: {a:?}")),
+    })
+}
+
 /// What one definition needs now; true when it must be looked at again later (its objects
 /// are still being deleted).
 fn reconcile(store: &Store, name: &str) -> std::result::Result<bool, StoreError> {
@@ -129,6 +151,9 @@ fn reconcile(store: &Store, name: &str) -> std::result::Result<bool, StoreError>
         let mut next = crd.clone();
         let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
         next["status"]["acceptedNames"] = names;
+        if let Some((status, reason, message)) = approval(&crd) {
+            crd::set_condition(&mut next, "KubernetesAPIApprovalPolicyConformant", status, reason, &message, Some(&now));
+        }
         crd::set_condition(&mut next, "NamesAccepted", "True", "NoConflicts", "no conflicts found", Some(&now));
         crd::set_condition(
             &mut next,
@@ -144,6 +169,8 @@ fn reconcile(store: &Store, name: &str) -> std::result::Result<bool, StoreError>
     if !fins.contains(&pv_store::custom::CLEANUP_FINALIZER) {
         return Ok(false);
     }
+    // Still served while its objects go, for reads and deletes (creates are refused).
+    store.register_custom(Arc::new(crd.clone()));
     let key = pv_store::custom::intern_str(name);
     if !condition_true(&crd, "Terminating") || !crd.to_string().contains("InstanceDeletionInProgress") {
         let mut next = crd.clone();

@@ -91,6 +91,7 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
     };
     let resp = match result {
         Ok(r) => r,
+        Err(e @ ApiError::PageNotFound) => e.into_response(),
         Err(e) => {
             let code = StatusCode::from_u16(e.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             encoded((code, e.status()), wire).unwrap_or_else(|e| e.into_response())
@@ -120,6 +121,17 @@ async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Vec<u8
     Ok(out)
 }
 
+/// What a path that routes nowhere gets: a Status, or kube-apiserver's plain-text 404 for a
+/// group or version that is not served at all.
+fn unrouted(st: &AppState, path: &str) -> ApiError {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["apis", g, v, ..] if !crate::resources::group_versions(&st.store).contains(&(*g, *v)) => ApiError::PageNotFound,
+        ["apis", g] if !crate::resources::group_versions(&st.store).iter().any(|(x, _)| x == g) => ApiError::PageNotFound,
+        _ => ApiError::NoRoute,
+    }
+}
+
 async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
     let route = routes::parse(req.uri().path(), &st.store);
     let public = matches!(route, Some(Route::Health { .. } | Route::Version));
@@ -128,7 +140,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         auth::Credential::Anonymous if public => {}
         _ => return Err(ApiError::Unauthorized),
     }
-    let route = route.ok_or(ApiError::NoRoute)?;
+    let route = route.ok_or_else(|| unrouted(&st, req.uri().path()))?;
     let q = handlers::parse_query(req.uri())?;
     let method = req.method().clone();
     let headers = req.headers().clone();
@@ -141,8 +153,8 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         Route::Version => ok(discovery::version()),
         Route::Api => ok(discovery::api_versions(&st.server_address)),
         Route::Apis => ok(discovery::api_groups(&st.store)),
-        Route::ApiGroup(g) => discovery::api_group(&st.store, &g).ok_or(ApiError::NoRoute).and_then(ok),
-        Route::ResourceList(g, v) => discovery::resource_list(&st.store, &g, &v).ok_or(ApiError::NoRoute).and_then(ok),
+        Route::ApiGroup(g) => discovery::api_group(&st.store, &g).ok_or(ApiError::PageNotFound).and_then(ok),
+        Route::ResourceList(g, v) => discovery::resource_list(&st.store, &g, &v).ok_or(ApiError::PageNotFound).and_then(ok),
         Route::OpenApiV2 => {
             let vary = (header::VARY, "Accept");
             match discovery::openapi_v2_negotiate(accept).ok_or(ApiError::NotAcceptable)? {

@@ -19,6 +19,10 @@ pub enum ApiError {
     /// No such path or resource (404).
     #[error("the server could not find the requested resource")]
     NoRoute,
+    /// A path under a group/version nobody serves: kube-apiserver's mux answers it, in plain
+    /// text (404 `404 page not found`).
+    #[error("404 page not found")]
+    PageNotFound,
     /// Creating into a namespace that does not exist (404 `namespaces "x" not found`).
     #[error("namespaces {0:?} not found")]
     NamespaceNotFound(String),
@@ -77,7 +81,7 @@ impl ApiError {
         match self {
             ApiError::Store(e) => e.code(),
             ApiError::BadRequest(_) => 400,
-            ApiError::NoRoute | ApiError::NamespaceNotFound(_) => 404,
+            ApiError::NoRoute | ApiError::NamespaceNotFound(_) | ApiError::PageNotFound => 404,
             ApiError::Unauthorized => 401,
             ApiError::MethodNotAllowed => 405,
             ApiError::UnsupportedMediaType(_) => 415,
@@ -94,7 +98,7 @@ impl ApiError {
         let (reason, details) = match self {
             ApiError::Store(e) => (e.reason(), store_details(e)),
             ApiError::BadRequest(_) => ("BadRequest", Value::Null),
-            ApiError::NoRoute => ("NotFound", json!({})),
+            ApiError::NoRoute | ApiError::PageNotFound => ("NotFound", json!({})),
             ApiError::NamespaceNotFound(n) => ("NotFound", json!({"name": n, "kind": "namespaces"})),
             ApiError::Unauthorized => ("Unauthorized", Value::Null),
             ApiError::MethodNotAllowed => ("MethodNotAllowed", json!({})),
@@ -135,7 +139,8 @@ fn store_details(e: &StoreError) -> Value {
     match e {
         StoreError::NotFound { resource, name }
         | StoreError::AlreadyExists { resource, name }
-        | StoreError::Conflict { resource, name, .. } => {
+        | StoreError::Conflict { resource, name, .. }
+        | StoreError::Forbidden { resource, name, .. } => {
             let (kind, group) = split_resource(resource);
             let mut d = json!({"name": name, "kind": kind});
             if !group.is_empty() {
@@ -203,6 +208,9 @@ pub fn invalid(kind: &str, name: &str, path: &str, value: &str, detail: &str) ->
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if matches!(self, ApiError::PageNotFound) {
+            return (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "404 page not found\n").into_response();
+        }
         let body = serde_json::to_vec(&self.status()).unwrap_or_default();
         (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
     }

@@ -196,6 +196,8 @@ pub fn supported_field(served: &Served, label: &str) -> Result<String> {
         "Node" => core(&["metadata.name", "spec.unschedulable"]),
         "Namespace" => core(&["status.phase", "metadata.name"]),
         _ if matches!(label, "metadata.name" | "metadata.namespace") => Ok(label.to_string()),
+        // A custom resource's own selectable fields are not served (see DIFFERENCES.md).
+        _ if served.custom() => Err(ApiError::BadRequest(format!("field label not supported: {label}"))),
         _ => Err(ApiError::BadRequest(format!(
             "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         ))),

@@ -48,6 +48,9 @@ pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: &str, mess
     let st = o.entry("status").or_insert_with(|| Value::Object(Map::new()));
     let Some(st) = st.as_object_mut() else { return };
     let conds = st.entry("conditions").or_insert_with(|| Value::Array(Vec::new()));
+    if !conds.is_array() {
+        *conds = Value::Array(Vec::new());
+    }
     let Some(conds) = conds.as_array_mut() else { return };
     match conds.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some(ty)) {
         Some(c) => {
