@@ -21,7 +21,7 @@
 # - snapshots: external-snapshotter's CRDs (the module cache's, linked by conformance/build.sh),
 #   snapshot-controller and csi-snapshotter started beside the sidecars, the README's claim again,
 #   a VolumeSnapshotClass, a VolumeSnapshot of the claim (examples/csi/snapshot/, the commands of
-#   examples/csi/snapshots.md) ready to use with a bound VolumeSnapshotContent, a claim restored
+#   README.md's "Snapshots on `up`") ready to use with a bound VolumeSnapshotContent, a claim restored
 #   from it (provisioned by csi-provisioner from the snapshot, bound by the controller); the
 #   restored claim and the snapshot deleted, their volume and content deleted (Delete policies);
 #   `kubectl get` of the snapshot objects, the restored claim's data source fields and the objects
@@ -106,6 +106,7 @@ PASSED=0
 
 # --- the README's commands ----------------------------------------------------------------------
 readme_commands 'Testing a CSI driver against `up`'
+readme_commands 'Snapshots on `up`' "$WORK/snapshots.sh"
 
 # The scratch directory plays the repository's: the README's paths are relative to it.
 mkdir -p "$WORK/repo/target"
@@ -237,34 +238,32 @@ snapshot_gone() { [[ -z "$(q get volumesnapshot -n csi "$1" --ignore-not-found -
 content_gone() { [[ -z "$(q get volumesnapshotcontent "$1" --ignore-not-found -o name)" ]]; }
 finalizers_are() { [[ "$(q get "$1" "$2" ${3:+-n "$3"} -o jsonpath='{.metadata.finalizers}')" == "$4" ]]; }
 
-# snapshot_checks: the snapshot flow of examples/csi/snapshots.md, on the server KUBECONFIG names
+# snapshot_checks: the README's "Snapshots on `up`" commands, checked step by step, on the server KUBECONFIG names
 # (the README's driver and sidecars running). Starts snapshot-controller and csi-snapshotter.
 snapshot_checks() {
   local t0 snap_uid content handle restored_pv; t0=$(now_ms)
   # --- the CRDs, snapshot-controller, csi-snapshotter -------------------------------------------
-  if ! kubectl apply -f "$SNAPSHOT_CRDS/" >"$WORK/out" 2>"$WORK/err"; then
-    cat "$WORK/out" "$WORK/err" >&2
-    fail "the snapshot CRDs could not be created on $SERVER (kubectl apply -f conformance/bin/crd/snapshot/): does it serve CustomResourceDefinitions?"
-  fi
+  # The README's snapshot commands, a few at a time, the checks between them.
+  snap() { readme_run '' "$1" "$WORK/snapshots.sh"; }
+  snap '^kubectl apply -f conformance/bin/crd/snapshot/'
   pass "the VolumeSnapshot CRDs created"
   wait_until "the snapshot CRDs to be Established on $SERVER (condition Established True on all three)" 30 crds_established
+  snap '^kubectl wait crd '
   pass "the snapshot CRDs are Established (${WAITED_MS} ms)"
   # Started once the CRDs serve: snapshot-controller checks them at start (and logs an error
   # for each try before they do).
-  "$CONF_BIN/snapshot-controller" --kubeconfig "$KUBECONFIG" </dev/null >"$LOGS/snapshot-controller.log" 2>&1 &
-  PIDS+=("$!")
-  "$CONF_BIN/csi-snapshotter" --kubeconfig "$KUBECONFIG" --csi-address "$CSI_ENDPOINT" </dev/null >"$LOGS/csi-snapshotter.log" 2>&1 &
-  PIDS+=("$!")
+  snap '^(snapshot-controller|csi-snapshotter) '
 
   # --- a snapshot of the README's claim ---------------------------------------------------------
   k "the README's objects again (csi/data was deleted above)" apply -f examples/csi/
   wait_until "csi/data Bound" 30 claim_bound data
   DATA_PV="$(q get pvc -n csi data -o jsonpath='{.spec.volumeName}')"
   DATA_HANDLE="$(q get pv "$DATA_PV" -o jsonpath='{.spec.csi.volumeHandle}')"
-  k "a VolumeSnapshotClass for the driver" apply -f examples/csi/snapshot/snapshotclass.yaml
-  k "a VolumeSnapshot of csi/data" apply -f examples/csi/snapshot/snapshot.yaml
+  snap '^kubectl apply -f examples/csi/snapshot/snapshot(class)?\.yaml'
   wait_until "csi/data-snapshot readyToUse" 60 snapshot_ready data-snapshot
   pass "the snapshot is ready to use (${WAITED_MS} ms)"
+  snap '^kubectl (wait|get) volumesnapshot '
+  expect "^data-snapshot +true +data "
   snap_uid="$(q get volumesnapshot -n csi data-snapshot -o jsonpath='{.metadata.uid}')"
   k "the snapshot: bound to its content, of csi/data" get volumesnapshot -n csi data-snapshot \
     -o jsonpath='{.status.readyToUse} {.status.boundVolumeSnapshotContentName} {.spec.source.persistentVolumeClaimName} {.status.restoreSize} {.status.creationTime}'
@@ -292,8 +291,9 @@ snapshot_checks() {
   wait_until "snapshot-controller's finalizer off csi/data" 30 finalizers_are pvc data csi '["kubernetes.io/pvc-protection"]'
 
   # --- a claim restored from it -----------------------------------------------------------------
-  k "a claim restored from the snapshot" apply -f examples/csi/snapshot/restore.yaml
+  snap '^kubectl apply -f examples/csi/snapshot/restore\.yaml'
   wait_until "csi/restored Bound" 60 claim_bound restored
+  snap '^kubectl wait pvc -n csi restored 
   pass "csi/restored provisioned from the snapshot and Bound (${WAITED_MS} ms)"
   k "the restored claim: its data source, handed off to the driver" get pvc -n csi restored \
     -o jsonpath='{.spec.dataSource} {.spec.dataSourceRef} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner} {.status.capacity.storage}'
@@ -312,11 +312,11 @@ snapshot_checks() {
   pass "csi-provisioner released the snapshot it restored from"
 
   # --- deletion ---------------------------------------------------------------------------------
-  k "delete the restored claim" delete pvc -n csi restored --wait=false
+  snap '^kubectl delete pvc -n csi restored'
   wait_until "$restored_pv deleted by csi-provisioner" 60 pv_gone "$restored_pv"
   pass "Delete policy: the restored volume deleted by csi-provisioner (${WAITED_MS} ms)"
   wait_until "csi/restored gone" 30 claim_gone restored
-  k "delete the snapshot" delete volumesnapshot -n csi data-snapshot --wait=false
+  snap '^kubectl delete volumesnapshot -n csi data-snapshot'
   wait_until "$content deleted (csi-snapshotter deletes the driver's snapshot $handle)" 60 content_gone "$content"
   wait_until "csi/data-snapshot gone" 30 snapshot_gone data-snapshot
   pass "Delete policy: the content and the driver's snapshot deleted by csi-snapshotter (${WAITED_MS} ms)"

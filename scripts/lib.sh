@@ -165,10 +165,11 @@ real_and_ours_down() {
   "$ROOT/scripts/real-cluster.sh" down "$WORK/real" >/dev/null 2>&1 || true
 }
 
-# readme_commands HEADING: the ```sh block under README.md's `## HEADING` (ROOT is the repository)
-# into $WORK/readme.sh, one command a line, comments dropped, for readme_run.
+# readme_commands HEADING [FILE]: the ```sh block under README.md's `## HEADING` (ROOT is the
+# repository) into FILE ($WORK/readme.sh by default), one command a line, comments dropped, for
+# readme_run.
 readme_commands() {
-  python3 - "$ROOT/README.md" "## $1" >"$WORK/readme.sh" <<'PY' || fail "cannot read the commands of README.md's section '$1'"
+  python3 - "$ROOT/README.md" "## $1" >"${2:-$WORK/readme.sh}" <<'PY' || fail "cannot read the commands of README.md's section '$1'"
 import re, sys
 lines, inside, fence = [], False, False
 for line in open(sys.argv[1], encoding="utf-8"):
@@ -191,14 +192,15 @@ print("\n".join(lines))
 PY
 }
 
-# readme_run SKIP_REGEX [ONLY_REGEX]: runs the README's commands in order, in this shell (as the
+# readme_run SKIP_REGEX [ONLY_REGEX [FILE]]: runs the README's commands (of FILE, as
+# readme_commands wrote it; $WORK/readme.sh by default) in order, in this shell (as the
 # reader's shell runs them: `export` lines stay), but those matching SKIP_REGEX, and only those
 # matching ONLY_REGEX when given. A command ending in `&` runs in the background, its output in
 # $LOGS/NAME.log (NAME: the program), its pid kept (in PIDS, and in PID_OF[NAME] when the caller
 # declared that associative array); `pv-controller up` is awaited until it
 # prints its server line. Every other command must exit 0; its output is kept in $WORK/out.
 readme_run() {
-  local skip="$1" only="${2:-}" cmd name
+  local skip="$1" only="${2:-}" file="${3:-$WORK/readme.sh}" cmd name
   while IFS= read -r -u 3 cmd; do
     [[ -z "$only" || "$cmd" =~ $only ]] || continue
     if [[ -n "$skip" && "$cmd" =~ $skip ]]; then echo "   (not on this server: $cmd)"; continue; fi
@@ -212,7 +214,7 @@ readme_run() {
     elif ! eval "$cmd" >"$WORK/out" 2>"$WORK/err"; then
       cat "$WORK/out" "$WORK/err" >&2; fail "README command failed: $cmd"
     fi
-  done 3<"$WORK/readme.sh"
+  done 3<"$file"
 }
 
 # stop_all: stops every process this script started (SIGTERM, then SIGKILL after 15 s).

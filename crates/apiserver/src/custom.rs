@@ -91,6 +91,19 @@ pub fn check(
     field_problems(served, value, unknown, duplicates, fv)
 }
 
+/// The definition's `x-kubernetes-validations` rules on a custom object about to be written
+/// (`old`: the stored object, for transition rules; None on create). Run once its schema has
+/// passed, as apiextensions-apiserver runs them.
+pub fn check_rules(served: &Served, definition: &Value, new: &Value, old: Option<&Value>) -> Result<()> {
+    let Some(schema) = schema_of(served, definition) else { return Ok(()) };
+    let errors = pv_store::validation::cel::validate(new, old, schema);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = new.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    Err(ApiError::Store(StoreError::Invalid { kind: served.rt.qualified_kind(), name, errors }))
+}
+
 fn s<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }

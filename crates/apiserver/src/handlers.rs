@@ -468,6 +468,9 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     let mut obj = into_store(t, decoded.object);
     pin_identity(t, &mut obj)?;
     check_namespace(st, t)?;
+    if let Some(d) = &def {
+        crate::custom::check_rules(&t.served, d, &obj, None)?;
+    }
     let prefix = select::field_value(&obj, "metadata.generateName");
     let named = !select::field_value(&obj, "metadata.name").is_empty();
     for _ in 0..8 {
@@ -504,6 +507,9 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     pin_identity(t, &mut obj)?;
     // The stored object, for the warnings that depend on what an update changes.
     let old = st.store.get_latest(t.served.key(), ns_of(t), name_of(t)?).ok().map(|c| c.value());
+    if let Some(d) = &def {
+        crate::custom::check_rules(&t.served, d, &obj, old.as_ref())?;
+    }
     let (o, pending) = if t.subresource.as_deref() == Some("finalize") {
         (st.store.finalize_namespace(obj, opts.dry_run)?, Pending::default())
     } else if opts.dry_run {
@@ -572,6 +578,9 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
         let decoded = decode::typed(&t.served, def.as_deref(), patched, opts.fields)?;
         let mut obj = into_store(t, decoded.object);
         pin_identity(t, &mut obj)?;
+        if let Some(d) = &def {
+            crate::custom::check_rules(&t.served, d, &obj, Some(&current))?;
+        }
         let given_rv = select::field_value(&obj, "metadata.resourceVersion");
         let pinned = !given_rv.is_empty() && given_rv != current_rv;
         if given_rv.is_empty() {

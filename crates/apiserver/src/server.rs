@@ -135,6 +135,12 @@ pub struct ServerHandle {
 /// `commit_delay` for its group commit.
 pub fn open_store(dir: &Path, commit_delay: std::time::Duration) -> Result<Store, Error> {
     let (backend, snapshot) = durable::open(dir)?;
+    // Owner only, as etcd keeps its data directory: the store holds Secrets.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    }
     let store = Store::builder()
         .backend(backend, snapshot)
         .commit_delay(commit_delay)

@@ -29,6 +29,13 @@ pub enum FieldErrorKind {
     InvalidValue(String),
     /// The value appears twice.
     Duplicate(String),
+    /// Like `Duplicate`, for a value already written as upstream prints it (a number).
+    DuplicateValue(String),
+    /// An invalid value left out of the message, as upstream does for an object or a list
+    /// (`Invalid value: <detail>`).
+    InvalidNoValue,
+    /// A duplicate value left out of the message (an object or a list).
+    DuplicateNoValue,
 }
 
 /// One validation failure: where and what.
@@ -75,8 +82,12 @@ impl FieldError {
     pub fn reason(&self) -> &'static str {
         match self.kind {
             FieldErrorKind::Required => "FieldValueRequired",
-            FieldErrorKind::Invalid(_) | FieldErrorKind::InvalidValue(_) => "FieldValueInvalid",
-            FieldErrorKind::Duplicate(_) => "FieldValueDuplicate",
+            FieldErrorKind::Invalid(_) | FieldErrorKind::InvalidValue(_) | FieldErrorKind::InvalidNoValue => {
+                "FieldValueInvalid"
+            }
+            FieldErrorKind::Duplicate(_) | FieldErrorKind::DuplicateValue(_) | FieldErrorKind::DuplicateNoValue => {
+                "FieldValueDuplicate"
+            }
             FieldErrorKind::NotSupported(..) | FieldErrorKind::NotSupportedValue(..) => "FieldValueNotSupported",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::TooLong(_) | FieldErrorKind::TooLongChars(_) => "FieldValueTooLong",
@@ -94,6 +105,9 @@ impl fmt::Display for FieldError {
             FieldErrorKind::Invalid(v) => write!(f, "Invalid value: {}", go_quote(v))?,
             FieldErrorKind::InvalidValue(v) => write!(f, "Invalid value: {v}")?,
             FieldErrorKind::Duplicate(v) => write!(f, "Duplicate value: {}", go_quote(v))?,
+            FieldErrorKind::DuplicateValue(v) => write!(f, "Duplicate value: {v}")?,
+            FieldErrorKind::InvalidNoValue => write!(f, "Invalid value")?,
+            FieldErrorKind::DuplicateNoValue => write!(f, "Duplicate value")?,
             FieldErrorKind::NotSupported(v, s) => {
                 let quoted: Vec<String> = s.iter().map(|x| go_quote(x)).collect();
                 write!(f, "Unsupported value: {}: supported values: {}", go_quote(v), quoted.join(", "))?

@@ -8,6 +8,7 @@
 //! Kubernetes user expects and a script can compare the two servers' answers.
 
 pub(crate) mod config;
+pub mod cel;
 pub mod crd;
 pub mod schema;
 mod godiff;
