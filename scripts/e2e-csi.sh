@@ -293,7 +293,7 @@ snapshot_checks() {
   # --- a claim restored from it -----------------------------------------------------------------
   snap '^kubectl apply -f examples/csi/snapshot/restore\.yaml'
   wait_until "csi/restored Bound" 60 claim_bound restored
-  snap '^kubectl wait pvc -n csi restored 
+  snap '^kubectl wait pvc -n csi restored '
   pass "csi/restored provisioned from the snapshot and Bound (${WAITED_MS} ms)"
   k "the restored claim: its data source, handed off to the driver" get pvc -n csi restored \
     -o jsonpath='{.spec.dataSource} {.spec.dataSourceRef} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner} {.status.capacity.storage}'
