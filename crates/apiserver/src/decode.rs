@@ -530,7 +530,7 @@ mod tests {
     use serde_json::json;
 
     fn pv_endpoint() -> Served {
-        resources::lookup("", "v1", "persistentvolumes").unwrap()
+        resources::lookup(&pv_store::Store::new(), "", "v1", "persistentvolumes").unwrap()
     }
 
     fn pv(extra: Value) -> Value {
@@ -546,23 +546,23 @@ mod tests {
     #[test]
     fn unknown_fields_follow_field_validation() {
         let v = pv(json!({"spec": {"bogusField": 42}}));
-        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Strict).unwrap_err();
+        let err = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Strict).unwrap_err();
         assert_eq!(err.code(), 400);
         assert_eq!(
             err.to_string(),
             "PersistentVolume in version \"v1\" cannot be handled as a PersistentVolume: strict decoding error: unknown field \"spec.bogusField\""
         );
-        let warned = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Warn).unwrap();
+        let warned = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Warn).unwrap();
         assert_eq!(warned.warnings, vec!["unknown field \"spec.bogusField\"".to_string()]);
         assert!(warned.object["spec"].get("bogusField").is_none());
-        let ignored = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap();
+        let ignored = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Ignore).unwrap();
         assert!(ignored.warnings.is_empty() && ignored.object["spec"].get("bogusField").is_none());
     }
 
     #[test]
     fn wrong_types_are_bad_requests_naming_the_field() {
         let v = pv(json!({"spec": {"storageClassName": 123}}));
-        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        let err = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(
             err.to_string()
@@ -570,24 +570,24 @@ mod tests {
             "{err}"
         );
         let v = pv(json!({"spec": {"mountOptions": "ro"}}));
-        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        let err = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
         assert!(
             err.to_string()
                 .contains("cannot unmarshal string into Go struct field PersistentVolumeSpec.spec.mountOptions"),
             "{err}"
         );
         let v = pv(json!({"metadata": {"name": 7}}));
-        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        let err = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
         assert!(err.to_string().contains("Go struct field ObjectMeta.metadata.name of type string"), "{err}");
         let v = pv(json!({"spec": {"claimRef": {"name": 7}}}));
-        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        let err = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
         assert!(err.to_string().contains("Go struct field ObjectReference.spec.claimRef.name of type string"), "{err}");
     }
 
     #[test]
     fn a_malformed_quantity_is_refused_while_decoding_as_upstream() {
         let v = pv(json!({"spec": {"capacity": {"storage": "lots"}}}));
-        let err = decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
+        let err = decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Ignore).unwrap_err();
         assert_eq!(err.code(), 400);
         assert!(
             err.to_string().ends_with(
@@ -596,15 +596,15 @@ mod tests {
             "{err}"
         );
         let v = pv(json!({"spec": {"capacity": {"storage": "10Gi"}}}));
-        assert!(decode(&pv_endpoint(), "application/json", &body(&v), FieldValidation::Ignore).is_ok());
+        assert!(decode(&pv_endpoint(), None, "application/json", &body(&v), FieldValidation::Ignore).is_ok());
     }
 
     #[test]
     fn duplicate_keys_are_strict_errors_or_warnings() {
         let raw = br#"{"metadata": {"name": "a", "name": "b"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}}"#;
-        let err = decode(&pv_endpoint(), "application/json", raw, FieldValidation::Strict).unwrap_err();
+        let err = decode(&pv_endpoint(), None, "application/json", raw, FieldValidation::Strict).unwrap_err();
         assert!(err.to_string().ends_with("strict decoding error: duplicate field \"metadata.name\""), "{err}");
-        let warned = decode(&pv_endpoint(), "application/json", raw, FieldValidation::Warn).unwrap();
+        let warned = decode(&pv_endpoint(), None, "application/json", raw, FieldValidation::Warn).unwrap();
         assert_eq!(warned.object["metadata"]["name"], "b", "the last one wins, as in Go");
         assert_eq!(warned.warnings, vec!["duplicate field \"metadata.name\"".to_string()]);
     }
@@ -613,18 +613,18 @@ mod tests {
     fn other_media_types_are_unsupported() {
         let v = body(&pv(json!({})));
         for ct in ["text/plain", "application/x-www-form-urlencoded", "application/xml"] {
-            let err = decode(&pv_endpoint(), ct, &v, FieldValidation::Warn).unwrap_err();
+            let err = decode(&pv_endpoint(), None, ct, &v, FieldValidation::Warn).unwrap_err();
             assert_eq!(err.code(), 415, "{ct}");
         }
-        assert!(decode(&pv_endpoint(), "", &v, FieldValidation::Warn).is_ok(), "no content type reads as JSON");
-        assert!(decode(&pv_endpoint(), "application/json; charset=utf-8", &v, FieldValidation::Warn).is_ok());
+        assert!(decode(&pv_endpoint(), None, "", &v, FieldValidation::Warn).is_ok(), "no content type reads as JSON");
+        assert!(decode(&pv_endpoint(), None, "application/json; charset=utf-8", &v, FieldValidation::Warn).is_ok());
     }
 
     #[test]
     fn missing_required_fields_decode_as_zero_values_for_validation_to_report() {
-        let pod = resources::lookup("", "v1", "pods").unwrap();
+        let pod = resources::lookup(&pv_store::Store::new(), "", "v1", "pods").unwrap();
         let v = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"volumes": [{"name": "v", "persistentVolumeClaim": {}}]}});
-        let d = decode(&pod, "application/json", &body(&v), FieldValidation::Strict).unwrap();
+        let d = decode(&pod, None, "application/json", &body(&v), FieldValidation::Strict).unwrap();
         assert_eq!(d.object["spec"]["containers"], json!([]));
         assert_eq!(d.object["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], "");
     }

@@ -248,7 +248,7 @@ mod tests {
 
     #[test]
     fn core_list_has_status_subresources_and_short_names() {
-        let l = resource_list("", "v1").unwrap();
+        let l = resource_list(&Store::new(), "", "v1").unwrap();
         let names: Vec<&str> = l["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
         assert!(names.contains(&"persistentvolumes/status"));
         assert!(!names.contains(&"storageclasses"));
@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn the_storage_group_serves_every_kind_of_storage_k8s_io_v1_by_name() {
-        let l = resource_list("storage.k8s.io", "v1").unwrap();
+        let l = resource_list(&Store::new(), "storage.k8s.io", "v1").unwrap();
         let names: Vec<&str> = l["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
         assert_eq!(
             names,
@@ -303,9 +303,9 @@ mod tests {
     }
 
     #[test]
-    fn groups_list_storage_coordination_and_events() {
-        let g = api_groups();
+    fn groups_list_storage_coordination_apiextensions_and_events() {
+        let g = api_groups(&Store::new());
         let names: Vec<&str> = g["groups"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["storage.k8s.io", "coordination.k8s.io", "events.k8s.io"]);
+        assert_eq!(names, ["storage.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io", "events.k8s.io"]);
     }
 }

@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn field_selectors_take_the_fields_each_kind_supports() {
-        let served = |g: &str, p: &str| crate::resources::lookup(g, "v1", p).unwrap();
+        let served = |g: &str, p: &str| crate::resources::lookup(&pv_store::Store::new(), g, "v1", p).unwrap();
         let events = served("", "events");
         let sel = |s: &str, on: &Served| FieldSelector::parse(s).unwrap().for_endpoint(on);
         let ev = json!({"kind": "Event", "reason": "ProvisioningSucceeded", "type": "Normal",

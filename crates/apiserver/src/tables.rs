@@ -672,7 +672,7 @@ mod tests {
     fn csi_rows_carry_booleans_and_counts_as_upstream_types_them() {
         let driver = json!({"metadata": {"name": "d"}, "spec": {"podInfoOnMount": true, "volumeLifecycleModes": ["Persistent", "Ephemeral"],
                                                                 "tokenRequests": [{"audience": "a"}, {"audience": "b"}]}});
-        let t = table("CSIDriver", &[&driver], "1", IncludeObject::None, None);
+        let t = table(&Printer::Kind("CSIDriver"), &[&driver], "1", IncludeObject::None, None);
         assert_eq!(
             t["rows"][0]["cells"],
             json!(["d", true, true, false, "a,b", false, "Persistent,Ephemeral", "<unknown>"])
@@ -680,19 +680,19 @@ mod tests {
         assert_eq!(t["rows"][0]["object"], Value::Null);
         assert_eq!(t["columnDefinitions"][1]["type"], "boolean");
         let node = json!({"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "a"}, {"name": "b"}]}});
-        assert_eq!(table("CSINode", &[&node], "1", IncludeObject::None, None)["rows"][0]["cells"][1], 2);
+        assert_eq!(table(&Printer::Kind("CSINode"), &[&node], "1", IncludeObject::None, None)["rows"][0]["cells"][1], 2);
         let va = json!({"metadata": {"name": "v"}, "spec": {"attacher": "x", "source": {"persistentVolumeName": "pv"}, "nodeName": "n"},
                         "status": {"attached": true}});
-        let t = table("VolumeAttachment", &[&va], "1", IncludeObject::None, None);
+        let t = table(&Printer::Kind("VolumeAttachment"), &[&va], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"], json!(["v", "x", "pv", "n", true, "<unknown>"]));
         assert_eq!(t["columnDefinitions"][1]["format"], "name");
         let capacity =
             json!({"metadata": {"name": "c", "creationTimestamp": "2020-01-01T00:00:00Z"}, "storageClassName": "fast"});
-        let t = table("CSIStorageCapacity", &[&capacity], "1", IncludeObject::None, None);
+        let t = table(&Printer::Kind("CSIStorageCapacity"), &[&capacity], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"], json!(["c", "2020-01-01T00:00:00Z"]));
         assert_eq!(t["columnDefinitions"][1]["type"], "date");
         let sc = json!({"metadata": {"name": "s"}, "provisioner": "p"});
-        let t = table("StorageClass", &[&sc], "1", IncludeObject::None, None);
+        let t = table(&Printer::Kind("StorageClass"), &[&sc], "1", IncludeObject::None, None);
         assert_eq!((&t["columnDefinitions"][4]["type"], &t["rows"][0]["cells"][4]), (&json!("string"), &json!(false)));
     }
 
@@ -712,7 +712,7 @@ mod tests {
                      "persistentVolumeReclaimPolicy": "Retain", "claimRef": {"namespace": "ns", "name": "c"},
                      "storageClassName": "fast", "volumeMode": "Filesystem"},
             "status": {"phase": "Bound"}});
-        let t = table("PersistentVolume", &[&pv], "7", IncludeObject::Metadata, None);
+        let t = table(&Printer::Kind("PersistentVolume"), &[&pv], "7", IncludeObject::Metadata, None);
         let c = &t["rows"][0]["cells"];
         assert_eq!(c[2], "RWO,ROX");
         assert_eq!(c[5], "ns/c");
@@ -726,14 +726,14 @@ mod tests {
         let deleting = json!({"name": "x", "creationTimestamp": "2020-01-01T00:00:00Z",
                               "deletionTimestamp": "2020-01-02T00:00:00Z", "finalizers": ["f"]});
         let pv = json!({"metadata": deleting, "spec": {}, "status": {"phase": "Bound"}});
-        let t = table("PersistentVolume", &[&pv], "1", IncludeObject::None, None);
+        let t = table(&Printer::Kind("PersistentVolume"), &[&pv], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"][4], "Terminating");
         let pvc = json!({"metadata": deleting, "spec": {}, "status": {"phase": "Bound"}});
-        let t = table("PersistentVolumeClaim", &[&pvc], "1", IncludeObject::None, None);
+        let t = table(&Printer::Kind("PersistentVolumeClaim"), &[&pvc], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"][1], "Terminating");
         let pod = |phase: &str, reason: &str, meta: &Value| {
             let p = json!({"metadata": meta, "spec": {"containers": []}, "status": {"phase": phase, "reason": reason}});
-            table("Pod", &[&p], "1", IncludeObject::None, None)["rows"][0]["cells"][2].clone()
+            table(&Printer::Kind("Pod"), &[&p], "1", IncludeObject::None, None)["rows"][0]["cells"][2].clone()
         };
         assert_eq!(pod("Running", "", &deleting), "Terminating");
         assert_eq!(pod("Succeeded", "", &deleting), "Succeeded");
@@ -743,7 +743,7 @@ mod tests {
         assert_eq!(pod("Failed", "Evicted", &live), "Evicted");
         let pv = json!({"metadata": live, "spec": {}, "status": {"phase": "Released"}});
         assert_eq!(
-            table("PersistentVolume", &[&pv], "1", IncludeObject::None, None)["rows"][0]["cells"][4],
+            table(&Printer::Kind("PersistentVolume"), &[&pv], "1", IncludeObject::None, None)["rows"][0]["cells"][4],
             "Released"
         );
     }
@@ -752,8 +752,32 @@ mod tests {
     fn default_storage_class_is_marked() {
         let sc = json!({"metadata": {"name": "std", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
             "provisioner": "p", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"});
-        let t = table("StorageClass", &[&sc], "1", IncludeObject::None, None);
+        let t = table(&Printer::Kind("StorageClass"), &[&sc], "1", IncludeObject::None, None);
         assert_eq!(t["rows"][0]["cells"][0], "std (default)");
         assert_eq!(t["rows"][0]["cells"][4], false);
+    }
+
+    #[test]
+    fn custom_columns_follow_their_json_paths_and_types() {
+        let version = json!({"additionalPrinterColumns": [
+            {"name": "Ready", "type": "boolean", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+            {"name": "First", "type": "string", "jsonPath": ".spec.items[0].name", "priority": 1},
+            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+            {"name": "Missing", "type": "string", "jsonPath": ".spec.nothing"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]});
+        let printer = Printer::custom(Some(&version));
+        let o = json!({"metadata": {"name": "w", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                       "spec": {"items": [{"name": "a"}, {"name": "b"}], "size": 3},
+                       "status": {"conditions": [{"type": "Other", "status": true}, {"type": "Ready", "status": false}]}});
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let r = row(&printer, &o, IncludeObject::None, now);
+        assert_eq!(r["cells"], json!(["w", false, "a", 3, Value::Null, "5m"]));
+        let head = table_head(&printer, "1", None);
+        assert_eq!(head["columnDefinitions"][2]["priority"], 1);
+        assert_eq!(head["columnDefinitions"][0]["format"], "name");
+        // No columns declared: Name and Age.
+        let plain = table_head(&Printer::custom(None), "1", None);
+        let names: Vec<&str> = plain["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Name", "Age"]);
     }
 }

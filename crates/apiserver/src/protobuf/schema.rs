@@ -104,13 +104,15 @@ mod tests {
         assert_eq!(message_for("v1", "Event").unwrap(), "k8s.io/api/core/v1.Event");
         assert_eq!(message_for("v1", "Status").unwrap(), format!("{META}.Status"));
         assert_eq!(message_for("v1", "DeleteOptions").unwrap(), format!("{META}.DeleteOptions"));
-        assert!(message_for("v1", "Secret").is_none());
+        assert!(message_for("v1", "Secret").is_some());
+        assert!(message_for("apiextensions.k8s.io/v1", "CustomResourceDefinition").is_none());
         assert!(message_for("apps/v1", "Deployment").is_none());
     }
 
     #[test]
     fn every_served_kind_and_its_list_have_a_message() {
-        for served in crate::resources::all() {
+        // CustomResourceDefinitions are read and written as JSON (see DIFFERENCES.md).
+        for served in crate::resources::built_in().into_iter().filter(|s| s.kind() != "CustomResourceDefinition") {
             let (api_version, kind) = (served.api_version(), served.kind());
             assert!(message_for(&api_version, kind).is_some(), "{api_version} {kind}");
             assert!(message_for(&api_version, &format!("{kind}List")).is_some(), "{api_version} {kind}List");

@@ -124,9 +124,9 @@ fn garbage_unknown_kinds_and_encoded_content_are_refused() {
         put_len(&mut b, 3, encoding.as_bytes());
         b
     };
-    let e = decode("Secret", &envelope("Secret", "")).unwrap_err();
+    let e = decode("Deployment", &envelope("Deployment", "")).unwrap_err();
     assert_eq!(e.code(), 400, "{e}");
-    assert!(e.to_string().contains("Secret"), "{e}");
+    assert!(e.to_string().contains("Deployment"), "{e}");
     assert!(decode("Namespace", &envelope("Namespace", "")).is_ok());
     let gzip = envelope("Namespace", "gzip");
     assert_eq!(decode("Namespace", &gzip).unwrap_err().code(), 415);
