@@ -185,6 +185,10 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                 let body: Body = req.into_body();
                 let mut bytes = read_body(&headers, body, st.limits.max_body).await?;
                 let mut ct = ct;
+                let json_only = t.served.custom() || t.served.kind() == "CustomResourceDefinition";
+                if protobuf::is_protobuf(ct) && json_only && matches!(method, Method::POST | Method::PUT) {
+                    return Err(ApiError::UnsupportedMediaType("application/json, application/yaml".into()));
+                }
                 if protobuf::is_protobuf(ct) && matches!(method, Method::POST | Method::PUT | Method::DELETE) {
                     // Decoded at the edge: the handlers see the JSON a JSON client would send.
                     let v = protobuf::decode(t.served.kind(), &bytes)?;
