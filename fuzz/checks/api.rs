@@ -242,9 +242,9 @@ fn typed_roundtrip(served: &Served, obj: &Value, what: &str) {
         (_, "Secret") => through::<core::v1::Secret>(&obj),
         (_, "ConfigMap") => through::<core::v1::ConfigMap>(&obj),
         (_, "ServiceAccount") => through::<core::v1::ServiceAccount>(&obj),
-        (_, "CustomResourceDefinition") => {
-            through::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(&obj)
-        }
+        (_, "CustomResourceDefinition") => through::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(&obj),
         (_, other) => panic!("{what}: no type for kind {other}"),
     };
     match back {

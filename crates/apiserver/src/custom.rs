@@ -165,7 +165,14 @@ fn reconcile(store: &Store, name: &str) -> std::result::Result<bool, StoreError>
         let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
         next["status"]["acceptedNames"] = names;
         if let Some((status, reason, message)) = approval(&crd) {
-            crd::set_condition(&mut next, "KubernetesAPIApprovalPolicyConformant", status, reason, &message, Some(&now));
+            crd::set_condition(
+                &mut next,
+                "KubernetesAPIApprovalPolicyConformant",
+                status,
+                reason,
+                &message,
+                Some(&now),
+            );
         }
         crd::set_condition(&mut next, "NamesAccepted", "True", "NoConflicts", "no conflicts found", Some(&now));
         crd::set_condition(

@@ -305,9 +305,9 @@ fn roundtrip(served: &Served, value: &Value) -> std::result::Result<Value, Strin
         (_, "Secret") => through::<core::v1::Secret>(value),
         (_, "ConfigMap") => through::<core::v1::ConfigMap>(value),
         (_, "ServiceAccount") => through::<core::v1::ServiceAccount>(value),
-        (_, "CustomResourceDefinition") => {
-            through::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(value)
-        }
+        (_, "CustomResourceDefinition") => through::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(value),
         (_, other) => Err(format!("no type is known for kind {other}")),
     }
 }

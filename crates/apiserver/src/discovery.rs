@@ -42,11 +42,16 @@ pub fn api_versions(server_address: &str) -> Value {
 /// One group as `/apis` lists it: every version served (a custom resource's storage version
 /// first, as preferred).
 fn group_doc(store: &Store, group: &str) -> Option<Value> {
-    let versions: Vec<&str> =
-        resources::group_versions(store).into_iter().filter(|(g, _)| *g == group && !g.is_empty()).map(|(_, v)| v).collect();
+    let versions: Vec<&str> = resources::group_versions(store)
+        .into_iter()
+        .filter(|(g, _)| *g == group && !g.is_empty())
+        .map(|(_, v)| v)
+        .collect();
     let first = *versions.first()?;
     let gv = |v: &str| json!({"groupVersion": format!("{group}/{v}"), "version": v});
-    Some(json!({"name": group, "versions": versions.iter().map(|v| gv(v)).collect::<Vec<_>>(), "preferredVersion": gv(first)}))
+    Some(
+        json!({"name": group, "versions": versions.iter().map(|v| gv(v)).collect::<Vec<_>>(), "preferredVersion": gv(first)}),
+    )
 }
 
 /// `/apis`.

@@ -126,8 +126,12 @@ async fn read_body(headers: &HeaderMap, body: Body, max: usize) -> Result<Vec<u8
 fn unrouted(st: &AppState, path: &str) -> ApiError {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     match segs.as_slice() {
-        ["apis", g, v, ..] if !crate::resources::group_versions(&st.store).contains(&(*g, *v)) => ApiError::PageNotFound,
-        ["apis", g] if !crate::resources::group_versions(&st.store).iter().any(|(x, _)| x == g) => ApiError::PageNotFound,
+        ["apis", g, v, ..] if !crate::resources::group_versions(&st.store).contains(&(*g, *v)) => {
+            ApiError::PageNotFound
+        }
+        ["apis", g] if !crate::resources::group_versions(&st.store).iter().any(|(x, _)| x == g) => {
+            ApiError::PageNotFound
+        }
         _ => ApiError::NoRoute,
     }
 }
@@ -154,7 +158,9 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         Route::Api => ok(discovery::api_versions(&st.server_address)),
         Route::Apis => ok(discovery::api_groups(&st.store)),
         Route::ApiGroup(g) => discovery::api_group(&st.store, &g).ok_or(ApiError::PageNotFound).and_then(ok),
-        Route::ResourceList(g, v) => discovery::resource_list(&st.store, &g, &v).ok_or(ApiError::PageNotFound).and_then(ok),
+        Route::ResourceList(g, v) => {
+            discovery::resource_list(&st.store, &g, &v).ok_or(ApiError::PageNotFound).and_then(ok)
+        }
         Route::OpenApiV2 => {
             let vary = (header::VARY, "Accept");
             match discovery::openapi_v2_negotiate(accept).ok_or(ApiError::NotAcceptable)? {

@@ -209,7 +209,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         if matches!(self, ApiError::PageNotFound) {
-            return (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "404 page not found\n").into_response();
+            return (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "404 page not found\n")
+                .into_response();
         }
         let body = serde_json::to_vec(&self.status()).unwrap_or_default();
         (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()

@@ -682,10 +682,10 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<(Repl
         st.store.delete_written(t.served.key(), ns_of(t), name, uid, rv)?.split()
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
-    if gone && (t.served.custom() || matches!(
-        t.served.kind(),
-        "Node" | "Event" | "Lease" | "CSIStorageCapacity" | "Secret" | "ConfigMap"
-    )) {
+    if gone
+        && (t.served.custom()
+            || matches!(t.served.kind(), "Node" | "Event" | "Lease" | "CSIStorageCapacity" | "Secret" | "ConfigMap"))
+    {
         // Gone at once: for these kinds kube-apiserver answers with a success Status naming
         // what went (for the others, with the deleted object).
         return Ok(((StatusCode::OK, deleted_status(t, &o)), pending));

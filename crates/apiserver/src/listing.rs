@@ -290,7 +290,9 @@ mod tests {
         let table_f = Format { table: Some(IncludeObject::Object), ..Format::default() };
         let now = jiff::Timestamp::now();
         let table_head = tables::table_head(&tables::Printer::Kind("PersistentVolume"), "77", Some("abc"));
-        let row = move |o: &Object| tables::row(&tables::Printer::Kind("PersistentVolume"), &o.value(), IncludeObject::Object, now);
+        let row = move |o: &Object| {
+            tables::row(&tables::Printer::Kind("PersistentVolume"), &o.value(), IncludeObject::Object, now)
+        };
         for n in [0, 1, 2, 600] {
             let items = objects[..n].to_vec();
             let list = whole(&envelope(), "items", items.iter().map(plain).collect());

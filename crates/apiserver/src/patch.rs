@@ -380,7 +380,8 @@ mod tests {
                 .unwrap();
         assert_eq!(out["spec"]["a"], 2);
         // A missing key of an object is replaced as kube-apiserver's library does: added.
-        let added = apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "replace", "path": "/spec/z", "value": 1}]));
+        let added =
+            apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "replace", "path": "/spec/z", "value": 1}]));
         assert_eq!(added.unwrap()["spec"]["z"], 1);
         let err = apply(PatchKind::Json, "PersistentVolume", &t, &json!([{"op": "remove", "path": "/nope"}]));
         // kube-apiserver: a JSON patch that does not apply is 422 Invalid.

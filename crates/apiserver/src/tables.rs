@@ -396,7 +396,8 @@ const SECRET: &[Column] =
     &[NAME, col("Type", |r| r.f("type")), Column { enc: "integer", ..col("Data", |r| keys(r, &["data"])) }, AGE];
 
 /// upstream's `printConfigMap`.
-const CONFIG_MAP: &[Column] = &[NAME, Column { enc: "integer", ..col("Data", |r| keys(r, &["data", "binaryData"])) }, AGE];
+const CONFIG_MAP: &[Column] =
+    &[NAME, Column { enc: "integer", ..col("Data", |r| keys(r, &["data", "binaryData"])) }, AGE];
 
 /// apiextensions-apiserver's printer of CustomResourceDefinitions.
 const CUSTOM_RESOURCE_DEFINITION: &[Column] = &[
@@ -420,13 +421,20 @@ const CUSTOM_RESOURCE_DEFINITION: &[Column] = &[
     wide("Group", |r| r.f("spec.group")),
     wide("Kind", |r| r.f("spec.names.kind")),
     wide("ShortNames", |r| strings_at(r.o, "/spec/names/shortNames").unwrap_or_default().join(",")),
-    Column { ty: "boolean", enc: "boolean", ..wide("Established", |r| {
-        let conds = r.o.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-        conds
-            .iter()
-            .any(|c| c.get("type").and_then(Value::as_str) == Some("Established") && c.get("status").and_then(Value::as_str) == Some("True"))
-            .to_string()
-    }) },
+    Column {
+        ty: "boolean",
+        enc: "boolean",
+        ..wide("Established", |r| {
+            let conds = r.o.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+            conds
+                .iter()
+                .any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("Established")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+                .to_string()
+        })
+    },
 ];
 
 /// kube-apiserver's default printer, for kinds without their own.
@@ -585,7 +593,9 @@ fn custom_cell(c: &CustomColumn, o: &Value, now: Timestamp) -> Value {
         (_, Value::Null) => Value::Null,
         ("string", Value::String(s)) => json!(s),
         ("string", other) => json!(other.to_string()),
-        ("integer", Value::Number(n)) => n.as_i64().map_or_else(|| json!(n.as_f64().unwrap_or(0.0) as i64), |i| json!(i)),
+        ("integer", Value::Number(n)) => {
+            n.as_i64().map_or_else(|| json!(n.as_f64().unwrap_or(0.0) as i64), |i| json!(i))
+        }
         ("number", Value::Number(n)) => json!(n.as_f64()),
         ("boolean", Value::Bool(b)) => json!(b),
         ("date", Value::String(s)) => match s.parse::<Timestamp>() {
@@ -620,7 +630,10 @@ fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
                 let want = want.trim().trim_matches(|c| c == '"' || c == '\'');
                 cur.into_iter()
                     .flat_map(|v| v.as_array().into_iter().flatten())
-                    .filter(|item| item.get(k.trim()).is_some_and(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string) == want))
+                    .filter(|item| {
+                        item.get(k.trim())
+                            .is_some_and(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string) == want)
+                    })
                     .collect()
             } else {
                 return None;
@@ -680,7 +693,10 @@ mod tests {
         assert_eq!(t["rows"][0]["object"], Value::Null);
         assert_eq!(t["columnDefinitions"][1]["type"], "boolean");
         let node = json!({"metadata": {"name": "n"}, "spec": {"drivers": [{"name": "a"}, {"name": "b"}]}});
-        assert_eq!(table(&Printer::Kind("CSINode"), &[&node], "1", IncludeObject::None, None)["rows"][0]["cells"][1], 2);
+        assert_eq!(
+            table(&Printer::Kind("CSINode"), &[&node], "1", IncludeObject::None, None)["rows"][0]["cells"][1],
+            2
+        );
         let va = json!({"metadata": {"name": "v"}, "spec": {"attacher": "x", "source": {"persistentVolumeName": "pv"}, "nodeName": "n"},
                         "status": {"attached": true}});
         let t = table(&Printer::Kind("VolumeAttachment"), &[&va], "1", IncludeObject::None, None);
@@ -777,7 +793,8 @@ mod tests {
         assert_eq!(head["columnDefinitions"][0]["format"], "name");
         // No columns declared: Name and Age.
         let plain = table_head(&Printer::custom(None), "1", None);
-        let names: Vec<&str> = plain["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> =
+            plain["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["Name", "Age"]);
     }
 }

@@ -79,8 +79,9 @@ impl Strategy for CustomStrategy {
                 .into_iter()
                 .flatten()
                 .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "apiVersion" | "kind")
-                        && !(self.rt.status_subresource && k.as_str() == "status")
+                    let server_owned = matches!(k.as_str(), "metadata" | "apiVersion" | "kind");
+                    let status = self.rt.status_subresource && k.as_str() == "status";
+                    !server_owned && !status
                 })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()

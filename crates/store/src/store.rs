@@ -250,8 +250,12 @@ pub struct Store {
     pub(crate) finish: crate::finisher::Queue,
     /// The custom resources served, by store key: each served version, the storage version
     /// first.
-    custom: std::sync::RwLock<HashMap<&'static str, (Vec<&'static ResourceType>, Arc<Value>)>>,
+    custom: std::sync::RwLock<HashMap<&'static str, Served>>,
 }
+
+/// A custom resource as served: each served version (the storage version first) and the
+/// definition they come from.
+type Served = (Vec<&'static ResourceType>, Arc<Value>);
 
 /// Formats a time as Kubernetes does (RFC 3339, seconds).
 pub fn format_time(t: Timestamp) -> String {

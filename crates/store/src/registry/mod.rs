@@ -8,9 +8,9 @@
 
 pub(crate) mod config_map;
 pub(crate) mod csi_driver;
-pub(crate) mod custom_resource_definition;
 pub(crate) mod csi_node;
 pub(crate) mod csi_storage_capacity;
+pub(crate) mod custom_resource_definition;
 pub(crate) mod event;
 pub(crate) mod lease;
 pub(crate) mod namespace;

@@ -406,7 +406,6 @@ fn delete_preconditions_are_checked() {
     assert!(s.delete("persistentvolumes", "", "a", None, Some("1")).is_ok());
 }
 
-
 #[test]
 fn custom_resources_are_served_once_registered_and_gone_once_unregistered() {
     let s = Store::new();
@@ -417,14 +416,18 @@ fn custom_resources_are_served_once_registered_and_gone_once_unregistered() {
             {"name": "v1beta1", "served": true, "storage": false},
             {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}},
             {"name": "v1alpha1", "served": false, "storage": false}]}});
-    let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a", "namespace": "default"}});
+    let obj =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a", "namespace": "default"}});
     assert!(matches!(s.create("widgets.example.com", obj.clone()), Err(StoreError::NotFound { .. })));
     s.register_custom(std::sync::Arc::new(crd));
     let served = s.custom_resources();
     let versions: Vec<&str> = served.iter().map(|r| r.version).collect();
     assert_eq!(versions, ["v1", "v1beta1"], "the storage version first, the unserved one left out");
     assert!(served[0].status_subresource && !served[1].status_subresource);
-    assert_eq!((served[0].key, served[0].singular, served[0].short_names), ("widgets.example.com", "widget", &["wd"][..]));
+    assert_eq!(
+        (served[0].key, served[0].singular, served[0].short_names),
+        ("widgets.example.com", "widget", &["wd"][..])
+    );
     let created = s.create("widgets.example.com", obj).unwrap();
     assert_eq!(created["metadata"]["generation"], 1);
     // An update without a resourceVersion is refused, as for every custom resource.

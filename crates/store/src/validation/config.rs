@@ -184,16 +184,12 @@ pub fn validate_secret(obj: &Value, errs: &mut Vec<FieldError>) {
                 }
             }
         }
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                errs.push(required("username"));
-                errs.push(required("password"));
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errs.push(required("username"));
+            errs.push(required("password"));
         }
-        "kubernetes.io/ssh-auth" => {
-            if data.and_then(|d| d.get("ssh-privatekey")).is_none_or(|v| decoded_len(v) == 0) {
-                errs.push(required("ssh-privatekey"));
-            }
+        "kubernetes.io/ssh-auth" if data.and_then(|d| d.get("ssh-privatekey")).is_none_or(|v| decoded_len(v) == 0) => {
+            errs.push(required("ssh-privatekey"));
         }
         "kubernetes.io/tls" => {
             for k in ["tls.crt", "tls.key"] {
@@ -291,9 +287,11 @@ mod tests {
         assert!(secret_errors(json!({"type": "kubernetes.io/basic-auth", "data": {"password": ""}})).is_empty());
         let sa = secret_errors(json!({"type": "kubernetes.io/service-account-token", "metadata": {}}));
         assert_eq!(sa, ["metadata.annotations[kubernetes.io/service-account.name]: Required value"]);
-        let docker = secret_errors(json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}}));
+        let docker =
+            secret_errors(json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}}));
         assert!(docker.is_empty(), "{docker:?}");
-        let bad = secret_errors(json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "bm9wZQ=="}}));
+        let bad =
+            secret_errors(json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "bm9wZQ=="}}));
         assert_eq!(bad.len(), 1);
         assert!(bad[0].contains("<secret contents redacted>") && bad[0].contains("invalid character 'n'"), "{bad:?}");
     }
@@ -303,7 +301,10 @@ mod tests {
         let errs = secret_errors(json!({"data": {"a/b": "", "..x": ""}}));
         assert_eq!(errs.len(), 2, "{errs:?}");
         assert!(errs.iter().any(|e| e.contains("must not start with '..'")), "{errs:?}");
-        assert!(errs.iter().any(|e| e.starts_with("data[a/b]: Invalid value: \"a/b\": a valid config key")), "{errs:?}");
+        assert!(
+            errs.iter().any(|e| e.starts_with("data[a/b]: Invalid value: \"a/b\": a valid config key")),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -61,12 +61,15 @@ pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: &str, mess
             c["reason"] = json!(reason);
             c["message"] = json!(message);
         }
-        None => conds.push(json!({"type": ty, "status": status, "lastTransitionTime": now, "reason": reason, "message": message})),
+        None => conds.push(
+            json!({"type": ty, "status": status, "lastTransitionTime": now, "reason": reason, "message": message}),
+        ),
     }
 }
 
 const PRINTER_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
-const PRINTER_FORMATS: &[&str] = &["byte", "date", "date-time", "double", "float", "int32", "int64", "name", "password"];
+const PRINTER_FORMATS: &[&str] =
+    &["byte", "date", "date-time", "double", "float", "int32", "int64", "name", "password"];
 
 /// `ValidateCustomResourceDefinition` past the metadata (as far as this server serves).
 pub fn validate_crd(obj: &Value, errs: &mut Vec<FieldError>) {
@@ -125,7 +128,11 @@ pub fn validate_crd(obj: &Value, errs: &mut Vec<FieldError>) {
             }
             let format = s(c, "/format");
             if !format.is_empty() && !PRINTER_FORMATS.contains(&format) {
-                errs.push(FieldError::invalid(format!("{cp}.format"), format, format!("must be one of {}", PRINTER_FORMATS.join(","))));
+                errs.push(FieldError::invalid(
+                    format!("{cp}.format"),
+                    format,
+                    format!("must be one of {}", PRINTER_FORMATS.join(",")),
+                ));
             }
             if s(c, "/jsonPath").is_empty() {
                 errs.push(FieldError::required(format!("{cp}.JSONPath"), ""));
@@ -140,7 +147,11 @@ pub fn validate_crd(obj: &Value, errs: &mut Vec<FieldError>) {
     }
     let storage = vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
     if !vs.is_empty() && storage != 1 {
-        errs.push(FieldError::invalid_value("spec.versions", "[...]", "must have exactly one version marked as storage version"));
+        errs.push(FieldError::invalid_value(
+            "spec.versions",
+            "[...]",
+            "must have exactly one version marked as storage version",
+        ));
     }
     for (f, label) in [("plural", true), ("singular", true), ("kind", false), ("listKind", false)] {
         let v = s(obj, &format!("/spec/names/{f}"));
@@ -150,12 +161,20 @@ pub fn validate_crd(obj: &Value, errs: &mut Vec<FieldError>) {
         }
         let e = names::dns1123_label(&if label { v.to_string() } else { v.to_lowercase() });
         if !e.is_empty() {
-            let why = if label { e.join(",") } else { format!("may have mixed case, but should otherwise match: {}", e.join(",")) };
+            let why = if label {
+                e.join(",")
+            } else {
+                format!("may have mixed case, but should otherwise match: {}", e.join(","))
+            };
             errs.push(FieldError::invalid(format!("spec.names.{f}"), v, why));
         }
     }
     if !s(obj, "/spec/names/kind").is_empty() && s(obj, "/spec/names/kind") == s(obj, "/spec/names/listKind") {
-        errs.push(FieldError::invalid("spec.names.listKind", s(obj, "/spec/names/listKind"), "kind and listKind may not be the same"));
+        errs.push(FieldError::invalid(
+            "spec.names.listKind",
+            s(obj, "/spec/names/listKind"),
+            "kind and listKind may not be the same",
+        ));
     }
 }
 

@@ -7,10 +7,9 @@
 //! fills. Field paths, error types and messages are kube-apiserver's, so kubectl prints what a
 //! Kubernetes user expects and a script can compare the two servers' answers.
 
-pub(crate) mod config;
 pub mod cel;
+pub(crate) mod config;
 pub mod crd;
-pub mod schema;
 mod godiff;
 pub(crate) mod meta;
 pub mod names;
@@ -18,6 +17,7 @@ pub(crate) mod other;
 pub(crate) mod pod;
 pub(crate) mod pv;
 pub(crate) mod pvc;
+pub mod schema;
 mod selectors;
 pub(crate) mod service;
 pub mod storage;

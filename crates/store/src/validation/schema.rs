@@ -187,7 +187,11 @@ fn check(v: &Value, schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let actual = json_type(v);
     if flag(schema, "x-kubernetes-int-or-string") {
         if !matches!(actual, "integer" | "string") {
-            errs.push(type_invalid(path, actual, format!("{path} in body must be of type integer,string: \"{actual}\"")));
+            errs.push(type_invalid(
+                path,
+                actual,
+                format!("{path} in body must be of type integer,string: \"{actual}\""),
+            ));
             return;
         }
     } else if let Some(want) = schema.get("type").and_then(Value::as_str) {
@@ -199,7 +203,8 @@ fn check(v: &Value, schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
         if !options.contains(v) {
-            let supported: Vec<String> = options.iter().map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string)).collect();
+            let supported: Vec<String> =
+                options.iter().map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string)).collect();
             let value = v.as_str().map_or_else(|| v.to_string(), str::to_string);
             let kind = if v.is_string() {
                 FieldErrorKind::NotSupported(value, supported)
@@ -213,17 +218,7 @@ fn check(v: &Value, schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
         Value::String(s) => check_string(s, v, schema, path, errs),
         Value::Number(n) => check_number(n.as_f64().unwrap_or(0.0), v, schema, path, errs),
         Value::Array(items) => {
-            let n = items.len();
-            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
-                if n as u64 > max {
-                    errs.push(FieldError { path: path.into(), kind: FieldErrorKind::TooMany(n, max as usize), detail: String::new() });
-                }
-            }
-            if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-                if (n as u64) < min {
-                    errs.push(invalid(path, &Value::from(n), format!("{path} in body should have at least {min} items")));
-                }
-            }
+            check_count(items.len(), schema, ["maxItems", "minItems", "items"], path, errs);
             if let Some(sub) = schema.get("items") {
                 for (i, item) in items.iter().enumerate() {
                     check(item, sub, &format!("{path}[{i}]"), errs);
@@ -231,17 +226,7 @@ fn check(v: &Value, schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
             }
         }
         Value::Object(o) => {
-            let n = o.len();
-            if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64) {
-                if n as u64 > max {
-                    errs.push(FieldError { path: path.into(), kind: FieldErrorKind::TooMany(n, max as usize), detail: String::new() });
-                }
-            }
-            if let Some(min) = schema.get("minProperties").and_then(Value::as_u64) {
-                if (n as u64) < min {
-                    errs.push(invalid(path, &Value::from(n), format!("{path} in body should have at least {min} properties")));
-                }
-            }
+            check_count(o.len(), schema, ["maxProperties", "minProperties", "properties"], path, errs);
             for r in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
                 if o.get(r).is_none_or(Value::is_null) {
                     errs.push(FieldError::required(join(path, r), ""));
@@ -259,11 +244,29 @@ fn check(v: &Value, schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     }
 }
 
+/// The most and the fewest items (or properties) a list (or object) of `n` may hold.
+fn check_count(n: usize, schema: &Value, [max_key, min_key, what]: [&str; 3], path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(max) = schema.get(max_key).and_then(Value::as_u64).filter(|m| n as u64 > *m) {
+        errs.push(FieldError {
+            path: path.into(),
+            kind: FieldErrorKind::TooMany(n, max as usize),
+            detail: String::new(),
+        });
+    }
+    if let Some(min) = schema.get(min_key).and_then(Value::as_u64).filter(|m| (n as u64) < *m) {
+        errs.push(invalid(path, &Value::from(n), format!("{path} in body should have at least {min} {what}")));
+    }
+}
+
 fn check_string(s: &str, v: &Value, schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let chars = s.chars().count() as u64;
     if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
         if chars > max {
-            errs.push(FieldError { path: path.into(), kind: FieldErrorKind::TooLong(max as usize), detail: String::new() });
+            errs.push(FieldError {
+                path: path.into(),
+                kind: FieldErrorKind::TooLong(max as usize),
+                detail: String::new(),
+            });
         }
     }
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
@@ -298,7 +301,8 @@ fn format_ok(format: &str, s: &str) -> bool {
         }
         "uuid" => {
             let hex: Vec<&str> = s.split('-').collect();
-            hex.iter().map(|h| h.len()).eq([8, 4, 4, 4, 12]) && hex.iter().all(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            hex.iter().map(|h| h.len()).eq([8, 4, 4, 4, 12])
+                && hex.iter().all(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
         }
         _ => true,
     }
@@ -311,19 +315,31 @@ fn check_number(x: f64, v: &Value, schema: &Value, path: &str, errs: &mut Vec<Fi
         if flag(schema, "exclusiveMinimum") && x <= min {
             errs.push(invalid(path, v, format!("{path} in body should be greater than {}", shown_bound("minimum"))));
         } else if x < min {
-            errs.push(invalid(path, v, format!("{path} in body should be greater than or equal to {}", shown_bound("minimum"))));
+            errs.push(invalid(
+                path,
+                v,
+                format!("{path} in body should be greater than or equal to {}", shown_bound("minimum")),
+            ));
         }
     }
     if let Some(max) = num("maximum") {
         if flag(schema, "exclusiveMaximum") && x >= max {
             errs.push(invalid(path, v, format!("{path} in body should be less than {}", shown_bound("maximum"))));
         } else if x > max {
-            errs.push(invalid(path, v, format!("{path} in body should be less than or equal to {}", shown_bound("maximum"))));
+            errs.push(invalid(
+                path,
+                v,
+                format!("{path} in body should be less than or equal to {}", shown_bound("maximum")),
+            ));
         }
     }
     if let Some(m) = num("multipleOf").filter(|m| *m > 0.0) {
         if (x / m).fract() != 0.0 {
-            errs.push(invalid(path, v, format!("{path} in body should be a multiple of {}", shown_bound("multipleOf"))));
+            errs.push(invalid(
+                path,
+                v,
+                format!("{path} in body should be a multiple of {}", shown_bound("multipleOf")),
+            ));
         }
     }
     if let Some(format) = schema.get("format").and_then(Value::as_str) {
@@ -336,7 +352,6 @@ fn check_number(x: f64, v: &Value, schema: &Value, path: &str, errs: &mut Vec<Fi
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -390,7 +405,10 @@ mod tests {
             assert!(got.iter().any(|g| g == want), "missing {want:?} in {got:#?}");
         }
         let wrong = texts(&validate(&json!({"spec": {"image": "a", "replicas": "two"}}), &schema()));
-        assert_eq!(wrong, ["spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""]);
+        assert_eq!(
+            wrong,
+            ["spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""]
+        );
         assert_eq!(texts(&validate(&json!({"spec": {}}), &schema())), ["spec.image: Required value"]);
     }
 }
