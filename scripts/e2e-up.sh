@@ -214,13 +214,13 @@ pass "kubectl explain reads the served schemas; apply --validate=strict refuses 
 # A kind `up` does not serve: kubectl's validation downloads /openapi/v2 (protobuf) and then says
 # what kube-apiserver's REST mapping says, not that the document cannot be read.
 if kubectl apply -f - >"$WORK/out" 2>"$WORK/err" <<'EOF'; then fail "apply of an unserved kind succeeded"; fi
-apiVersion: v1
-kind: ConfigMap
+apiVersion: apps/v1
+kind: Deployment
 metadata: {name: unserved, namespace: default}
-data: {a: b}
+spec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}
 EOF
-grep -q 'no matches for kind "ConfigMap" in version "v1"' "$WORK/err" \
-  || { cat "$WORK/err"; fail "apply of an unserved kind: expected 'no matches for kind \"ConfigMap\" in version \"v1\"'"; }
+grep -q 'no matches for kind "Deployment" in version "apps/v1"' "$WORK/err" \
+  || { cat "$WORK/err"; fail "apply of an unserved kind: expected 'no matches for kind \"Deployment\" in version \"apps/v1\"'"; }
 if grep -qi 'openapi' "$WORK/err"; then cat "$WORK/err"; fail "apply of an unserved kind: an OpenAPI download error"; fi
 pass "kubectl apply of an unserved kind says: no matches for kind"
 
