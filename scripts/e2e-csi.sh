@@ -107,6 +107,7 @@ PASSED=0
 # --- the README's commands ----------------------------------------------------------------------
 readme_commands 'Testing a CSI driver against `up`'
 readme_commands 'Snapshots on `up`' "$WORK/snapshots.sh"
+readme_commands 'Pods on `up`' "$WORK/pods.sh"
 
 # The scratch directory plays the repository's: the README's paths are relative to it.
 mkdir -p "$WORK/repo/target"
@@ -223,6 +224,58 @@ EOF
   pass "Delete policy: both volumes deleted by csi-provisioner (${WAITED_MS} ms)"
   claims_gone() { claim_gone data && claim_gone later; }
   wait_until "both claims gone" 30 claims_gone
+}
+
+pod_node_is() { [[ "$(q get pod -n csi "$1" -o jsonpath='{.spec.nodeName}')" == "$2" ]]; }
+node_lists_attached() { [[ -n "$(q get node "$NODE" -o jsonpath='{.status.volumesAttached}')" ]]; }
+node_lists_none() { [[ -z "$(q get node "$NODE" -o jsonpath='{.status.volumesAttached}')" ]]; }
+
+# pod_checks: the README's "Pods on `up`" commands, checked step by step, on the server KUBECONFIG
+# names: kube-scheduler and KCM's attach-detach controller on the real cluster, `up --scheduler
+# --controllers '*,attachdetach'` on up. What both did is kept in $WORK/$SERVER-pod and compared.
+pod_checks() {
+  local app_pv handle va
+  pods() { readme_run '' "$1" "$WORK/pods.sh"; }
+  # What csi-node's kubelet would report (the README's first command): Ready, with room for pods.
+  pods '^kubectl patch node '
+  # The real cluster's other node (scripts/real-cluster.sh --scheduler) has no driver: kept out
+  # of the choice, so that both servers have the one node a kubelet of the driver registered.
+  if [[ "$SERVER" == real ]]; then k "node-1 cordoned" cordon node-1; fi
+  pods '^kubectl apply -f examples/csi/pod/'
+  wait_until "pod csi/app bound to $NODE" 60 pod_node_is app "$NODE"
+  pass "the pod was placed on $NODE once its claim was provisioned there (${WAITED_MS} ms)"
+  pods '^kubectl wait pod '
+  pods '^kubectl get pvc -n csi app-data'
+  expect "^$NODE\$"
+  app_pv="$(q get pvc -n csi app-data -o jsonpath='{.spec.volumeName}')"
+  handle="$(q get pv "$app_pv" -o jsonpath='{.spec.csi.volumeHandle}')"
+  va="csi-$(printf '%s%s%s' "$handle" "$DRIVER" "$NODE" | sha256sum | cut -d' ' -f1)"
+  wait_until "VolumeAttachment $va attached" 30 va_attached "$va"
+  pass "the pod's volume attached by csi-attacher through a VolumeAttachment named as KCM names it (${WAITED_MS} ms)"
+  wait_until "the Node lists the volume as attached" 30 node_lists_attached
+  pods '^kubectl wait node '
+  pods '^kubectl get volumeattachments'
+  expect "^$va +$DRIVER +$app_pv +$NODE +true "
+  pass "the Node lists the attached volume"
+  {
+    echo "claim: $(q get pvc -n csi app-data -o jsonpath='{.status.phase} {.metadata.annotations.volume\.kubernetes\.io/selected-node} {.metadata.annotations.volume\.kubernetes\.io/storage-provisioner}')"
+    echo "pod: $(q get pod -n csi app -o jsonpath='{.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="PodScheduled")].status}')"
+    echo "volumeattachment: $(q get volumeattachment "$va" -o jsonpath='{.spec} {.status.attached} {.metadata.finalizers}' | sed "s/$app_pv/PV/g")"
+    echo "node volumesAttached: $(q get node "$NODE" -o jsonpath='{.status.volumesAttached}' | sed "s/$handle/HANDLE/g")"
+    echo "pod events:"
+    q get events -n csi --field-selector involvedObject.kind=Pod,involvedObject.name=app \
+      -o jsonpath='{range .items[*]}{.type} {.reason} {.reportingComponent} {.message}{"\n"}{end}' | sed "s/$app_pv/PV/g" | sort
+  } >"$WORK/$SERVER-pod"
+  sed 's/^/     | /' "$WORK/$SERVER-pod"
+  pods '^kubectl delete pod '
+  wait_until "VolumeAttachment $va deleted and detached" 30 va_gone "$va"
+  pass "the pod deleted: its volume detached and the VolumeAttachment gone (${WAITED_MS} ms)"
+  wait_until "the Node lists no attached volume" 30 node_lists_none
+  pods '^kubectl wait volumeattachment '
+  pods '^kubectl delete pvc '
+  wait_until "$app_pv deleted by csi-provisioner" 60 pv_gone "$app_pv"
+  pass "the claim deleted, its volume too"
+  if [[ "$SERVER" == real ]]; then k "node-1 uncordoned" uncordon node-1; fi
 }
 
 # mask_table: kubectl's table with uids masked, ages and times as AGE, columns single-spaced.
@@ -507,6 +560,7 @@ readme_run '^(conformance/build\.sh|pv-controller up|until kubectl --kubeconfig 
 expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
 pass "the README's commands on the real cluster"
 csi_checks
+pod_checks
 snapshot_checks
 secret_checks
 explain_checks
@@ -533,12 +587,13 @@ readme_run '^kill '
 expect "^pvc-[0-9a-f-]{36} .* Bound +csi/data +csi-mock "
 pass "the README's commands on up"
 csi_checks
+pod_checks
 snapshot_checks
 secret_checks
 explain_checks
 for what in resized-status:"the claim's status after the resize" snapshot-tables:"kubectl get of the snapshot objects" \
   restored-claim:"the restored claim's data source fields" snapshot-left:"the objects left after the snapshot checks" \
-  secret-event:"the event of the missing provisioner secret"; do
+  secret-event:"the event of the missing provisioner secret" pod:"the pod's placement, attachment and events"; do
   if ! diff -u "$WORK/real-${what%%:*}" "$WORK/up-${what%%:*}" >"$WORK/diff"; then
     cat "$WORK/diff" >&2; fail "${what#*:}: not as on kube-apiserver (- real, + up)"
   fi

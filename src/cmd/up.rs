@@ -41,10 +41,19 @@ pub struct UpArgs {
     /// Which in-process controllers run, as kube-controller-manager's flag: `*` for all, `NAME`
     /// to turn one on, `-NAME` to leave one out, with KCM's names:
     /// persistentvolume-binder-controller, persistentvolume-protection-controller,
-    /// persistentvolumeclaim-protection-controller. E.g. `'*,-persistentvolume-binder-controller'`
-    /// when `pv-controller run` is the binder.
+    /// persistentvolumeclaim-protection-controller, and, off unless named (not in `*`), a
+    /// stand-in for persistentvolume-attach-detach-controller (alias attachdetach), which
+    /// creates and deletes the VolumeAttachments of pods' CSI volumes. E.g.
+    /// `'*,-persistentvolume-binder-controller'` when `pv-controller run` is the binder,
+    /// `'*,attachdetach'` to test a driver's attacher with pods.
     #[arg(long, value_name = "LIST", default_value = "*", conflicts_with = "no_controller")]
     pub controllers: String,
+    /// Stand in for kube-scheduler's volume step: place each pod without a node where its
+    /// volumes fit (as `explain pod` finds), bind its WaitForFirstConsumer claims there (a
+    /// fitting volume, or `volume.kubernetes.io/selected-node` for provisioning) and, once they
+    /// are Bound, bind the pod to the node. Off by default: `up` runs no scheduler.
+    #[arg(long)]
+    pub scheduler: bool,
     /// Worker tasks per queue (default: 128 per CPU, between 64 and 256).
     #[arg(long)]
     pub workers: Option<usize>,
@@ -159,6 +168,14 @@ async fn serve(a: UpArgs) -> anyhow::Result<ExitCode> {
     }
     if which.binder {
         tasks.push(start_binder(&a, &server, &volumes, stop_rx.clone()).await?);
+    }
+    let standins = pv_standins::StandIns { scheduler: a.scheduler, attach_detach: which.attach_detach };
+    if standins.any() {
+        let mut stop = stop_rx.clone();
+        let store = server.store();
+        tasks.push(tokio::spawn(pv_standins::run(store, standins, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })));
     }
     wait_for_signal().await?;
     eprintln!("shutting down");

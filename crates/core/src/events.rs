@@ -30,7 +30,7 @@ use crate::api::ClusterApi;
 use crate::clock::Clock;
 use lru::LruCache;
 use pv_model::annotations::EVENT_COMPONENT;
-use pv_model::k8s::{Event, ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Time};
+use pv_model::k8s::{Event, ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Time};
 use std::collections::{HashSet, VecDeque};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,6 +93,18 @@ impl From<&PersistentVolumeClaim> for Involved {
             name: c.metadata.name.clone().unwrap_or_default(),
             uid: c.metadata.uid.clone().unwrap_or_default(),
             resource_version: c.metadata.resource_version.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl From<&Pod> for Involved {
+    fn from(p: &Pod) -> Self {
+        Involved {
+            kind: "Pod",
+            namespace: p.metadata.namespace.clone(),
+            name: p.metadata.name.clone().unwrap_or_default(),
+            uid: p.metadata.uid.clone().unwrap_or_default(),
+            resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
         }
     }
 }
@@ -301,6 +313,8 @@ pub struct Recorder {
     clock: Arc<dyn Clock>,
     /// `reportingInstance` of every event written.
     instance: String,
+    /// `source.component` and `reportingComponent` of every event written.
+    component: &'static str,
     correlator: Mutex<Correlator>,
     seq: AtomicU64,
     /// Events recorded and not yet correlated and written, oldest first.
@@ -331,6 +345,7 @@ impl Recorder {
             api,
             clock,
             instance: String::new(),
+            component: EVENT_COMPONENT,
             correlator: Mutex::default(),
             seq: AtomicU64::new(0),
             queue: Mutex::default(),
@@ -344,6 +359,13 @@ impl Recorder {
     /// kube-controller-manager's legacy recorder leaves it; `source` stays upstream's).
     pub fn with_instance(mut self, instance: &str) -> Self {
         self.instance = instance.to_string();
+        self
+    }
+
+    /// The recorder with events' `source.component` and `reportingComponent` set to
+    /// `component` (the controller's, `persistentvolume-controller`, by default).
+    pub fn with_component(mut self, component: &'static str) -> Self {
+        self.component = component;
         self
     }
 
@@ -497,10 +519,10 @@ impl Recorder {
             first_timestamp: Some(c.first.clone()),
             last_timestamp: Some(now),
             source: Some(k8s_openapi::api::core::v1::EventSource {
-                component: Some(EVENT_COMPONENT.into()),
+                component: Some(self.component.into()),
                 host: None,
             }),
-            reporting_component: Some(EVENT_COMPONENT.into()),
+            reporting_component: Some(self.component.into()),
             reporting_instance: Some(self.instance.clone()),
             ..Default::default()
         };

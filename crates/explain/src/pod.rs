@@ -196,8 +196,36 @@ pub struct NodeFit {
     pub fits: bool,
     /// Why not (empty when it fits), each with the verdict it leads to.
     pub reasons: Vec<(PodVerdict, String)>,
-    /// What each WaitForFirstConsumer claim would get there (`claim: volume pv-1`, `claim: provisioned`).
-    pub uses: Vec<String>,
+    /// What each WaitForFirstConsumer claim would get there.
+    pub uses: Vec<ClaimUse>,
+}
+
+/// What a WaitForFirstConsumer claim gets on a node: what a scheduler's volume step does there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimUse {
+    /// A fitting volume the node may use: the scheduler binds the claim to it.
+    Volume {
+        /// The claim's name (in the pod's namespace).
+        claim: String,
+        /// The volume's name.
+        volume: String,
+    },
+    /// No such volume: the claim is provisioned for the node (its `selected-node`).
+    Provision {
+        /// The claim's name (in the pod's namespace).
+        claim: String,
+        /// The class's provisioner.
+        provisioner: String,
+    },
+}
+
+impl std::fmt::Display for ClaimUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClaimUse::Volume { claim, volume } => write!(f, "{claim}: volume {volume}"),
+            ClaimUse::Provision { claim, provisioner } => write!(f, "{claim}: provisioned by {provisioner}"),
+        }
+    }
 }
 
 /// The answer to "why does this pod not start".
@@ -529,7 +557,7 @@ pub fn explain_pod(snapshot: &Snapshot, namespace: &str, name: &str, now: Timest
 }
 
 /// Why `need` cannot be met on `node` (`Err`), or what it uses there.
-fn fit(snapshot: &Snapshot, need: &Need, node: &Node) -> Result<Option<String>, (PodVerdict, String)> {
+fn fit(snapshot: &Snapshot, need: &Need, node: &Node) -> Result<Option<ClaimUse>, (PodVerdict, String)> {
     let node_name = helpers::name(&node.metadata);
     match need {
         Need::Free => Ok(None),
@@ -561,7 +589,7 @@ fn fit(snapshot: &Snapshot, need: &Need, node: &Node) -> Result<Option<String>, 
             // A fitting volume that the node may use (the scheduler's static binding).
             let fitting = fitting_volumes(snapshot, claim);
             if let Some(v) = fitting.iter().find(|v| topology::volume_allows(v, node)) {
-                return Ok(Some(format!("{cname}: volume {}", helpers::name(&v.metadata))));
+                return Ok(Some(ClaimUse::Volume { claim: cname.into(), volume: helpers::name(&v.metadata).into() }));
             }
             // Provisioning there.
             let provisioner = class.provisioner.as_str();
@@ -593,7 +621,7 @@ fn fit(snapshot: &Snapshot, need: &Need, node: &Node) -> Result<Option<String>, 
             if let Some(why) = capacity_short(snapshot, claim, class, node) {
                 return Err((PodVerdict::InsufficientCapacity, format!("claim {cname}: {why}")));
             }
-            Ok(Some(format!("{cname}: provisioned by {provisioner}")))
+            Ok(Some(ClaimUse::Provision { claim: cname.into(), provisioner: provisioner.into() }))
         }
     }
 }
@@ -695,7 +723,7 @@ fn attach_limit(
 
 /// The CSI volumes the pod would add on a node: by driver, volume names (a claim to be
 /// provisioned counts as one, named after the claim).
-fn new_csi_volumes(snapshot: &Snapshot, needs: &[Need], uses: &[String]) -> BTreeMap<String, BTreeSet<String>> {
+fn new_csi_volumes(snapshot: &Snapshot, needs: &[Need], uses: &[ClaimUse]) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for n in needs {
         match n {
@@ -706,7 +734,7 @@ fn new_csi_volumes(snapshot: &Snapshot, needs: &[Need], uses: &[String]) -> BTre
             }
             Need::Delayed(claim, class) => {
                 let cname = helpers::name(&claim.metadata);
-                let provisioned = uses.iter().any(|u| u == &format!("{cname}: provisioned by {}", class.provisioner));
+                let provisioned = uses.iter().any(|u| matches!(u, ClaimUse::Provision { claim, .. } if claim == cname));
                 let is_csi =
                     snapshot.csi_drivers.iter().any(|d| d.metadata.name.as_deref() == Some(class.provisioner.as_str()));
                 if provisioned && is_csi {

@@ -428,7 +428,7 @@ pub fn pod_to_json(x: &crate::PodExplanation) -> serde_json::Value {
             "node": n.node,
             "fits": n.fits,
             "reasons": n.reasons.iter().map(|(v, d)| json!({"verdict": v.as_str(), "detail": d})).collect::<Vec<_>>(),
-            "uses": n.uses,
+            "uses": n.uses.iter().map(ToString::to_string).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "verdict": x.verdict.as_str(),
         "fittingNodes": x.fitting_nodes,
@@ -481,7 +481,7 @@ pub fn pod_to_text(x: &crate::PodExplanation, color: bool, width: usize) -> Stri
             } else if n.uses.is_empty() {
                 "-".to_string()
             } else {
-                format!("uses {}", n.uses.join("; "))
+                format!("uses {}", n.uses.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))
             };
             let fit = if n.fits { st.paint("32", "yes ") } else { st.paint("31", "no  ") };
             out.push_str(&format!("{}  {fit}  {}\n", pad(&n.node, name_w), wrap(&why, width, name_w + 8)));

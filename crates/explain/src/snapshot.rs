@@ -87,6 +87,26 @@ impl Snapshot {
         })
     }
 
+    /// Every kind `explain` reads, as `store` holds it now (each kind listed from the store's
+    /// latest version): what `up`'s stand-ins decide over.
+    pub fn from_store(store: &pv_store::Store) -> Result<Snapshot, SnapshotError> {
+        let list =
+            |resource: &str| store.list(resource, &Default::default()).map(|(items, _)| items).unwrap_or_default();
+        Ok(Snapshot {
+            volumes: decode("PersistentVolume", &list("persistentvolumes"))?,
+            claims: decode("PersistentVolumeClaim", &list("persistentvolumeclaims"))?,
+            classes: decode("StorageClass", &list("storageclasses"))?,
+            pods: decode("Pod", &list("pods"))?,
+            nodes: decode("Node", &list("nodes"))?,
+            csi_drivers: decode("CSIDriver", &list("csidrivers"))?,
+            csi_nodes: decode("CSINode", &list("csinodes"))?,
+            capacities: decode("CSIStorageCapacity", &list("csistoragecapacities"))?,
+            attachments: decode("VolumeAttachment", &list("volumeattachments"))?,
+            read_csi: true,
+            ..Default::default()
+        })
+    }
+
     /// Adds the objects of other kinds a dump holds (`kubectl get ... -o yaml` of CSIDriver,
     /// CSINode, CSIStorageCapacity, Lease, Event): what `explain` reads past the binder. Objects
     /// of any other kind are left out. When the dump holds any CSIDriver, CSINode or Lease, the

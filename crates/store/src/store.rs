@@ -271,6 +271,9 @@ pub(crate) enum Part {
     Status,
     /// A Namespace's `finalize` subresource: only `spec.finalizers`.
     Finalize,
+    /// A Pod's `binding` subresource: only `spec.nodeName` (from empty) and the PodScheduled
+    /// condition.
+    Binding,
 }
 
 impl Store {
@@ -619,6 +622,29 @@ impl Store {
         self.update_inner(resource, obj, if status { Part::Status } else { Part::Main }, true)?.wait(self)
     }
 
+    /// Assigns the pod `namespace/name` to `node`, as a POST of a Binding to its `binding`
+    /// subresource does (what a scheduler writes): `spec.nodeName` set and the PodScheduled
+    /// condition True. 409 when the pod is being deleted or already has a node.
+    pub fn bind_pod(&self, namespace: &str, name: &str, node: &str) -> Result<Arc<Value>> {
+        self.bind_pod_written(namespace, name, node, None)?.wait(self)
+    }
+
+    /// [`Store::bind_pod`] with the binding's annotations, whose caller awaits durability itself.
+    pub fn bind_pod_written(
+        &self,
+        namespace: &str,
+        name: &str,
+        node: &str,
+        annotations: Option<Map<String, Value>>,
+    ) -> Result<Written> {
+        let mut binding =
+            serde_json::json!({"metadata": {"namespace": namespace, "name": name}, "spec": {"nodeName": node}});
+        if let Some(a) = annotations {
+            binding["metadata"]["annotations"] = Value::Object(a);
+        }
+        self.update_inner("pods", binding, Part::Binding, false)
+    }
+
     pub(crate) fn update_inner(&self, resource: &str, mut obj: Value, part: Part, dry_run: bool) -> Result<Written> {
         let rt = self.rt(resource)?;
         let status = part == Part::Status;
@@ -648,7 +674,7 @@ impl Store {
             });
         }
         let given_rv = meta_str(&obj, "resourceVersion").to_string();
-        if given_rv.is_empty() && !registry::of(rt).allow_unconditional_update() {
+        if given_rv.is_empty() && part != Part::Binding && !registry::of(rt).allow_unconditional_update() {
             // kube-apiserver names the resource, not the kind, in this one refusal.
             return Err(StoreError::Invalid {
                 kind: rt.qualified(),
@@ -682,6 +708,8 @@ impl Store {
             keep_fields(&old, &mut m, registry::of(rt).kept_by_status_update());
             n.as_object_mut().unwrap().insert("metadata".into(), Value::Object(m));
             n
+        } else if part == Part::Binding {
+            bound_pod(&old, &obj, &name, &(self.now)())?
         } else if part == Part::Finalize {
             let mut n = old.clone();
             let fin = obj.get("spec").and_then(|s| s.get("finalizers")).cloned().unwrap_or(Value::Array(Vec::new()));
@@ -702,16 +730,19 @@ impl Store {
             obj
         };
         validation::default(rt, &mut new);
-        if !status {
+        if !status && part != Part::Binding {
             validation::prepare_update(rt, &old, &mut new);
         }
-        let errs = if status {
+        // A binding's two fields are checked where it is made (`bound_pod`).
+        let errs = if part == Part::Binding {
+            Vec::new()
+        } else if status {
             validation::validate_status_update(rt, &old, &new)
         } else {
             validation::validate_update(rt, &old, &new)
         };
         Self::check_valid(rt, &name, errs)?;
-        if !status && self.admission != Admission::none() {
+        if !status && part != Part::Binding && self.admission != Admission::none() {
             self.admission.validate_update(rt.kind, &old, &new, &inner.all("storageclasses"))?;
         }
         if !status && meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
@@ -739,7 +770,7 @@ impl Store {
             }
             return Ok(Written::stored(Arc::new(old), None));
         }
-        registry::updated(rt, &old, &mut new, status, &format_time((self.now)()));
+        registry::updated(rt, &old, &mut new, status || part == Part::Binding, &format_time((self.now)()));
         let rv = inner.rv + 1;
         Self::stamp(&mut new, rv);
         let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
@@ -749,6 +780,50 @@ impl Store {
         drop(inner);
         Ok(Written::pending(Arc::new(new), rv, Self::lost(fault, rt, &name)))
     }
+}
+
+/// The pod `old` assigned to the node `binding` names (`spec.nodeName`), as kube-apiserver's
+/// `pods/binding` does it: refused (409) for a pod being deleted or already on a node; the
+/// PodScheduled condition set True; the binding's annotations added to the pod's.
+fn bound_pod(old: &Value, binding: &Value, name: &str, now: &Timestamp) -> Result<Value> {
+    let conflict =
+        |message: String| StoreError::Conflict { resource: "pods/binding".into(), name: name.into(), message };
+    let node = binding.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
+    if node.is_empty() {
+        return Err(StoreError::Invalid {
+            kind: "Binding".into(),
+            name: name.into(),
+            errors: vec![FieldError::required("target.name", "")],
+        });
+    }
+    if meta(old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        return Err(conflict(format!("pod {name} is being deleted, cannot be assigned to a host")));
+    }
+    match old.pointer("/spec/nodeName").and_then(Value::as_str) {
+        Some(n) if !n.is_empty() => return Err(conflict(format!("pod {name} is already assigned to node {n:?}"))),
+        _ => {}
+    }
+    let mut new = old.clone();
+    new["spec"]["nodeName"] = Value::String(node.into());
+    if let Some(a) = binding.pointer("/metadata/annotations").and_then(Value::as_object) {
+        let m = meta_mut(&mut new);
+        let anns = m.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(anns) = anns.as_object_mut() {
+            anns.extend(a.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+    let status = new.as_object_mut().unwrap().entry("status").or_insert_with(|| Value::Object(Map::new()));
+    let conditions = status.as_object_mut().unwrap().entry("conditions").or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(list) = conditions.as_array_mut() {
+        let scheduled = serde_json::json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null,
+            "lastTransitionTime": format_time(*now)});
+        match list.iter_mut().find(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled")) {
+            Some(c) if c.get("status").and_then(Value::as_str) == Some("True") => {}
+            Some(c) => *c = scheduled,
+            None => list.push(scheduled),
+        }
+    }
+    Ok(new)
 }
 
 impl Default for Store {

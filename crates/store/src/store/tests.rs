@@ -441,3 +441,29 @@ fn custom_resources_are_served_once_registered_and_gone_once_unregistered() {
     s.unregister_custom("widgets.example.com");
     assert!(matches!(s.get("widgets.example.com", "default", "a"), Err(StoreError::NotFound { .. })));
 }
+
+#[test]
+fn a_binding_assigns_the_pod_once_and_marks_it_scheduled() {
+    let store = Store::new();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "app", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "pause"}]}});
+    store.create("pods", pod).unwrap();
+    let bound = store.bind_pod("default", "app", "node-a").unwrap();
+    assert_eq!(bound["spec"]["nodeName"], "node-a");
+    let conditions = bound["status"]["conditions"].as_array().unwrap();
+    assert!(conditions.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "True"), "{conditions:?}");
+    // A second binding is refused as kube-apiserver refuses it, and changes nothing.
+    match store.bind_pod("default", "app", "node-b") {
+        Err(StoreError::Conflict { message, .. }) => {
+            assert_eq!(message, "pod app is already assigned to node \"node-a\"")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.get("pods", "default", "app").unwrap().value()["spec"]["nodeName"], "node-a");
+    assert!(matches!(store.bind_pod("default", "gone", "node-a"), Err(StoreError::NotFound { .. })));
+    // A plain update still may not change the node.
+    let mut moved = store.get("pods", "default", "app").unwrap().value();
+    moved["spec"]["nodeName"] = json!("node-b");
+    assert!(matches!(store.update("pods", moved, false), Err(StoreError::Invalid { .. })));
+}
