@@ -43,6 +43,10 @@ import yaml
 SETTLE = float(os.environ.get("DIFF_SETTLE", "4"))  # seconds without change = quiescent
 TIMEOUT = float(os.environ.get("DIFF_TIMEOUT", "90"))  # per run
 RESYNC = os.environ.get("DIFF_RESYNC", "1s")
+# Shadow mode (scripts/e2e-shadow.sh): `run --shadow` beside upstream's binder, as this user.
+SHADOW_KUBECONFIG = os.environ.get("DIFF_SHADOW_KUBECONFIG")
+SHADOW_SETTLE = float(os.environ.get("DIFF_SHADOW_SETTLE", "2"))
+KCM_FLAGS = os.environ.get("DIFF_KCM_FLAGS", "").split()
 
 KINDS = {  # kind -> (API prefix, plural, namespaced)
     "Namespace": ("/api/v1", "namespaces", False),
@@ -331,11 +335,18 @@ class Controller:
     def start(self):
         c = self.cfg
         if self.which == "upstream":
+            # Beside a shadow, upstream has no host-path plugin either: the shadow has none (it
+            # would write directories), and the comparison is of decisions, not of plugins.
+            hostpath = [] if SHADOW_KUBECONFIG else ["--enable-hostpath-provisioner"]
             argv = [os.path.join(c["bin"], "kube-controller-manager"), "--kubeconfig=" + c["kubeconfig"],
-                    "--controllers=persistentvolume-binder-controller", "--enable-hostpath-provisioner",
+                    "--controllers=persistentvolume-binder-controller", *hostpath,
                     "--pvclaimbinder-sync-period=" + RESYNC, "--leader-elect=false", "--secure-port=0",
-                    "--use-service-account-credentials=false", "-v=2"]
+                    "--use-service-account-credentials=false", "-v=2", *KCM_FLAGS]
             self.ready = "Caches are synced"
+        elif self.which == "shadow":
+            argv = [c["ours"], "run", "--shadow", "--shadow-settle", f"{SHADOW_SETTLE}s",
+                    "--kubeconfig", SHADOW_KUBECONFIG, "--resync-period", RESYNC, "--metrics-addr", "127.0.0.1:0"]
+            self.ready = "caches synced, starting workers"
         else:
             argv = [c["ours"], "run", "--kubeconfig", c["kubeconfig"], "--resync-period", RESYNC,
                     "--hostpath-root", c["root"], "--metrics-addr", "127.0.0.1:0"]
@@ -354,6 +365,16 @@ class Controller:
             if time.time() - t0 > 60:
                 raise LoadError(f"{self.which} controller not ready after 60s: see {self.log}")
             time.sleep(0.05)
+
+    def report(self):
+        """The shadow's /shadow, from the metrics address its log names."""
+        with open(self.log, errors="replace") as f:
+            m = re.search(r"serving /metrics[^\n]*addr=([0-9.]+:[0-9]+)", f.read())
+        if not m:
+            raise LoadError(f"shadow: no metrics address in {self.log}")
+        self.url = f"http://{m.group(1)}"
+        with urllib.request.urlopen(self.url + "/shadow", timeout=10) as r:
+            return json.loads(r.read())
 
     def stop(self):
         # The result has been read: nothing the controller does on its way out counts.
@@ -389,6 +410,9 @@ def run_once(api, which, objects, scenario, cfg, work):
     back = load(api, objects, root)
     input_pvs = {o["metadata"]["name"] for o in objects if o.get("kind") == "PersistentVolume"}
     ctl = Controller(which, cfg, work)
+    shadow = Controller("shadow", cfg, work) if SHADOW_KUBECONFIG else None
+    if shadow:
+        shadow.start()
     ctl.start()
     try:
         t0 = last_change = time.time()
@@ -401,12 +425,29 @@ def run_once(api, which, objects, scenario, cfg, work):
             if cur != prev:
                 prev, last_change = cur, now
             elif now - last_change >= SETTLE:
+                if shadow:
+                    return cur[0], cur[1], back, shadow_report(shadow)
                 return cur[0], cur[1], back
             if now - t0 > TIMEOUT:
                 raise LoadError(f"{which}: not quiescent after {TIMEOUT:.0f}s")
             time.sleep(0.25)
     finally:
         ctl.stop()
+        if shadow:
+            shadow.stop()
+
+
+def shadow_report(shadow):
+    """The shadow's report once every decision it made is judged (or waited out)."""
+    t0 = time.time()
+    while True:
+        rep = shadow.report()
+        if rep["pending"] == 0 or time.time() - t0 > 4 * SHADOW_SETTLE + 5:
+            # What an operator would read: `pv-controller shadow report URL`.
+            out = subprocess.run([shadow.cfg["ours"], "shadow", "report", shadow.url], capture_output=True, text=True)
+            rep["text"] = out.stdout + out.stderr
+            return rep
+        time.sleep(0.25)
 
 
 # --- expectations (the scenario's `expect`, as the scenario runner checks them) -----------------
@@ -499,6 +540,45 @@ def listed_differences(path):
     return out
 
 
+def main_shadow(files, api, cfg, work, listed):
+    """Each file loaded and settled by upstream's binder with the shadow beside it; prints per
+    file `agree NAME (N decisions)` or `differ NAME` with each difference, and, last, the totals."""
+    agree_files = differ_files = unlisted = 0
+    totals = {"agree": 0, "equivalent": 0, "differ": 0, "pending": 0}
+    for path in files:
+        name = os.path.basename(path)
+        try:
+            objects, scenario = read_input(path)
+            if ((scenario or {}).get("expect") or {}).get("error"):
+                continue  # rejected input: no controller runs
+            rep = run_once(api, "upstream", objects, scenario, cfg, work)[3]
+        except (OSError, yaml.YAMLError, LoadError) as e:
+            print(f"differ {name}\n  error: {e}", flush=True)
+            differ_files += 1
+            unlisted += 1
+            continue
+        for result in ("agree", "equivalent", "differ"):
+            totals[result] += sum((rep["counts"].get(result) or {}).values())
+        totals["pending"] += rep["pending"]
+        diffs = [d for d in rep["differences"] if d["result"] == "differ"]
+        if not diffs and rep["pending"] == 0:
+            agree_files += 1
+            print(f"agree {name} ({rep['decisions']} decisions)", flush=True)
+            continue
+        differ_files += 1
+        print(f"differ {name} ({rep['decisions']} decisions, {rep['pending']} pending)", flush=True)
+        print("".join("  " + l + "\n" for l in rep["text"].splitlines()), end="", flush=True)
+        if {name, name.rsplit(".", 1)[0]} & listed:
+            print("  (listed in conformance/DIFFERENCES.md)", flush=True)
+        else:
+            unlisted += 1
+            print("  (not listed in conformance/DIFFERENCES.md)", flush=True)
+    print(f"decisions: {totals['agree']} agree, {totals['equivalent']} equivalent, {totals['differ']} differ, "
+          f"{totals['pending']} pending", flush=True)
+    print(f"{agree_files} agree, {differ_files} differ, {unlisted} unlisted", flush=True)
+    return 0 if unlisted == 0 else 1
+
+
 def main():
     cfg = {"kubeconfig": os.environ["DIFF_KUBECONFIG"], "bin": os.environ["DIFF_KBIN"],
            "ours": os.environ["DIFF_OURS"], "root": os.environ["DIFF_ROOT"]}
@@ -506,6 +586,8 @@ def main():
     files = sys.argv[1:]
     api = Api(cfg["kubeconfig"])
     listed = listed_differences(os.environ["DIFF_LISTED"])
+    if SHADOW_KUBECONFIG:
+        return main_shadow(files, api, cfg, work, listed)
     same = differ = unlisted = 0
     for path in files:
         name = os.path.basename(path)

@@ -56,6 +56,32 @@ REAL_CLUSTER_BIN="$KBIN" \
   "$ROOT/scripts/real-cluster.sh" up "$CLUSTER" >"$WORK/cluster.out" 2>&1 \
   || { cat "$WORK/cluster.out" >&2; echo "differential: the cluster did not start" >&2; exit 2; }
 
+# Shadow mode (DIFF_SHADOW=1, scripts/e2e-shadow.sh): `run --shadow` beside upstream's binder,
+# as the ServiceAccount of deploy/shadow/ (read-only RBAC), its kubeconfig written by
+# `pv-controller kubeconfig`; afterwards kube-apiserver's audit log must show requests from that
+# user and not one write.
+SHADOW_USER=system:serviceaccount:kube-system:pv-controller-shadow
+if [[ -n "${DIFF_SHADOW:-}" ]]; then
+  kubectl --kubeconfig "$CLUSTER/kubeconfig" apply -f "$ROOT/deploy/shadow/rbac.yaml" >/dev/null
+  "$OURS" kubeconfig --kubeconfig "$CLUSTER/kubeconfig" --service-account kube-system/pv-controller-shadow \
+    >"$WORK/shadow.kubeconfig" || { echo "differential: pv-controller kubeconfig failed" >&2; exit 2; }
+  export DIFF_SHADOW_KUBECONFIG="$WORK/shadow.kubeconfig"
+fi
+rc=0
 DIFF_KUBECONFIG="$CLUSTER/kubeconfig" DIFF_KBIN="$KBIN" DIFF_OURS="$OURS" DIFF_ROOT="$WORK/root" \
   DIFF_WORK="$WORK" DIFF_LISTED="$ROOT/conformance/DIFFERENCES.md" \
-  python3 "$ROOT/scripts/differential.py" "$@"
+  python3 "$ROOT/scripts/differential.py" "$@" || rc=$?
+if [[ -n "${DIFF_SHADOW:-}" ]]; then
+  python3 - "$CLUSTER/logs/audit.log" "$SHADOW_USER" <<'PY' || rc=1
+import json, sys, collections
+verbs = collections.Counter()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("stage") == "ResponseComplete" and e.get("user", {}).get("username") == sys.argv[2]:
+        verbs[e.get("verb")] += 1
+writes = sum(n for v, n in verbs.items() if v not in ("get", "list", "watch"))
+print(f"audit: {sum(verbs.values())} requests from {sys.argv[2]} ({', '.join(f'{v} {n}' for v, n in sorted(verbs.items()))}), {writes} writes")
+sys.exit(0 if verbs and writes == 0 else 1)
+PY
+fi
+exit "$rc"

@@ -15,6 +15,12 @@
 #   volume for that node's topology;
 # - attach and detach: a VolumeAttachment as the attach-detach controller creates it, attached
 #   by csi-attacher (status.attached, the attacher's finalizers), deleted, detached;
+# - a pod (README.md's "Pods on `up`"): csi-node reported Ready as its kubelet would, a pod with a
+#   WaitForFirstConsumer claim placed by kube-scheduler (real cluster; its other node cordoned) or
+#   `up --scheduler`, the claim provisioned for that node, the pod bound to it; its volume
+#   attached through KCM's attach-detach controller or `up`'s stand-in (the VolumeAttachment's
+#   name and spec, the Node's status.volumesAttached, the pod's Scheduled and
+#   SuccessfulAttachVolume events), detached and gone once the pod is deleted; compared;
 # - expansion: the claim's request raised in a class with allowVolumeExpansion, csi-resizer
 #   resizes the volume, and the claim's status ends as on kube-apiserver (compared);
 # - deletion: the claims deleted, their volumes deleted by csi-provisioner (Delete policy);

@@ -33,6 +33,9 @@ enum Command {
     /// Write a kubeconfig for `run` on stdout: the current context's cluster and a new token of
     /// a ServiceAccount (e.g. `--service-account kube-system/pv-controller > pv-controller.kubeconfig`).
     Kubeconfig(cmd::kubeconfig::KubeconfigCmdArgs),
+    /// What a running `run --shadow` found: `shadow report http://HOST:PORT` reads its
+    /// `/shadow` and summarises the decisions compared with the binder in charge.
+    Shadow(cmd::shadow::ShadowArgs),
     /// Measure how fast claims become Bound: against an API server, or in-process (--simulate).
     Bench(cmd::bench::BenchArgs),
     /// Print a shell completion script, e.g. `source <(pv-controller completion bash)`.
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::explain::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Kubeconfig(a) => cmd::kubeconfig::run(a),
+        Command::Shadow(a) => cmd::shadow::run(a),
         Command::Completion(a) => cmd::docs::completion(a, Cli::command()),
         Command::Man(a) => cmd::docs::man(a, Cli::command()),
     });

@@ -7,6 +7,7 @@ pub mod explain;
 pub mod feature_gates;
 pub mod kubeconfig;
 pub mod run;
+pub mod shadow;
 pub mod simulate;
 pub mod up;
 

@@ -104,6 +104,17 @@ pub struct RunArgs {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false",
           action = clap::ArgAction::Set)]
     pub detailed_events: bool,
+    /// Shadow mode: run beside the binder in charge (kube-controller-manager's), decide every
+    /// sync as `run` would and write nothing at all; compare each decision with what the cluster
+    /// holds `--shadow-settle` later (`/shadow` on the metrics port, `pv-controller shadow
+    /// report`). Needs only get, list and watch.
+    #[arg(long)]
+    pub shadow: bool,
+    /// How long after a decision shadow mode reads the cluster to judge it; longer than the
+    /// binder in charge's resync period (KCM's --pvclaimbinder-sync-period, 15s by default). A
+    /// field the binder has not touched yet waits up to three windows.
+    #[arg(long, default_value = "20s", value_parser = parse_duration, requires = "shadow")]
+    pub shadow_settle: Duration,
 }
 
 /// Where `--enable-hostpath-provisioner` provisions without `--hostpath-root`: upstream's
@@ -152,6 +163,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if a.workers == Some(0) {
         return Err(user("--workers: must be at least 1"));
+    }
+    if a.shadow {
+        // Each of these writes (a Lease, directories, TokenReviews): shadow mode writes nothing.
+        let refused = [
+            (a.leader_elect, "--leader-elect (a Lease is a write; run one shadow)"),
+            (
+                a.hostpath_root().is_some(),
+                "--hostpath-root / --enable-hostpath-provisioner (the host-path plugin writes directories)",
+            ),
+            (a.secure_metrics.metrics_secure, "--metrics-secure (its TokenReviews are writes)"),
+        ];
+        if let Some((_, flag)) = refused.iter().find(|(set, _)| *set) {
+            return Err(user(format!("--shadow writes nothing, so it does not take {flag}")));
+        }
     }
     if let Some(root) = &a.hostpath_root() {
         std::fs::create_dir_all(root).map_err(|e| user(format!("--hostpath-root {}: {e}", root.display())))?;
@@ -238,7 +263,16 @@ async fn run_async(
         detailed_events: a.detailed_events,
         reporting_instance: identity,
     };
-    let wiring = pv_kube::start(client.clone(), &host, &opts);
+    let wiring = if a.shadow {
+        tracing::info!(settle = ?a.shadow_settle, "shadow mode: nothing is written; decisions are compared with the binder in charge");
+        pv_kube::runner::start_shadow(client.clone(), &host, &opts, a.shadow_settle)
+    } else {
+        pv_kube::start(client.clone(), &host, &opts)
+    };
+    if let Some(shadow) = wiring.shadow.clone() {
+        let stop = stopped(stop_rx.clone());
+        tokio::spawn(async move { shadow.run(stop).await });
+    }
     let elector = election.map(|cfg| {
         let store = KubeLeaseStore::new(client.clone(), &cfg.namespace, &cfg.name, REQUEST_TIMEOUT);
         Elector::new(store, cfg)
@@ -248,6 +282,7 @@ async fn run_async(
         synced: wiring.informers.synced_receiver(),
         leader: elector.as_ref().map(|(_, rx)| rx.clone()),
         requests: Some(wiring.requests.clone()),
+        shadow: wiring.shadow.clone(),
     };
     a.secure_metrics.serve(a.metrics_addr, health, client.clone(), stopped(stop_rx.clone())).await?;
 

@@ -246,7 +246,8 @@ async fn serve_metrics(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let bind = resolve("--metrics-addr", addr).await?;
-    let health = pv_kube::http::Health { controller: controller.clone(), synced, leader: None, requests: None };
+    let health =
+        pv_kube::http::Health { controller: controller.clone(), synced, leader: None, requests: None, shadow: None };
     let shutdown = async move {
         let _ = stop.wait_for(|s| *s).await;
     };

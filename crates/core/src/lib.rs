@@ -38,6 +38,7 @@ pub mod plugin;
 pub mod protection;
 pub mod queue;
 pub mod runtime;
+pub mod shadow;
 pub mod view;
 
 mod exec;

@@ -45,6 +45,8 @@ pub struct Health {
     pub leader: Option<watch::Receiver<LeaderState>>,
     /// The controller's request counters.
     pub requests: Option<Arc<RequestCounts>>,
+    /// Shadow mode's decisions (`/shadow`), when it runs.
+    pub shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 impl Health {
@@ -79,7 +81,12 @@ impl Health {
 
 async fn metrics(State(h): State<Health>) -> impl IntoResponse {
     let leader = h.leader.as_ref().map(|l| *l.borrow() == LeaderState::Leader);
-    let body = render(&MetricsSource { controller: &h.controller, requests: h.requests.as_deref(), leader });
+    let body = render(&MetricsSource {
+        controller: &h.controller,
+        requests: h.requests.as_deref(),
+        leader,
+        shadow: h.shadow.as_deref(),
+    });
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], body)
 }
 
@@ -103,6 +110,16 @@ async fn debug_caches(State(h): State<Health>) -> impl IntoResponse {
         .collect();
     let body = serde_json::json!({ "volumes": volumes, "claims": claims }).to_string();
     ([(header::CONTENT_TYPE, "application/json")], body)
+}
+
+/// `/shadow`: shadow mode's report (counts, the last differences), or 404 when not in shadow
+/// mode.
+async fn shadow(State(h): State<Health>) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    match &h.shadow {
+        Some(s) => (StatusCode::OK, json, s.report().to_string()),
+        None => (StatusCode::NOT_FOUND, json, r#"{"error":"not in shadow mode (run --shadow)"}"#.into()),
+    }
 }
 
 async fn healthz() -> &'static str {
@@ -160,6 +177,7 @@ fn router(health: Health) -> Router {
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .route("/debug/caches", get(debug_caches))
+        .route("/shadow", get(shadow))
         .with_state(health)
 }
 

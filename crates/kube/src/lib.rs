@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod recycler;
 pub mod runner;
 pub mod secure;
+pub mod shadow;
 pub mod token;
 
 pub use api::{KubeApi, RequestCounts};

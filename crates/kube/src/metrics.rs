@@ -24,6 +24,8 @@ pub struct MetricsSource<'a> {
     pub requests: Option<&'a RequestCounts>,
     /// `Some(is_leader)` when leader election is on.
     pub leader: Option<bool>,
+    /// Shadow mode's judged decisions, when it runs.
+    pub shadow: Option<&'a crate::shadow::Shadow>,
 }
 
 /// A text-format writer.
@@ -111,6 +113,22 @@ pub fn render(src: &MetricsSource<'_>) -> String {
         );
         let v = if leader { 1.0 } else { 0.0 };
         out.sample("leader_election_master_status", &[("name", "pv-controller")], v);
+    }
+    if let Some(s) = src.shadow {
+        out.header(
+            "pv_controller_shadow_decisions_total",
+            "counter",
+            "Decisions of pv-controller in shadow mode compared with the binder in charge, by result (agree, equivalent, differ) and kind.",
+        );
+        for (result, kind, n) in s.counts() {
+            out.sample("pv_controller_shadow_decisions_total", &[("kind", kind), ("result", result)], n as f64);
+        }
+        out.header(
+            "pv_controller_shadow_pending",
+            "gauge",
+            "Decisions of pv-controller in shadow mode not judged yet.",
+        );
+        out.sample("pv_controller_shadow_pending", &[], s.pending() as f64);
     }
     out.0
 }
@@ -443,7 +461,7 @@ mod tests {
         c.metrics.retroactive(true);
         c.metrics.foreign_binder_write("kube-controller-manager");
         c.metrics.claim_bound(pv_core::metrics::PATH_STATIC, 1.5);
-        let text = render(&MetricsSource { controller: &c, requests: None, leader: None });
+        let text = render(&MetricsSource { controller: &c, requests: None, leader: None, shadow: None });
 
         for (name, kind, help, labels, buckets) in UPSTREAM {
             assert!(text.contains(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n")), "{name}:\n{text}");

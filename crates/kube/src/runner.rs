@@ -9,6 +9,7 @@ use crate::api::{KubeApi, RequestCounts};
 use crate::foreign::OwnWrites;
 use crate::informers::{start_informers, Informers};
 use crate::recycler::PodRecyclers;
+use crate::shadow::{ReadOnly, Shadow, ShadowApi};
 use kube::Client;
 use pv_core::{Config, Controller, SystemClock};
 use std::future::Future;
@@ -61,6 +62,9 @@ pub struct Wiring {
     pub requests: Arc<RequestCounts>,
     /// The controller's own writes, and whether it is writing (see [`crate::foreign`]).
     pub own: Arc<OwnWrites>,
+    /// Shadow mode ([`start_shadow`]): nothing is written, and another binder's writes are
+    /// expected.
+    pub shadow: Option<Arc<Shadow>>,
 }
 
 /// Builds the controller over `client` and starts its informers. `host` labels request metrics.
@@ -82,7 +86,27 @@ pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
     }
     let controller = Controller::new(Arc::new(api), plugins, SystemClock::new(), config);
     let informers = start_informers(client, controller.clone(), own.clone());
-    Wiring { controller, informers, requests, own }
+    Wiring { controller, informers, requests, own, shadow: None }
+}
+
+/// Builds the controller in shadow mode over `client`: its API is a [`ShadowApi`] (reads only;
+/// every write recorded, judged `settle` later against what the cluster holds), no volume plugin
+/// touches a disk and no recycler pod is started. The informers are the same as `run`'s.
+pub fn start_shadow(client: Client, host: &str, opts: &ControllerOptions, settle: Duration) -> Wiring {
+    let requests = Arc::new(RequestCounts::new(host));
+    let own = Arc::new(OwnWrites::default());
+    let shadow = Shadow::new(ReadOnly::new(client.clone(), crate::api::DEFAULT_REQUEST_TIMEOUT), settle);
+    let config = Config {
+        resync_period: opts.resync_period,
+        enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
+        detailed_events: opts.detailed_events,
+        reporting_instance: opts.reporting_instance.clone(),
+        ..Default::default()
+    };
+    let api = ShadowApi::new(shadow.clone());
+    let controller = Controller::new(Arc::new(api), pv_plugins::registry(None), SystemClock::new(), config);
+    let informers = start_informers(client, controller.clone(), own.clone());
+    Wiring { controller, informers, requests, own, shadow: Some(shadow) }
 }
 
 /// Waits for the informers' initial lists, then runs `workers` workers per queue until
@@ -102,7 +126,8 @@ pub async fn run_workers(wiring: &Wiring, workers: usize, shutdown: impl Future<
             self.0.set_active(false);
         }
     }
-    wiring.own.set_active(true);
+    // In shadow mode another binder writes, and this process does not.
+    wiring.own.set_active(wiring.shadow.is_none());
     let _active = Active(&wiring.own);
     pv_core::runtime::run(wiring.controller.clone(), workers, shutdown).await;
     tracing::info!("workers stopped");

@@ -1,0 +1,418 @@
+//! `run --shadow`: the controller beside the binder in charge (kube-controller-manager's), over
+//! an API that cannot write.
+//!
+//! [`ShadowApi`] is the controller's [`ClusterApi`] in shadow mode. It holds a [`ReadOnly`]
+//! client, whose only requests are GET and LIST: no method of it sends anything else, so no
+//! code path of the controller can write, whatever it decides. Each write the controller makes
+//! is recorded instead, as the fields it changes from the version it read (read back at that
+//! exact resourceVersion), in a [`ShadowLog`]; the controller gets its own object back, unstored
+//! and with the version it read, so its caches keep following the cluster. [`Shadow::judge`]
+//! runs every half second: each decision whose settle window has passed is compared with what
+//! the cluster holds then ([`pv_core::shadow`] says how), counted, and a difference is logged
+//! as a warning with both values. While the cluster still holds the value the decision changes
+//! (the binder in charge saw the objects in another order, or resyncs later), the decision waits,
+//! up to [`UNDECIDED_WINDOWS`] settle windows, before it counts as a difference.
+
+use crate::api::classify;
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
+use kube::api::{Api, ListParams, VersionMatch};
+use kube::Client;
+use pv_core::shadow::{self, ShadowLog, Target, Verdict};
+use pv_core::{ApiError, ClusterApi};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How many settle windows a decision waits while the binder in charge has not touched the field.
+pub const UNDECIDED_WINDOWS: u64 = 3;
+
+/// Where events about cluster-scoped objects go, as kube-apiserver's clients put them.
+const EVENT_DEFAULT_NAMESPACE: &str = "default";
+
+/// A client that can only read: GET and LIST of volumes, claims, pods and events.
+#[derive(Clone)]
+pub struct ReadOnly {
+    client: Client,
+    timeout: Duration,
+}
+
+impl ReadOnly {
+    /// Reads through `client`, each request bounded by `timeout`.
+    pub fn new(client: Client, timeout: Duration) -> Self {
+        ReadOnly { client, timeout }
+    }
+
+    async fn call<T>(
+        &self,
+        what: &str,
+        fut: impl std::future::Future<Output = kube::Result<T>>,
+    ) -> Result<T, ApiError> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(r) => r.map_err(|e| classify(what, e)),
+            Err(_) => Err(ApiError::other(format!("{what}: no answer within {:?}", self.timeout))),
+        }
+    }
+
+    async fn volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+        let api: Api<PersistentVolume> = Api::all(self.client.clone());
+        self.call("get persistentvolume", api.get(name)).await
+    }
+
+    async fn claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
+        self.call("get persistentvolumeclaim", api.get(name)).await
+    }
+
+    async fn pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        Ok(self.call("list pods", api.list(&ListParams::default())).await?.items)
+    }
+
+    /// The object `name` as it was at `rv` (a LIST of that one name at exactly that version).
+    async fn at<K>(&self, api: Api<K>, name: &str, rv: &str) -> Option<K>
+    where
+        K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        let lp = ListParams::default().fields(&format!("metadata.name={name}")).at(rv).matching(VersionMatch::Exact);
+        self.call("list at a version", api.list(&lp)).await.ok()?.items.into_iter().next()
+    }
+
+    /// True when an event of `type_` and `reason` about the object is stored.
+    async fn has_event(
+        &self,
+        namespace: &str,
+        kind: &str,
+        name: &str,
+        type_: &str,
+        reason: &str,
+    ) -> Result<bool, ApiError> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        let fields = format!("involvedObject.kind={kind},involvedObject.name={name},type={type_},reason={reason}");
+        let list = self.call("list events", api.list(&ListParams::default().fields(&fields).limit(1))).await?;
+        Ok(!list.items.is_empty())
+    }
+}
+
+/// Shadow mode's state: the read-only client, the decisions and their judgements.
+pub struct Shadow {
+    reads: ReadOnly,
+    log: Mutex<ShadowLog>,
+    /// How long after a decision the cluster is read to judge it.
+    settle: Duration,
+    origin: Instant,
+    /// The claim each volume's latest decision binds it to, `namespace/name`.
+    bound_to: Mutex<HashMap<String, String>>,
+}
+
+impl Shadow {
+    /// Shadow mode over `reads`, judging each decision `settle` after it was made.
+    pub fn new(reads: ReadOnly, settle: Duration) -> Arc<Self> {
+        Arc::new(Shadow { reads, log: Mutex::default(), settle, origin: Instant::now(), bound_to: Mutex::default() })
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64
+    }
+
+    fn intend(&self, kind: &'static str, object: String, field: &str, before: String, ours: String) {
+        if kind == "PersistentVolume" && field == "spec.claimRef" && !ours.is_empty() {
+            self.bound_to.lock().unwrap().insert(object.clone(), ours.clone());
+        }
+        let t = Target { kind, object, field: field.to_string() };
+        self.log.lock().unwrap().intend(t, before, ours, self.now_ms());
+    }
+
+    fn intend_changes(
+        &self,
+        kind: &'static str,
+        object: String,
+        old: &BTreeMap<&'static str, String>,
+        new: &BTreeMap<&'static str, String>,
+        part: &str,
+    ) {
+        for (field, before, ours) in shadow::changes(old, new) {
+            if field.starts_with(part) || (part == "spec" && !field.starts_with("status.")) {
+                self.intend(kind, object.clone(), field, before, ours);
+            }
+        }
+    }
+
+    /// The settle window.
+    pub fn settle(&self) -> Duration {
+        self.settle
+    }
+
+    /// Judges every decision whose settle window has passed. Returns how many were judged.
+    pub async fn judge(&self) -> usize {
+        let settle = self.settle.as_millis() as u64;
+        let due = self.log.lock().unwrap().due(self.now_ms(), settle);
+        let mut n = 0;
+        for d in due {
+            let Ok((theirs, rule)) = self.theirs(&d.target, &d.ours).await else { continue };
+            if d.undecided(&theirs, settle * UNDECIDED_WINDOWS) {
+                continue;
+            }
+            let decision = self.log.lock().unwrap().judge(&d.target, theirs, rule);
+            let Some(d) = decision else { continue };
+            n += 1;
+            match d.verdict {
+                Verdict::Differ => tracing::warn!(
+                    kind = d.target.kind, object = %d.target.object, field = %d.target.field,
+                    ours = %d.ours, theirs = %d.theirs, before = %d.before,
+                    "shadow: the binder in charge decided differently"
+                ),
+                Verdict::Equivalent => tracing::info!(
+                    kind = d.target.kind, object = %d.target.object, field = %d.target.field,
+                    ours = %d.ours, theirs = %d.theirs, rule = d.rule.as_deref().unwrap_or_default(),
+                    "shadow: an equivalent choice"
+                ),
+                Verdict::Agree => {}
+            }
+        }
+        n
+    }
+
+    /// Judges until `shutdown`, every half second.
+    pub async fn run(&self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500)) => { self.judge().await; }
+                _ = &mut shutdown => return,
+            }
+        }
+    }
+
+    /// The cluster's value of the target's field, and the rule that makes it as good as ours.
+    async fn theirs(&self, t: &Target, ours: &str) -> Result<(String, Option<String>), ApiError> {
+        if let Some(rest) = t.field.strip_prefix("event ") {
+            let (type_, reason) = rest.split_once('/').unwrap_or((rest, ""));
+            let (ns, name) = match t.object.split_once('/') {
+                Some((ns, name)) => (ns, name),
+                None => (EVENT_DEFAULT_NAMESPACE, t.object.as_str()),
+            };
+            let found = self.reads.has_event(ns, t.kind, name, type_, reason).await?;
+            return Ok((if found { "recorded".into() } else { String::new() }, None));
+        }
+        let fields = match t.kind {
+            "PersistentVolume" => match self.reads.volume(&t.object).await {
+                Ok(v) => Some(shadow::volume_fields(&v)),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => return Err(e),
+            },
+            _ => {
+                let (ns, name) = t.object.split_once('/').unwrap_or(("", &t.object));
+                match self.reads.claim(ns, name).await {
+                    Ok(c) => Some(shadow::claim_fields(&c)),
+                    Err(e) if e.is_not_found() => None,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let theirs = match (&fields, t.field.as_str()) {
+            (None, "deleted") => "yes".to_string(),
+            (Some(_), "deleted") => String::new(),
+            (None, "exists") => String::new(),
+            (Some(_), "exists") => "yes".to_string(),
+            (None, _) => "<deleted>".to_string(),
+            (Some(f), field) => f.get(field).cloned().unwrap_or_default(),
+        };
+        let rule = if theirs != ours { self.equivalence(t, ours, &theirs).await } else { None };
+        Ok((theirs, rule))
+    }
+
+    /// When the incumbent bound the claim to another volume just as good as ours, the rule.
+    async fn equivalence(&self, t: &Target, ours: &str, theirs: &str) -> Option<String> {
+        let (claim_key, our_volume, their_volume) = match t.kind {
+            "PersistentVolumeClaim" if t.field == "spec.volumeName" && !ours.is_empty() && !theirs.is_empty() => {
+                (t.object.clone(), ours.to_string(), theirs.to_string())
+            }
+            "PersistentVolumeClaim" => {
+                // The claim's other fields follow from which volume it got.
+                let (ns, name) = t.object.split_once('/')?;
+                let c = self.reads.claim(ns, name).await.ok()?;
+                let theirs = c.spec.as_ref()?.volume_name.clone()?;
+                let ours = self.ours_for_claim(&t.object)?;
+                (t.object.clone(), ours, theirs)
+            }
+            _ => {
+                // A volume we would have bound to a claim the incumbent bound elsewhere.
+                let claim_key = self.bound_to.lock().unwrap().get(&t.object).cloned()?;
+                let (ns, name) = claim_key.split_once('/')?;
+                let c = self.reads.claim(ns, name).await.ok()?;
+                let theirs = c.spec.as_ref()?.volume_name.clone()?;
+                (claim_key, t.object.clone(), theirs)
+            }
+        };
+        if our_volume == their_volume {
+            return None;
+        }
+        let (ns, name) = claim_key.split_once('/')?;
+        let claim = self.reads.claim(ns, name).await.ok()?;
+        let a = self.reads.volume(&our_volume).await.ok()?;
+        let b = self.reads.volume(&their_volume).await.ok()?;
+        shadow::equally_good(&claim, &a, &b).then(|| shadow::EQUALLY_GOOD_RULE.to_string())
+    }
+
+    fn ours_for_claim(&self, claim: &str) -> Option<String> {
+        self.bound_to.lock().unwrap().iter().find(|(_, c)| c.as_str() == claim).map(|(v, _)| v.clone())
+    }
+
+    /// What `/shadow` serves: the settle window, counts, and the last differences.
+    pub fn report(&self) -> serde_json::Value {
+        let log = self.log.lock().unwrap();
+        let mut counts = serde_json::Map::new();
+        let mut total = 0;
+        for ((verdict, kind), n) in log.counts() {
+            total += n;
+            let e = counts.entry(verdict.as_str()).or_insert_with(|| serde_json::json!({}));
+            e[*kind] = serde_json::json!(n);
+        }
+        let differences: Vec<serde_json::Value> = log
+            .differences()
+            .map(|d| {
+                serde_json::json!({
+                    "result": d.verdict.as_str(), "kind": d.target.kind, "object": d.target.object,
+                    "field": d.target.field, "before": d.before, "ours": d.ours, "theirs": d.theirs, "rule": d.rule,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "settleSeconds": self.settle.as_secs_f64(),
+            "decisions": total,
+            "pending": log.pending(),
+            "counts": counts,
+            "differences": differences,
+        })
+    }
+
+    /// Decisions judged, by (result, kind), for `/metrics`.
+    pub fn counts(&self) -> Vec<(&'static str, &'static str, u64)> {
+        self.log.lock().unwrap().counts().iter().map(|((v, k), n)| (v.as_str(), *k, *n)).collect()
+    }
+
+    /// Decisions not judged yet.
+    pub fn pending(&self) -> usize {
+        self.log.lock().unwrap().pending()
+    }
+}
+
+/// The controller's API in shadow mode: reads through [`ReadOnly`], records every write.
+pub struct ShadowApi {
+    shadow: Arc<Shadow>,
+}
+
+impl ShadowApi {
+    /// The API over `shadow`.
+    pub fn new(shadow: Arc<Shadow>) -> Self {
+        ShadowApi { shadow }
+    }
+
+    fn reads(&self) -> &ReadOnly {
+        &self.shadow.reads
+    }
+
+    /// The volume as the controller read it before writing `v` (at its resourceVersion).
+    async fn volume_before(&self, v: &PersistentVolume) -> Option<PersistentVolume> {
+        let name = v.metadata.name.as_deref()?;
+        let rv = v.metadata.resource_version.as_deref().filter(|r| !r.is_empty())?;
+        self.reads().at(Api::all(self.reads().client.clone()), name, rv).await
+    }
+
+    async fn claim_before(&self, c: &PersistentVolumeClaim) -> Option<PersistentVolumeClaim> {
+        let name = c.metadata.name.as_deref()?;
+        let ns = c.metadata.namespace.as_deref()?;
+        let rv = c.metadata.resource_version.as_deref().filter(|r| !r.is_empty())?;
+        self.reads().at(Api::namespaced(self.reads().client.clone(), ns), name, rv).await
+    }
+
+    async fn record_volume(&self, v: &PersistentVolume, part: &str) {
+        let old = self.volume_before(v).await.map(|o| shadow::volume_fields(&o)).unwrap_or_default();
+        let name = v.metadata.name.clone().unwrap_or_default();
+        self.shadow.intend_changes("PersistentVolume", name, &old, &shadow::volume_fields(v), part);
+    }
+
+    async fn record_claim(&self, c: &PersistentVolumeClaim, part: &str) {
+        let old = self.claim_before(c).await.map(|o| shadow::claim_fields(&o)).unwrap_or_default();
+        let key = format!(
+            "{}/{}",
+            c.metadata.namespace.as_deref().unwrap_or_default(),
+            c.metadata.name.as_deref().unwrap_or_default()
+        );
+        self.shadow.intend_changes("PersistentVolumeClaim", key, &old, &shadow::claim_fields(c), part);
+    }
+
+    fn record_event(&self, e: &Event) {
+        let o = &e.involved_object;
+        let kind = match o.kind.as_deref() {
+            Some("PersistentVolume") => "PersistentVolume",
+            Some("PersistentVolumeClaim") => "PersistentVolumeClaim",
+            _ => return,
+        };
+        let name = o.name.clone().unwrap_or_default();
+        let object = match o.namespace.as_deref().filter(|n| !n.is_empty()) {
+            Some(ns) => format!("{ns}/{name}"),
+            None => name,
+        };
+        let field =
+            format!("event {}/{}", e.type_.as_deref().unwrap_or_default(), e.reason.as_deref().unwrap_or_default());
+        self.shadow.intend(kind, object, &field, String::new(), "recorded".into());
+    }
+}
+
+#[async_trait]
+impl ClusterApi for ShadowApi {
+    async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+        self.reads().volume(name).await
+    }
+
+    async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        let name = volume.metadata.name.clone().unwrap_or_default();
+        self.shadow.intend("PersistentVolume", name, "exists", String::new(), "yes".into());
+        Ok(volume.clone())
+    }
+
+    async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        self.record_volume(volume, "spec").await;
+        Ok(volume.clone())
+    }
+
+    async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        self.record_volume(volume, "status.").await;
+        Ok(volume.clone())
+    }
+
+    async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
+        self.shadow.intend("PersistentVolume", name.to_string(), "deleted", String::new(), "yes".into());
+        Ok(())
+    }
+
+    async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
+        self.reads().claim(namespace, name).await
+    }
+
+    async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+        self.record_claim(claim, "spec").await;
+        Ok(claim.clone())
+    }
+
+    async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+        self.record_claim(claim, "status.").await;
+        Ok(claim.clone())
+    }
+
+    async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
+        self.record_event(event);
+        Ok(event.clone())
+    }
+
+    async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
+        self.record_event(event);
+        Ok(event.clone())
+    }
+
+    async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
+        self.reads().pods(namespace).await
+    }
+}
