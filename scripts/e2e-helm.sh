@@ -229,6 +229,19 @@ refuse "a metrics port out of range" "port" --set metrics.port=70000
 h "helm template (one replica without leader election)" template pv-controller "$CHART" --set replicaCount=1 --set leaderElection.enabled=false
 check "one replica may run without leader election" 'assert not any(x.startswith("--leader-elect") for x in container()["args"])'
 
+h "helm template (shadow mode)" template pv-controller "$CHART" --namespace kube-system --set shadow.enabled=true --set hostPathRoot=/var/lib/x
+check "shadow mode: one replica, run --shadow, read-only RBAC, no Lease" '
+d = find("Deployment")
+a = container()["args"]
+assert d["spec"]["replicas"] == 1, d["spec"]["replicas"]
+assert "--shadow" in a and "--shadow-settle=20s" in a, a
+assert not [x for x in a if x.startswith(("--leader-elect", "--metrics-secure", "--hostpath-root"))], a
+assert container()["readinessProbe"]["httpGet"]["scheme"] == "HTTP"
+verbs = {v for r in find("ClusterRole", "pv-controller")["rules"] for v in r["verbs"]}
+assert verbs == {"get", "list", "watch"}, verbs
+assert not [x for x in docs if x["kind"] in ("Role", "RoleBinding", "PodDisruptionBudget")]
+'
+
 # --- offline: one RBAC with kustomize -----------------------------------------------------------
 h "helm template (RBAC)" template pv-controller "$CHART" --namespace kube-system
 cp "$WORK/out" "$WORK/chart.yaml"

@@ -39,5 +39,5 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "pv-controller.metricsScheme" -}}
-{{- if .Values.metrics.secure }}HTTPS{{ else }}HTTP{{ end -}}
+{{- if and .Values.metrics.secure (not .Values.shadow.enabled) }}HTTPS{{ else }}HTTP{{ end -}}
 {{- end -}}
