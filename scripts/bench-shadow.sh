@@ -5,7 +5,8 @@
 # Once the shadow's caches are synced and it has judged what it decided (nothing, on a settled
 # cluster: every pair is bound as the shadow would bind it), both processes are sampled for a
 # minute: resident memory (VmRSS) and CPU time used in that minute, and the shadow's time to
-# sync. Needs Go.
+# sync. KCM runs with --kube-api-qps=1000 --kube-api-burst=2000 so that the pairs bind in minutes
+# (its defaults, 20/30, take about eight at 10,000: BENCHMARKS.md). Needs Go.
 #
 #   scripts/bench-shadow.sh [N]     (default 10000)
 set -euo pipefail
@@ -20,7 +21,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-KCM_FLAGS="--pvclaimbinder-sync-period=15s" "$ROOT/scripts/real-cluster.sh" up "$WORK/c" \
+KCM_FLAGS="--pvclaimbinder-sync-period=15s --kube-api-qps=1000 --kube-api-burst=2000" "$ROOT/scripts/real-cluster.sh" up "$WORK/c" \
   --kcm persistentvolume-binder-controller >"$WORK/up.out" 2>&1 || { cat "$WORK/up.out"; exit 1; }
 export KUBECONFIG="$WORK/c/kubeconfig"
 "$BIN" bench --pairs "$N" --concurrency 64 >"$WORK/bench.out" 2>&1 || { cat "$WORK/bench.out"; exit 1; }

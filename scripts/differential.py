@@ -46,6 +46,9 @@ RESYNC = os.environ.get("DIFF_RESYNC", "1s")
 # Shadow mode (scripts/e2e-shadow.sh): `run --shadow` beside upstream's binder, as this user.
 SHADOW_KUBECONFIG = os.environ.get("DIFF_SHADOW_KUBECONFIG")
 SHADOW_SETTLE = float(os.environ.get("DIFF_SHADOW_SETTLE", "2"))
+# In shadow mode only upstream's binder runs, with the shadow beside it, both without a host-path
+# plugin (the shadow has none: it would write directories).
+SHADOW_ONLY = bool(SHADOW_KUBECONFIG)
 KCM_FLAGS = os.environ.get("DIFF_KCM_FLAGS", "").split()
 
 KINDS = {  # kind -> (API prefix, plural, namespaced)
@@ -337,7 +340,7 @@ class Controller:
         if self.which == "upstream":
             # Beside a shadow, upstream has no host-path plugin either: the shadow has none (it
             # would write directories), and the comparison is of decisions, not of plugins.
-            hostpath = [] if SHADOW_KUBECONFIG else ["--enable-hostpath-provisioner"]
+            hostpath = [] if SHADOW_ONLY else ["--enable-hostpath-provisioner"]
             argv = [os.path.join(c["bin"], "kube-controller-manager"), "--kubeconfig=" + c["kubeconfig"],
                     "--controllers=persistentvolume-binder-controller", *hostpath,
                     "--pvclaimbinder-sync-period=" + RESYNC, "--leader-elect=false", "--secure-port=0",
@@ -410,7 +413,7 @@ def run_once(api, which, objects, scenario, cfg, work):
     back = load(api, objects, root)
     input_pvs = {o["metadata"]["name"] for o in objects if o.get("kind") == "PersistentVolume"}
     ctl = Controller(which, cfg, work)
-    shadow = Controller("shadow", cfg, work) if SHADOW_KUBECONFIG else None
+    shadow = Controller("shadow", cfg, work) if SHADOW_KUBECONFIG and which == "upstream" else None
     if shadow:
         shadow.start()
     ctl.start()
@@ -540,11 +543,46 @@ def listed_differences(path):
     return out
 
 
+class ShadowTally:
+    """The shadow's results over the files: per file a verdict, and the decisions' totals."""
+
+    def __init__(self, listed):
+        self.listed = listed
+        self.agree_files = self.differ_files = self.unlisted = 0
+        self.totals = {"agree": 0, "equivalent": 0, "differ": 0, "pending": 0}
+
+    def add(self, name, rep):
+        """Prints the file's verdict (`agree NAME (N decisions)`, or `differ NAME ...` with
+        `pv-controller shadow report`'s text); returns whether it had an unlisted difference."""
+        for result in ("agree", "equivalent", "differ"):
+            self.totals[result] += sum((rep["counts"].get(result) or {}).values())
+        self.totals["pending"] += rep["pending"]
+        diffs = [d for d in rep["differences"] if d["result"] == "differ"]
+        if not diffs and rep["pending"] == 0:
+            self.agree_files += 1
+            print(f"agree {name} ({rep['decisions']} decisions)", flush=True)
+            return False
+        self.differ_files += 1
+        print(f"differ {name} ({rep['decisions']} decisions, {rep['pending']} pending)", flush=True)
+        print("".join("  " + l + "\n" for l in rep["text"].splitlines()), end="", flush=True)
+        if {name, name.rsplit(".", 1)[0]} & self.listed:
+            print("  (listed in conformance/DIFFERENCES.md)", flush=True)
+            return False
+        self.unlisted += 1
+        print("  (not listed in conformance/DIFFERENCES.md)", flush=True)
+        return True
+
+    def summary(self):
+        t = self.totals
+        print(f"decisions: {t['agree']} agree, {t['equivalent']} equivalent, {t['differ']} differ, "
+              f"{t['pending']} pending", flush=True)
+        print(f"{self.agree_files} agree, {self.differ_files} differ, {self.unlisted} unlisted", flush=True)
+
+
 def main_shadow(files, api, cfg, work, listed):
     """Each file loaded and settled by upstream's binder with the shadow beside it; prints per
-    file `agree NAME (N decisions)` or `differ NAME` with each difference, and, last, the totals."""
-    agree_files = differ_files = unlisted = 0
-    totals = {"agree": 0, "equivalent": 0, "differ": 0, "pending": 0}
+    file the shadow's verdict, and, last, the totals."""
+    tally = ShadowTally(listed)
     for path in files:
         name = os.path.basename(path)
         try:
@@ -554,29 +592,12 @@ def main_shadow(files, api, cfg, work, listed):
             rep = run_once(api, "upstream", objects, scenario, cfg, work)[3]
         except (OSError, yaml.YAMLError, LoadError) as e:
             print(f"differ {name}\n  error: {e}", flush=True)
-            differ_files += 1
-            unlisted += 1
+            tally.differ_files += 1
+            tally.unlisted += 1
             continue
-        for result in ("agree", "equivalent", "differ"):
-            totals[result] += sum((rep["counts"].get(result) or {}).values())
-        totals["pending"] += rep["pending"]
-        diffs = [d for d in rep["differences"] if d["result"] == "differ"]
-        if not diffs and rep["pending"] == 0:
-            agree_files += 1
-            print(f"agree {name} ({rep['decisions']} decisions)", flush=True)
-            continue
-        differ_files += 1
-        print(f"differ {name} ({rep['decisions']} decisions, {rep['pending']} pending)", flush=True)
-        print("".join("  " + l + "\n" for l in rep["text"].splitlines()), end="", flush=True)
-        if {name, name.rsplit(".", 1)[0]} & listed:
-            print("  (listed in conformance/DIFFERENCES.md)", flush=True)
-        else:
-            unlisted += 1
-            print("  (not listed in conformance/DIFFERENCES.md)", flush=True)
-    print(f"decisions: {totals['agree']} agree, {totals['equivalent']} equivalent, {totals['differ']} differ, "
-          f"{totals['pending']} pending", flush=True)
-    print(f"{agree_files} agree, {differ_files} differ, {unlisted} unlisted", flush=True)
-    return 0 if unlisted == 0 else 1
+        tally.add(name, rep)
+    tally.summary()
+    return 0 if tally.unlisted == 0 else 1
 
 
 def main():
@@ -586,7 +607,7 @@ def main():
     files = sys.argv[1:]
     api = Api(cfg["kubeconfig"])
     listed = listed_differences(os.environ["DIFF_LISTED"])
-    if SHADOW_KUBECONFIG:
+    if SHADOW_ONLY:
         return main_shadow(files, api, cfg, work, listed)
     same = differ = unlisted = 0
     for path in files:

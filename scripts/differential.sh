@@ -70,7 +70,8 @@ fi
 rc=0
 DIFF_KUBECONFIG="$CLUSTER/kubeconfig" DIFF_KBIN="$KBIN" DIFF_OURS="$OURS" DIFF_ROOT="$WORK/root" \
   DIFF_WORK="$WORK" DIFF_LISTED="$ROOT/conformance/DIFFERENCES.md" \
-  python3 "$ROOT/scripts/differential.py" "$@" || rc=$?
+  python3 "$ROOT/scripts/differential.py" "$@" | tee "$WORK/result.out" || rc=$?
+[[ -s "$WORK/result.out" ]] || rc=1
 if [[ -n "${DIFF_SHADOW:-}" ]]; then
   python3 - "$CLUSTER/logs/audit.log" "$SHADOW_USER" <<'PY' || rc=1
 import json, sys, collections

@@ -246,6 +246,15 @@ impl ShadowLog {
         self.pending.len()
     }
 
+    /// Intents not judged yet, by kind.
+    pub fn pending_by_kind(&self) -> BTreeMap<&'static str, u64> {
+        let mut m = BTreeMap::new();
+        for t in self.pending.keys() {
+            *m.entry(t.kind).or_default() += 1;
+        }
+        m
+    }
+
     /// The last differences (`differ` and `equivalent`), oldest first.
     pub fn differences(&self) -> impl Iterator<Item = &Decision> {
         self.differences.iter()

@@ -287,9 +287,13 @@ impl Shadow {
         })
     }
 
-    /// Decisions judged, by (result, kind), for `/metrics`.
+    /// Decisions by (result, kind), for `/metrics`: those judged (`agree`, `equivalent`,
+    /// `differ`) and, as `pending`, those not judged yet.
     pub fn counts(&self) -> Vec<(&'static str, &'static str, u64)> {
-        self.log.lock().unwrap().counts().iter().map(|((v, k), n)| (v.as_str(), *k, *n)).collect()
+        let log = self.log.lock().unwrap();
+        let mut out: Vec<_> = log.counts().iter().map(|((v, k), n)| (v.as_str(), *k, *n)).collect();
+        out.extend(log.pending_by_kind().into_iter().map(|(k, n)| ("pending", k, n)));
+        out
     }
 
     /// Decisions not judged yet.
