@@ -24,7 +24,7 @@ trap cleanup EXIT
 KCM_FLAGS="--pvclaimbinder-sync-period=15s --kube-api-qps=1000 --kube-api-burst=2000" "$ROOT/scripts/real-cluster.sh" up "$WORK/c" \
   --kcm persistentvolume-binder-controller >"$WORK/up.out" 2>&1 || { cat "$WORK/up.out"; exit 1; }
 export KUBECONFIG="$WORK/c/kubeconfig"
-"$BIN" bench --pairs "$N" --concurrency 64 >"$WORK/bench.out" 2>&1 || { cat "$WORK/bench.out"; exit 1; }
+"$BIN" bench --pairs "$N" --concurrency 64 --keep >"$WORK/bench.out" 2>&1 || { cat "$WORK/bench.out"; exit 1; }
 tail -2 "$WORK/bench.out"
 kcm="$(cat "$WORK/c/pids/kube-controller-manager.pid")"
 t0=$(date +%s%3N)

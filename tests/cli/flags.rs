@@ -155,3 +155,29 @@ fn kubeconfig_names_what_is_wrong_with_its_input() {
     ]);
     assert_user_error(&o, "context \"y\" not found");
 }
+
+#[test]
+fn shadow_mode_refuses_what_would_write_and_its_report_names_the_address() {
+    for (flag, says) in [
+        (&["--leader-elect"][..], "--leader-elect (a Lease is a write"),
+        (&["--hostpath-root", "/tmp/x"][..], "--hostpath-root / --enable-hostpath-provisioner"),
+        (&["--metrics-secure"][..], "--metrics-secure (its TokenReviews are writes)"),
+    ] {
+        let mut args = vec!["run", "--shadow"];
+        args.extend_from_slice(flag);
+        let o = pv_controller(&args);
+        assert_user_error(&o, "--shadow writes nothing, so it does not take");
+        assert_user_error(&o, says);
+    }
+    // --shadow-settle belongs to --shadow.
+    let o = pv_controller(&["run", "--shadow-settle", "5s"]);
+    assert!(!o.status.success() && text(&o.stderr).contains("--shadow"), "{}", text(&o.stderr));
+    assert_user_error(
+        &pv_controller(&["shadow", "report", "https://127.0.0.1:1"]),
+        "give the shadow's metrics address as http://HOST:PORT",
+    );
+    assert_user_error(
+        &pv_controller(&["shadow", "report", "http://127.0.0.1:1"]),
+        "http://127.0.0.1:1: cannot connect",
+    );
+}

@@ -795,9 +795,9 @@ fn unscheduled(snapshot: &Snapshot, pod: &Pod, needs: &[Need], scheduler: bool, 
             x.message.push_str(" The scheduler's own message (below) names what else stops it.");
         } else if !scheduler {
             x.hint = Some(
-                "no scheduler seems to run (no kube-scheduler Lease, no scheduling event): on pv-controller up, set \
-                 the pod's spec.nodeName to a fitting node and, for a WaitForFirstConsumer claim, its \
-                 volume.kubernetes.io/selected-node"
+                "no scheduler seems to run (no kube-scheduler Lease, no scheduling event): on pv-controller up, start \
+                 it with --scheduler, which places pods where their volumes fit, or set a WaitForFirstConsumer \
+                 claim's volume.kubernetes.io/selected-node to a fitting node by hand"
                     .into(),
             );
         }

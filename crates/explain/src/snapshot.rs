@@ -75,16 +75,8 @@ impl Snapshot {
     /// generated deterministically) and reads them back as stored.
     pub fn from_input(objects: Vec<InputObject>) -> Result<Snapshot, SnapshotError> {
         let (store, _) = Simulation::load(objects).map_err(|e| SnapshotError::Load(Box::new(e)))?;
-        let list =
-            |resource: &str| store.list(resource, &Default::default()).map(|(items, _)| items).unwrap_or_default();
-        Ok(Snapshot {
-            volumes: decode("PersistentVolume", &list("persistentvolumes"))?,
-            claims: decode("PersistentVolumeClaim", &list("persistentvolumeclaims"))?,
-            classes: decode("StorageClass", &list("storageclasses"))?,
-            pods: decode("Pod", &list("pods"))?,
-            nodes: decode("Node", &list("nodes"))?,
-            ..Default::default()
-        })
+        // The input holds the binder's kinds only: nothing past the binder was read.
+        Ok(Snapshot { read_csi: false, ..Self::from_store(&store)? })
     }
 
     /// Every kind `explain` reads, as `store` holds it now (each kind listed from the store's

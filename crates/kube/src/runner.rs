@@ -67,19 +67,24 @@ pub struct Wiring {
     pub shadow: Option<Arc<Shadow>>,
 }
 
+/// The controller's configuration from `opts`.
+fn config(opts: &ControllerOptions) -> Config {
+    Config {
+        resync_period: opts.resync_period,
+        enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
+        detailed_events: opts.detailed_events,
+        reporting_instance: opts.reporting_instance.clone(),
+        ..Default::default()
+    }
+}
+
 /// Builds the controller over `client` and starts its informers. `host` labels request metrics.
 /// Nothing is written until [`run_workers`] runs.
 pub fn start(client: Client, host: &str, opts: &ControllerOptions) -> Wiring {
     let requests = Arc::new(RequestCounts::new(host));
     let own = Arc::new(OwnWrites::default());
     let api = KubeApi::new(client.clone()).with_request_counts(requests.clone()).with_own_writes(own.clone());
-    let config = Config {
-        resync_period: opts.resync_period,
-        enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
-        detailed_events: opts.detailed_events,
-        reporting_instance: opts.reporting_instance.clone(),
-        ..Default::default()
-    };
+    let config = config(opts);
     let mut plugins = pv_plugins::registry(opts.hostpath_root.clone());
     if let Some(recyclers) = &opts.pod_recyclers {
         recyclers.register(&client, &mut plugins);
@@ -96,13 +101,7 @@ pub fn start_shadow(client: Client, host: &str, opts: &ControllerOptions, settle
     let requests = Arc::new(RequestCounts::new(host));
     let own = Arc::new(OwnWrites::default());
     let shadow = Shadow::new(ReadOnly::new(client.clone(), crate::api::DEFAULT_REQUEST_TIMEOUT), settle);
-    let config = Config {
-        resync_period: opts.resync_period,
-        enable_dynamic_provisioning: opts.enable_dynamic_provisioning,
-        detailed_events: opts.detailed_events,
-        reporting_instance: opts.reporting_instance.clone(),
-        ..Default::default()
-    };
+    let config = config(opts);
     let api = ShadowApi::new(shadow.clone());
     let controller = Controller::new(Arc::new(api), pv_plugins::registry(None), SystemClock::new(), config);
     let informers = start_informers(client, controller.clone(), own.clone());
