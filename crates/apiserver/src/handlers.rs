@@ -156,6 +156,15 @@ pub fn printer(st: &AppState, t: &Target) -> tables::Printer {
 pub fn out(t: &Target, obj: &Value) -> Value {
     if t.served.events_v1 {
         events::to_v1(obj)
+    } else if t.served.custom() {
+        // Stored at the definition's storage version, served at each of its versions with that
+        // version's apiVersion, as kube-apiserver's `None` conversion gives it.
+        let mut o = obj.clone();
+        let served = t.served.api_version();
+        if let Some(m) = o.as_object_mut().filter(|m| m.get("apiVersion").and_then(Value::as_str) != Some(&served)) {
+            m.insert("apiVersion".into(), Value::String(served));
+        }
+        o
     } else {
         obj.clone()
     }
@@ -331,10 +340,11 @@ fn plain_json(t: &Target, f: Format) -> bool {
     !f.yaml && objects_as_stored(t, f)
 }
 
-/// True when objects go out as stored: no protobuf, Table or metadata-only form asked for, and
-/// not the `events.k8s.io` form of an Event (a watch streams JSON lines even to a YAML client).
+/// True when objects go out as stored: no protobuf, Table or metadata-only form asked for, not
+/// the `events.k8s.io` form of an Event (a watch streams JSON lines even to a YAML client), and
+/// not a custom resource (served at each of its definition's versions, see [`out`]).
 pub fn objects_as_stored(t: &Target, f: Format) -> bool {
-    !f.protobuf && f.table.is_none() && f.partial.is_none() && !t.served.events_v1
+    !f.protobuf && f.table.is_none() && f.partial.is_none() && !t.served.events_v1 && !t.served.custom()
 }
 
 /// Selectors from the query.
