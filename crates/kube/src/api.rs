@@ -23,7 +23,7 @@ use std::time::Duration;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Namespace for Events about cluster-scoped objects (PVs), as upstream's recorder uses.
-const EVENT_DEFAULT_NAMESPACE: &str = "default";
+pub(crate) const EVENT_DEFAULT_NAMESPACE: &str = "default";
 
 /// Requests made, by method and HTTP code (`<error>` when there was no answer), for
 /// `rest_client_requests_total`. It counts the controller's own calls, not the watches.

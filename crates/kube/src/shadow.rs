@@ -27,8 +27,7 @@ use std::time::{Duration, Instant};
 /// How many settle windows a decision waits while the binder in charge has not touched the field.
 pub const UNDECIDED_WINDOWS: u64 = 3;
 
-/// Where events about cluster-scoped objects go, as kube-apiserver's clients put them.
-const EVENT_DEFAULT_NAMESPACE: &str = "default";
+use crate::api::EVENT_DEFAULT_NAMESPACE;
 
 /// A client that can only read: GET and LIST of volumes, claims, pods and events.
 #[derive(Clone)]
@@ -129,10 +128,11 @@ impl Shadow {
         object: String,
         old: &BTreeMap<&'static str, String>,
         new: &BTreeMap<&'static str, String>,
-        part: &str,
+        status: bool,
     ) {
+        // A status write sets only status fields, any other write only the rest.
         for (field, before, ours) in shadow::changes(old, new) {
-            if field.starts_with(part) || (part == "spec" && !field.starts_with("status.")) {
+            if field.starts_with("status.") == status {
                 self.intend(kind, object.clone(), field, before, ours);
             }
         }
@@ -331,20 +331,20 @@ impl ShadowApi {
         self.reads().at(Api::namespaced(self.reads().client.clone(), ns), name, rv).await
     }
 
-    async fn record_volume(&self, v: &PersistentVolume, part: &str) {
+    async fn record_volume(&self, v: &PersistentVolume, status: bool) {
         let old = self.volume_before(v).await.map(|o| shadow::volume_fields(&o)).unwrap_or_default();
         let name = v.metadata.name.clone().unwrap_or_default();
-        self.shadow.intend_changes("PersistentVolume", name, &old, &shadow::volume_fields(v), part);
+        self.shadow.intend_changes("PersistentVolume", name, &old, &shadow::volume_fields(v), status);
     }
 
-    async fn record_claim(&self, c: &PersistentVolumeClaim, part: &str) {
+    async fn record_claim(&self, c: &PersistentVolumeClaim, status: bool) {
         let old = self.claim_before(c).await.map(|o| shadow::claim_fields(&o)).unwrap_or_default();
         let key = format!(
             "{}/{}",
             c.metadata.namespace.as_deref().unwrap_or_default(),
             c.metadata.name.as_deref().unwrap_or_default()
         );
-        self.shadow.intend_changes("PersistentVolumeClaim", key, &old, &shadow::claim_fields(c), part);
+        self.shadow.intend_changes("PersistentVolumeClaim", key, &old, &shadow::claim_fields(c), status);
     }
 
     fn record_event(&self, e: &Event) {
@@ -378,12 +378,12 @@ impl ClusterApi for ShadowApi {
     }
 
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-        self.record_volume(volume, "spec").await;
+        self.record_volume(volume, false).await;
         Ok(volume.clone())
     }
 
     async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-        self.record_volume(volume, "status.").await;
+        self.record_volume(volume, true).await;
         Ok(volume.clone())
     }
 
@@ -397,12 +397,12 @@ impl ClusterApi for ShadowApi {
     }
 
     async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
-        self.record_claim(claim, "spec").await;
+        self.record_claim(claim, false).await;
         Ok(claim.clone())
     }
 
     async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
-        self.record_claim(claim, "status.").await;
+        self.record_claim(claim, true).await;
         Ok(claim.clone())
     }
 
