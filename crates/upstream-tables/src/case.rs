@@ -1,0 +1,133 @@
+//! A recorded case, as conformance/upstream-tables writes it (one JSON file per case).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One case of upstream's tables.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Case {
+    /// Upstream's test (and subtest) name.
+    pub test: String,
+    /// The case's own name.
+    pub name: String,
+    /// How upstream runs it: `sync` (one sync), `multisync` (syncs until nothing changes),
+    /// `controller` (the running controller, fed API changes), `index` (one volume search).
+    pub run: String,
+    /// The sync a `sync` or `multisync` case performs first.
+    #[serde(default)]
+    pub sync: Option<SyncCall>,
+    #[serde(default)]
+    pub classes: Vec<Value>,
+    #[serde(default)]
+    pub pods: Vec<Value>,
+    #[serde(default)]
+    pub initial_volumes: Vec<Value>,
+    #[serde(default)]
+    pub initial_claims: Vec<Value>,
+    #[serde(default)]
+    pub expected_volumes: Vec<Value>,
+    #[serde(default)]
+    pub expected_claims: Vec<Value>,
+    /// Each a prefix of the event upstream's fake recorder must see, in order: `Type Reason [Message]`.
+    #[serde(default)]
+    pub expected_events: Vec<String>,
+    /// API errors to inject, each once, on the first request that matches.
+    #[serde(default)]
+    pub errors: Vec<ReactorError>,
+    /// The volume plugin's answers; none: the controller has no plugin at all.
+    #[serde(default)]
+    pub plugin: Option<PluginAnswers>,
+    /// Upstream's fake CSI migration of the mock plugin.
+    #[serde(default)]
+    pub csi_migration: bool,
+    /// What changes between the sync's decision and its operation's start.
+    #[serde(default)]
+    pub injection: Option<Injection>,
+    /// API changes a `controller` case makes once the controller runs.
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    /// Upstream's verdict on its own controller.
+    #[serde(default)]
+    pub upstream_passed: bool,
+    // `index` cases.
+    #[serde(default)]
+    pub volumes: Vec<Value>,
+    #[serde(default)]
+    pub claim: Option<Value>,
+    #[serde(default)]
+    pub delay_binding: bool,
+    #[serde(default)]
+    pub found: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// The first sync.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncCall {
+    /// `claim` or `volume`.
+    pub kind: String,
+    #[serde(default)]
+    pub namespace: String,
+    pub name: String,
+    /// Upstream's test expects the sync to return an error.
+    pub expect_error: bool,
+}
+
+/// An error upstream's fake API server answers once.
+#[derive(Debug, Deserialize, Clone)]
+pub struct ReactorError {
+    pub verb: String,
+    pub resource: String,
+    pub message: String,
+}
+
+/// What the mock plugin answers, call by call (`null`: success).
+#[derive(Debug, Deserialize, Clone, Default)]
+pub struct PluginAnswers {
+    #[serde(default)]
+    pub recycle: Vec<Option<String>>,
+    #[serde(default)]
+    pub delete: Vec<Option<String>>,
+    #[serde(default)]
+    pub provision: Vec<ProvisionAnswer>,
+}
+
+/// One provisioning call: the parameters it must get, and its error.
+#[derive(Debug, Deserialize, Clone)]
+pub struct ProvisionAnswer {
+    #[serde(default)]
+    pub parameters: Option<std::collections::BTreeMap<String, String>>,
+    pub error: Option<String>,
+}
+
+/// Changes made while an operation waits to start.
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Injection {
+    #[serde(default)]
+    pub volumes: Vec<Value>,
+    #[serde(default)]
+    pub delete_volumes: Vec<String>,
+    #[serde(default)]
+    pub claims: Vec<Value>,
+    #[serde(default)]
+    pub delete_claims: Vec<String>,
+    /// Reach only the controller's cache.
+    #[serde(default)]
+    pub cache_claims: Vec<Value>,
+    #[serde(default)]
+    pub cache_volumes: Vec<Value>,
+    #[serde(default)]
+    pub nodes: Vec<Value>,
+}
+
+/// An API change of a `controller` case.
+#[derive(Debug, Deserialize)]
+pub struct Action {
+    /// `add-claim`, `delete-claim` or `delete-volume`.
+    pub op: String,
+    pub object: Value,
+}

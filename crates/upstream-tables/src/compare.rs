@@ -1,0 +1,115 @@
+//! Compares objects as upstream's `CheckVolumes` / `CheckClaims` do (every field, the
+//! resourceVersion aside), after removing what a real API server adds and upstream's fake one
+//! does not (uid, creationTimestamp, generation, managedFields, lastPhaseTransitionTime), and
+//! events as upstream's `checkEvents` does (each expected text a prefix of the one emitted, in
+//! order, none more).
+
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// An object without the fields upstream's comparison cannot see. `keep_uid`: the expected
+/// object has a uid, so it is compared.
+pub fn normalize(v: &Value, keep_uid: bool) -> Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("apiVersion");
+        o.remove("kind");
+        if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            for f in ["resourceVersion", "creationTimestamp", "generation", "managedFields"] {
+                m.remove(f);
+            }
+            if !keep_uid {
+                m.remove("uid");
+            }
+        }
+        if let Some(s) = o.get_mut("status").and_then(Value::as_object_mut) {
+            s.remove("lastPhaseTransitionTime");
+        }
+        if let Some(r) = o.get_mut("spec").and_then(|s| s.get_mut("claimRef")).and_then(Value::as_object_mut) {
+            r.remove("resourceVersion");
+        }
+    }
+    prune(&mut v);
+    v
+}
+
+/// Drops nulls and empty maps and lists: Go's omitempty makes no difference between them.
+fn prune(v: &mut Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Object(m) => {
+            m.retain(|_, x| prune(x));
+            !m.is_empty()
+        }
+        Value::Array(a) => {
+            for x in a.iter_mut() {
+                prune(x);
+            }
+            !a.is_empty()
+        }
+        _ => true,
+    }
+}
+
+fn name_of(v: &Value) -> String {
+    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// Differences between the expected objects of one kind and those found, by name.
+pub fn objects(kind: &str, expected: &[Value], got: &[Value]) -> Vec<String> {
+    let exp: BTreeMap<String, &Value> = expected.iter().map(|v| (name_of(v), v)).collect();
+    let found: BTreeMap<String, &Value> = got.iter().map(|v| (name_of(v), v)).collect();
+    let mut out = Vec::new();
+    for (name, e) in &exp {
+        let keep_uid = e.pointer("/metadata/uid").is_some();
+        match found.get(name) {
+            None => out.push(format!("{kind} {name}: expected, missing")),
+            Some(g) => {
+                let (e, g) = (normalize(e, keep_uid), normalize(g, keep_uid));
+                let mut diffs = Vec::new();
+                diff("", &e, &g, &mut diffs);
+                out.extend(diffs.into_iter().map(|d| format!("{kind} {name}: {d}")));
+            }
+        }
+    }
+    for name in found.keys().filter(|n| !exp.contains_key(*n)) {
+        out.push(format!("{kind} {name}: not expected, present"));
+    }
+    out
+}
+
+fn diff(path: &str, e: &Value, g: &Value, out: &mut Vec<String>) {
+    match (e, g) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            let empty = Value::Object(Map::new());
+            for k in keys {
+                let p = format!("{path}.{k}");
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => diff(&p, x, y, out),
+                    (Some(x), None) => out.push(format!("{p}: expected {x}, absent")),
+                    (None, Some(y)) => out.push(format!("{p}: not expected, {y}")),
+                    (None, None) => diff(&p, &empty, &empty, out),
+                }
+            }
+        }
+        _ if e == g => {}
+        _ => out.push(format!("{}: expected {e}, got {g}", if path.is_empty() { "." } else { path })),
+    }
+}
+
+/// Differences between the expected event prefixes and the events emitted (`Type Reason Message`).
+pub fn events(expected: &[String], got: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, e) in expected.iter().enumerate() {
+        match got.get(i) {
+            None => out.push(format!("event {e:?} not emitted")),
+            Some(g) if !g.starts_with(e.as_str()) => out.push(format!("event {i}: expected {e:?}, got {g:?}")),
+            Some(_) => {}
+        }
+    }
+    for g in got.iter().skip(expected.len()) {
+        out.push(format!("event not expected: {g:?}"));
+    }
+    out
+}

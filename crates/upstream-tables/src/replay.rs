@@ -1,0 +1,278 @@
+//! Replays one case through this controller, as upstream's runner runs it through its own.
+
+use crate::case::{Case, Injection};
+use crate::compare;
+use crate::inject::Injecting;
+use crate::mock::MockPlugin;
+use pv_core::operations::Mode;
+use pv_core::{ClusterApi, Config, Controller, PluginRegistry, WATCHED_KINDS};
+use pv_local::{deliver, MemApi};
+use pv_model::index::VolumeIndex;
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::ObjectKey;
+use pv_sim::{Simulation, SimulationOptions};
+use pv_store::{ListOptions, Object, Store, WatchEventType};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Upstream's annotation for objects its API has and its controller's cache does not.
+const SKIP_LOCAL_STORE: &str = "pv-testing-skip-local-store";
+
+/// What a replay found.
+pub enum Verdict {
+    /// Objects and events as upstream's test expects them.
+    Same,
+    /// What differs.
+    Differ(Vec<String>),
+    /// The case cannot be asked of this controller, and why.
+    NotApplicable(String),
+}
+
+/// Replays `case`.
+pub async fn replay(case: &Case) -> Verdict {
+    if case.csi_migration {
+        return Verdict::NotApplicable(
+            "upstream's test migrates its mock in-tree plugin to a fake CSI driver through a fake translator (Go internals); this controller's migration table names the real in-tree plugins only".into(),
+        );
+    }
+    match case.run.as_str() {
+        "index" => index(case),
+        "sync" => match sync(case).await {
+            Ok(v) => v,
+            Err(e) => Verdict::Differ(vec![e]),
+        },
+        "multisync" | "controller" => match settle(case).await {
+            Ok(v) => v,
+            Err(e) => Verdict::Differ(vec![e]),
+        },
+        other => Verdict::NotApplicable(format!("unknown run {other:?}")),
+    }
+}
+
+fn typed(v: &Value, api_version: &str, kind: &str) -> Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("apiVersion".into(), api_version.into());
+        o.insert("kind".into(), kind.into());
+    }
+    v
+}
+
+/// The case's classes and pods: upstream hands them to its controller's listers, never to its
+/// fake API server (which validates nothing: some are not valid objects, a class without a
+/// provisioner, a pod named `runningPod`).
+fn listed_only(case: &Case) -> Vec<(&'static str, Object)> {
+    let classes = case.classes.iter().map(|c| ("storageclasses", Object::new(&typed(c, "storage.k8s.io/v1", "StorageClass"))));
+    let pods = case.pods.iter().map(|p| ("pods", Object::new(&typed(p, "v1", "Pod"))));
+    classes.chain(pods).collect()
+}
+
+/// The case's volumes and claims (and, where the API server holds them, its classes), as
+/// documents the simulator loads.
+fn initial_objects(case: &Case, with_classes: bool) -> Result<Vec<pv_sim::InputObject>, String> {
+    let mut docs: Vec<Value> = Vec::new();
+    if with_classes {
+        docs.extend(case.classes.iter().map(|c| typed(c, "storage.k8s.io/v1", "StorageClass")));
+    }
+    docs.extend(case.initial_volumes.iter().map(|v| typed(v, "v1", "PersistentVolume")));
+    docs.extend(case.initial_claims.iter().map(|c| typed(c, "v1", "PersistentVolumeClaim")));
+    let text = serde_json::to_string(&Value::Array(docs)).map_err(|e| e.to_string())?;
+    pv_sim::load_documents(&text).map_err(|e| format!("the initial objects: {e}"))
+}
+
+fn skipped(v: &Value) -> bool {
+    v.pointer("/metadata/annotations").and_then(Value::as_object).is_some_and(|a| a.contains_key(SKIP_LOCAL_STORE))
+}
+
+fn config() -> Config {
+    // Upstream's event texts (`--detailed-events=false`, as `run` has them).
+    Config { detailed_events: false, operations: Mode::Deferred, ..Config::default() }
+}
+
+fn plugins(case: &Case) -> PluginRegistry {
+    let mut plugins = PluginRegistry::new();
+    if let Some(answers) = &case.plugin {
+        plugins.register(Arc::new(MockPlugin::new(answers.clone())));
+    }
+    plugins
+}
+
+fn listed(store: &Store, resource: &str) -> Vec<Value> {
+    store.list(resource, &ListOptions::default()).map(|(items, _)| items.iter().map(Object::value).collect()).unwrap_or_default()
+}
+
+/// The events written, in order, as upstream's fake recorder prints them.
+fn events(store: &Store) -> Vec<String> {
+    let mut evs = listed(store, "events");
+    let rv = |v: &Value| v.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse::<u64>().ok());
+    evs.sort_by_key(rv);
+    let mut out = Vec::new();
+    for e in evs {
+        let s = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
+        let count = e.get("count").and_then(Value::as_u64).unwrap_or(1).max(1);
+        for _ in 0..count {
+            out.push(format!("{} {} {}", s("type"), s("reason"), s("message")));
+        }
+    }
+    out
+}
+
+fn verdict(case: &Case, store: &Store, mut found: Vec<String>) -> Verdict {
+    found.extend(compare::objects("volume", &case.expected_volumes, &listed(store, "persistentvolumes")));
+    found.extend(compare::objects("claim", &case.expected_claims, &listed(store, "persistentvolumeclaims")));
+    found.extend(compare::events(&case.expected_events, &events(store)));
+    if found.is_empty() {
+        Verdict::Same
+    } else {
+        Verdict::Differ(found)
+    }
+}
+
+/// Upstream's `runSyncTests`: the controller's caches filled (but for objects marked to skip
+/// them), one sync, the operations it started run to their end (after the case's injected
+/// changes), then objects and events compared.
+async fn sync(case: &Case) -> Result<Verdict, String> {
+    let Some(call) = &case.sync else {
+        return Ok(Verdict::NotApplicable("the test function performs no sync of its own".into()));
+    };
+    let objects = initial_objects(case, false)?;
+    let (store, clock) = Simulation::load(objects).map_err(|e| format!("load: {e}"))?;
+    let mem: Arc<dyn ClusterApi> = Arc::new(MemApi::new(store.clone()));
+    let api = Arc::new(Injecting::new(mem, case.errors.clone()));
+    let c = Controller::new(api, plugins(case), clock, config());
+    for (resource, o) in listed_only(case) {
+        deliver(&c, resource, WatchEventType::Added, &o);
+    }
+    for resource in WATCHED_KINDS {
+        for o in store.list(resource, &ListOptions::default()).map_err(|e| e.to_string())?.0 {
+            if !skipped(&o.value()) {
+                deliver(&c, resource, WatchEventType::Added, &o);
+            }
+        }
+    }
+    let result = match call.kind.as_str() {
+        "claim" => c.sync_claim_key(ObjectKey::new(&call.namespace, &call.name).as_str()).await,
+        _ => c.sync_volume_key(&call.name).await,
+    };
+    let mut found = Vec::new();
+    match (&result, call.expect_error) {
+        (Ok(()), true) => found.push("the sync succeeded where upstream's fails".to_string()),
+        (Err(e), false) => found.push(format!("the sync failed: {e}")),
+        _ => {}
+    }
+    if let Some(inj) = &case.injection {
+        inject(&store, &c, inj)?;
+    }
+    while c.operations().run_next().await {}
+    c.recorder().flush().await;
+    Ok(verdict(case, &store, found))
+}
+
+/// Changes made while an operation waits to start: API writes the controller is not told of,
+/// and objects only its cache sees.
+fn inject(store: &Store, c: &Controller, inj: &Injection) -> Result<(), String> {
+    let put = |resource: &str, v: &Value| -> Result<(), String> {
+        let ns = v.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+        let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let kind = if resource == "persistentvolumes" { "PersistentVolume" } else { "PersistentVolumeClaim" };
+        let mut obj = typed(v, "v1", kind);
+        match store.get(resource, ns, name) {
+            Ok(old) => {
+                let rv = old.value().pointer("/metadata/resourceVersion").cloned().unwrap_or_default();
+                obj["metadata"]["resourceVersion"] = rv;
+                store.update(resource, obj.clone(), false).map_err(|e| format!("inject {name}: {e}"))?;
+                store.update(resource, obj, true).map_err(|e| format!("inject {name} status: {e}"))?;
+            }
+            Err(_) => {
+                obj["metadata"].as_object_mut().map(|m| m.remove("resourceVersion"));
+                store.create(resource, obj).map_err(|e| format!("inject {name}: {e}"))?;
+            }
+        }
+        Ok(())
+    };
+    for v in &inj.volumes {
+        put("persistentvolumes", v)?;
+    }
+    for v in &inj.claims {
+        put("persistentvolumeclaims", v)?;
+    }
+    for name in &inj.delete_volumes {
+        store.delete("persistentvolumes", "", name, None, None).map_err(|e| format!("inject: delete {name}: {e}"))?;
+    }
+    for key in &inj.delete_claims {
+        store.delete("persistentvolumeclaims", "default", key, None, None).map_err(|e| format!("inject: delete {key}: {e}"))?;
+    }
+    for (resource, kind, list) in [
+        ("persistentvolumeclaims", "PersistentVolumeClaim", &inj.cache_claims),
+        ("persistentvolumes", "PersistentVolume", &inj.cache_volumes),
+        ("nodes", "Node", &inj.nodes),
+    ] {
+        for v in list {
+            deliver(c, resource, WatchEventType::Added, &Object::new(&typed(v, "v1", kind)));
+        }
+    }
+    Ok(())
+}
+
+/// Upstream's `runMultisyncTests` (syncs of what changed and periodic syncs of everything until
+/// nothing changes) and `TestControllerSync` (the running controller, then the case's API
+/// changes): the simulator runs this controller until it is quiescent.
+async fn settle(case: &Case) -> Result<Verdict, String> {
+    if case.injection.is_some() {
+        return Ok(Verdict::NotApplicable(
+            "changes injected before an operation starts, in a run to quiescence: the simulator has no point to inject them at".into(),
+        ));
+    }
+    let objects = initial_objects(case, true)?;
+    let options = SimulationOptions { config: config(), ..SimulationOptions::default() };
+    let mut sim = Simulation::new(objects, plugins(case), options).map_err(|e| format!("load: {e}"))?;
+    sim.start();
+    sim.run().await.map_err(|e| e.to_string())?;
+    if !case.actions.is_empty() {
+        let store = sim.store().clone();
+        for a in &case.actions {
+            let ns = a.object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+            let name = a.object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            let r = match a.op.as_str() {
+                "add-claim" => {
+                    let mut obj = typed(&a.object, "v1", "PersistentVolumeClaim");
+                    obj["metadata"].as_object_mut().map(|m| m.remove("resourceVersion"));
+                    store.create("persistentvolumeclaims", obj).map(drop)
+                }
+                "delete-claim" => store.delete("persistentvolumeclaims", ns, name, None, None).map(drop),
+                "delete-volume" => store.delete("persistentvolumes", "", name, None, None).map(drop),
+                other => return Ok(Verdict::NotApplicable(format!("unknown action {other:?}"))),
+            };
+            r.map_err(|e| format!("{} {name}: {e}", a.op))?;
+        }
+        sim.run().await.map_err(|e| e.to_string())?;
+    }
+    sim.controller().recorder().flush().await;
+    Ok(verdict(case, sim.store(), Vec::new()))
+}
+
+/// An index test's search: the volumes indexed, the claim, upstream's answer against ours.
+fn index(case: &Case) -> Verdict {
+    let decode_all = || -> Result<(VolumeIndex, PersistentVolumeClaim), String> {
+        let mut idx = VolumeIndex::new();
+        for v in &case.volumes {
+            let pv: PersistentVolume = serde_json::from_value(v.clone()).map_err(|e| format!("a volume: {e}"))?;
+            idx.apply(Arc::new(pv));
+        }
+        let claim = serde_json::from_value(case.claim.clone().unwrap_or_default()).map_err(|e| format!("the claim: {e}"))?;
+        Ok((idx, claim))
+    };
+    let (idx, claim) = match decode_all() {
+        Ok(x) => x,
+        Err(e) => return Verdict::Differ(vec![e]),
+    };
+    if let Some(e) = &case.error {
+        return Verdict::NotApplicable(format!("upstream's search failed ({e}); this index's search cannot fail"));
+    }
+    let ours = idx.find_best_match(&claim, case.delay_binding, &|_| false).and_then(|v| v.metadata.name.clone());
+    if ours == case.found {
+        Verdict::Same
+    } else {
+        Verdict::Differ(vec![format!("upstream chose {:?}, this controller {:?}", case.found, ours)])
+    }
+}
