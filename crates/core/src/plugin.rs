@@ -144,11 +144,23 @@ impl PluginRegistry {
 
     /// The deleting plugin for this PV's source.
     pub fn deletable_by_spec(&self, volume: &PersistentVolume) -> Result<Arc<dyn VolumePlugin>, String> {
-        self.plugins
-            .iter()
-            .find(|p| p.can_support(volume) && p.can_delete())
-            .cloned()
-            .ok_or_else(|| "no deletable volume plugin matched".to_string())
+        self.by_spec(volume, |p| p.can_delete(), "deletable")
+    }
+
+    /// The plugin for this PV's source that can `what`, with upstream's `VolumePluginMgr`
+    /// errors: "no volume plugin matched" when none supports the source at all, "no <what>
+    /// volume plugin matched" when those that do cannot.
+    fn by_spec(
+        &self,
+        volume: &PersistentVolume,
+        can: impl Fn(&dyn VolumePlugin) -> bool,
+        what: &str,
+    ) -> Result<Arc<dyn VolumePlugin>, String> {
+        let mut supporting = self.plugins.iter().filter(|p| p.can_support(volume)).peekable();
+        if supporting.peek().is_none() {
+            return Err("no volume plugin matched".to_string());
+        }
+        supporting.find(|p| can(p.as_ref())).cloned().ok_or_else(|| format!("no {what} volume plugin matched"))
     }
 
     /// Every plugin that provisions.
@@ -158,10 +170,6 @@ impl PluginRegistry {
 
     /// The recycling plugin for this PV's source.
     pub fn recyclable_by_spec(&self, volume: &PersistentVolume) -> Result<Arc<dyn VolumePlugin>, String> {
-        self.plugins
-            .iter()
-            .find(|p| p.can_support(volume) && p.can_recycle())
-            .cloned()
-            .ok_or_else(|| "no recyclable volume plugin matched".to_string())
+        self.by_spec(volume, |p| p.can_recycle(), "recyclable")
     }
 }

@@ -82,6 +82,9 @@ pub struct ReactorError {
     pub verb: String,
     pub resource: String,
     pub message: String,
+    /// The API status reason, when the error is a status error.
+    #[serde(default)]
+    pub reason: String,
 }
 
 /// What the mock plugin answers, call by call (`null`: success).
@@ -130,4 +133,92 @@ pub struct Action {
     /// `add-claim`, `delete-claim` or `delete-volume`.
     pub op: String,
     pub object: Value,
+}
+
+/// A name kube-apiserver accepts for `name`: upstream's fake API server takes any name
+/// (`volume1-4_1`, `completedClaim`); lowercase, with `-` for `_`.
+fn valid_name(name: &str) -> String {
+    name.to_lowercase().replace('_', "-")
+}
+
+fn collect_names(objects: &[Value], out: &mut std::collections::BTreeMap<String, String>) {
+    for o in objects {
+        if let Some(n) = o.pointer("/metadata/name").and_then(Value::as_str) {
+            if valid_name(n) != n {
+                out.insert(n.to_string(), valid_name(n));
+            }
+        }
+    }
+}
+
+fn rename(v: &mut Value, names: &std::collections::BTreeMap<String, String>) {
+    match v {
+        Value::String(s) => {
+            for (from, to) in names {
+                if s.contains(from.as_str()) {
+                    *s = s.replace(from.as_str(), to);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| rename(x, names)),
+        Value::Object(m) => {
+            // An annotation with an empty key (`newClaim(..., "")` in upstream's tables) is one
+            // no API server stores.
+            if let Some(Value::Object(ann)) = m.get_mut("annotations") {
+                ann.remove("");
+            }
+            m.values_mut().for_each(|x| rename(x, names));
+        }
+        _ => {}
+    }
+}
+
+impl Case {
+    /// The case with the objects' names made ones kube-apiserver accepts, everywhere they
+    /// appear (claim references, volume names, messages), and annotations with an empty key
+    /// dropped: upstream's fake API server validates nothing, this controller's store does as
+    /// kube-apiserver does. Returns the names changed.
+    pub fn make_valid(&mut self) -> Vec<(String, String)> {
+        let mut names = std::collections::BTreeMap::new();
+        for list in [&self.initial_volumes, &self.initial_claims, &self.expected_volumes, &self.expected_claims] {
+            collect_names(list, &mut names);
+        }
+        for list in [
+            &mut self.initial_volumes,
+            &mut self.initial_claims,
+            &mut self.expected_volumes,
+            &mut self.expected_claims,
+            &mut self.pods,
+            &mut self.volumes,
+        ] {
+            list.iter_mut().for_each(|v| rename(v, &names));
+        }
+        if let Some(c) = self.claim.as_mut() {
+            rename(c, &names);
+        }
+        if let Some(s) = self.sync.as_mut() {
+            if let Some(n) = names.get(&s.name) {
+                s.name = n.clone();
+            }
+        }
+        for a in &mut self.actions {
+            rename(&mut a.object, &names);
+        }
+        for e in &mut self.expected_events {
+            for (from, to) in &names {
+                *e = e.replace(from.as_str(), to);
+            }
+        }
+        if let Some(inj) = self.injection.as_mut() {
+            for list in [&mut inj.volumes, &mut inj.claims, &mut inj.cache_claims, &mut inj.cache_volumes] {
+                list.iter_mut().for_each(|v| rename(v, &names));
+            }
+            for n in inj.delete_volumes.iter_mut().chain(inj.delete_claims.iter_mut()) {
+                if let Some(to) = names.get(n.as_str()) {
+                    *n = to.clone();
+                }
+            }
+        }
+        names.into_iter().collect()
+    }
 }

@@ -25,7 +25,16 @@ impl Injecting {
             .iter()
             .position(|e| (e.verb == verb || e.verb == "*") && (e.resource == resource || e.resource == "*"));
         match hit {
-            Some(i) => Err(ApiError::other(errors.remove(i).message)),
+            Some(i) => {
+                let e = errors.remove(i);
+                Err(match e.reason.as_str() {
+                    "AlreadyExists" => ApiError::AlreadyExists(e.message),
+                    "NotFound" => ApiError::NotFound(e.message),
+                    "Conflict" => ApiError::Conflict(e.message),
+                    "Invalid" => ApiError::Invalid(e.message),
+                    _ => ApiError::other(e.message),
+                })
+            }
             None => Ok(()),
         }
     }

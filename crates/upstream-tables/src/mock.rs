@@ -62,7 +62,7 @@ impl VolumePlugin for MockPlugin {
     async fn provision(&self, options: &ProvisionOptions) -> Result<PersistentVolume, PluginError> {
         let calls = &self.answers.provision;
         if calls.is_empty() {
-            return Err(PluginError::new("Failed to create provisioner: Mock plugin error: no provisionCalls configured"));
+            return Err(PluginError::new("Mock plugin error: no provisionCalls configured"));
         }
         let mut counters = self.calls.lock().unwrap();
         let n = counters.0;
