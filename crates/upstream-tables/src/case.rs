@@ -222,3 +222,28 @@ impl Case {
         names.into_iter().collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_an_api_server_refuses_are_made_valid_everywhere() {
+        let mut case: Case = serde_json::from_value(json!({
+            "test": "TestSync/x", "name": "x", "run": "sync",
+            "sync": {"kind": "volume", "name": "volume1-4_1", "expectError": false},
+            "initialVolumes": [{"metadata": {"name": "volume1-4_1"}, "spec": {"claimRef": {"name": "completedClaim"}}}],
+            "initialClaims": [{"metadata": {"name": "completedClaim", "annotations": {"": "yes", "a": "b"}}, "spec": {"volumeName": "volume1-4_1"}}],
+            "expectedEvents": ["Normal X volume1-4_1"],
+        }))
+        .unwrap();
+        let renamed = case.make_valid();
+        assert_eq!(renamed.len(), 2);
+        assert_eq!(case.sync.as_ref().unwrap().name, "volume1-4-1");
+        assert_eq!(case.initial_volumes[0]["spec"]["claimRef"]["name"], "completedclaim");
+        assert_eq!(case.initial_claims[0]["spec"]["volumeName"], "volume1-4-1");
+        assert_eq!(case.initial_claims[0]["metadata"]["annotations"], json!({"a": "b"}));
+        assert_eq!(case.expected_events, vec!["Normal X volume1-4-1"]);
+    }
+}

@@ -112,3 +112,49 @@ pub fn events(expected: &[String], got: &[String]) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn server_fields_are_not_compared_but_everything_else_is() {
+        let expected = json!({"metadata": {"name": "pv-1", "resourceVersion": "1"}, "spec": {"claimRef": {"name": "c", "resourceVersion": "7"}}, "status": {"phase": "Bound"}});
+        let got = json!({"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": "pv-1", "uid": "u", "resourceVersion": "42", "creationTimestamp": "2026-01-01T00:00:00Z", "annotations": {}},
+            "spec": {"claimRef": {"name": "c"}}, "status": {"phase": "Bound", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}});
+        assert!(objects("volume", &[expected.clone()], &[got.clone()]).is_empty());
+        let mut changed = got;
+        changed["status"]["phase"] = json!("Released");
+        assert_eq!(
+            objects("volume", &[expected], &[changed]),
+            vec![r#"volume pv-1: .status.phase: expected "Bound", got "Released""#]
+        );
+    }
+
+    #[test]
+    fn a_uid_the_expected_object_names_is_compared() {
+        let expected = json!({"metadata": {"name": "c", "uid": "uid-1"}});
+        let got = json!({"metadata": {"name": "c", "uid": "generated"}});
+        assert_eq!(objects("claim", &[expected], &[got]).len(), 1);
+    }
+
+    #[test]
+    fn missing_and_unexpected_objects_are_reported() {
+        let a = json!({"metadata": {"name": "a"}});
+        let b = json!({"metadata": {"name": "b"}});
+        assert_eq!(
+            objects("volume", &[a], &[b]),
+            vec!["volume a: expected, missing", "volume b: not expected, present"]
+        );
+    }
+
+    #[test]
+    fn events_compare_by_prefix_in_order_and_only_as_many_as_expected() {
+        let got = vec!["Warning ClaimLost Bound claim has lost".to_string(), "Normal Other x".to_string()];
+        assert!(events(&["Warning ClaimLost".into()], &got).is_empty());
+        assert_eq!(events(&["Normal Other".into()], &got).len(), 1);
+        assert_eq!(events(&["Warning ClaimLost".into(), "Normal Other".into(), "Normal Third".into()], &got).len(), 1);
+    }
+}

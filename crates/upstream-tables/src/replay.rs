@@ -269,11 +269,6 @@ fn gone(store: &Store, resource: &str, ns: &str, name: &str) -> Result<(), Strin
 /// nothing changes) and `TestControllerSync` (the running controller, then the case's API
 /// changes): the simulator runs this controller until it is quiescent.
 async fn settle(case: &Case) -> Result<Verdict, String> {
-    if case.injection.is_some() {
-        return Ok(Verdict::NotApplicable(
-            "changes injected before an operation starts, in a run to quiescence: the simulator has no point to inject them at".into(),
-        ));
-    }
     let objects = match loaded(case, true) {
         Ok(o) => o,
         Err(v) => return Ok(v),
@@ -281,6 +276,25 @@ async fn settle(case: &Case) -> Result<Verdict, String> {
     let options = SimulationOptions { config: config(), ..SimulationOptions::default() };
     let mut sim = Simulation::new(objects, plugins(case), options).map_err(|e| format!("load: {e}"))?;
     sim.start();
+    if let (Some(inj), Some(call)) = (&case.injection, &case.sync) {
+        // The case's first sync, then its changes while the operation that sync started waits
+        // (operations are deferred in the simulator), then the run to quiescence.
+        let c = sim.controller().clone();
+        // Upstream's runner fills the caches without queueing anything: its test function's
+        // sync is the first.
+        for queue in [&c.volume_queue, &c.claim_queue] {
+            while let Some(key) = queue.try_get() {
+                queue.done(&key);
+            }
+        }
+        let _ = match call.kind.as_str() {
+            "claim" => c.sync_claim_key(ObjectKey::new(&call.namespace, &call.name).as_str()).await,
+            _ => c.sync_volume_key(&call.name).await,
+        };
+        inject(sim.store(), &c, inj)?;
+        // The operation goes on right after the changes, as upstream's hook lets it.
+        while c.operations().run_next().await {}
+    }
     sim.run().await.map_err(|e| e.to_string())?;
     if !case.actions.is_empty() {
         let store = sim.store().clone();

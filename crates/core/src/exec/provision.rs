@@ -124,6 +124,15 @@ impl Controller {
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(Error::api("checking for an existing provisioned volume")(e)),
         }
+        // The selected node is looked up as the operation runs, as upstream's operation looks it
+        // up: one that reached the cache since the plan was made is taken.
+        let (node, refusal) = match refusal {
+            Some(Refusal::NodeNotFound(name)) => match self.caches.node(&name) {
+                Some(n) => (Some(n), None),
+                None => (None, Some(Refusal::NodeNotFound(name))),
+            },
+            r => (node, r),
+        };
         if let Some(r) = refusal {
             return Err(self.fail_provisioning(&claim, r.message(&plugin_name, &class)).await);
         }
