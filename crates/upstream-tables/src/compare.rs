@@ -124,7 +124,7 @@ mod tests {
         let got = json!({"apiVersion": "v1", "kind": "PersistentVolume",
             "metadata": {"name": "pv-1", "uid": "u", "resourceVersion": "42", "creationTimestamp": "2026-01-01T00:00:00Z", "annotations": {}},
             "spec": {"claimRef": {"name": "c"}}, "status": {"phase": "Bound", "lastPhaseTransitionTime": "2026-01-01T00:00:00Z"}});
-        assert!(objects("volume", &[expected.clone()], &[got.clone()]).is_empty());
+        assert!(objects("volume", std::slice::from_ref(&expected), std::slice::from_ref(&got)).is_empty());
         let mut changed = got;
         changed["status"]["phase"] = json!("Released");
         assert_eq!(
