@@ -231,9 +231,13 @@ impl ShadowLog {
         Some(d)
     }
 
-    /// Forgets what was judged of an object that is gone, so that one of the same name is new.
-    pub fn forget(&mut self, kind: &'static str, object: &str) {
-        self.judged.retain(|t, _| !(t.kind == kind && t.object == object));
+    /// Forgets what was judged of objects that are gone (`exists(kind, object)` false): one of
+    /// the same name made later is new, its decisions judged afresh, and a long-running shadow
+    /// keeps nothing of objects deleted long ago. Returns how many judgements were forgotten.
+    pub fn retain_objects(&mut self, exists: impl Fn(&str, &str) -> bool) -> usize {
+        let before = self.judged.len();
+        self.judged.retain(|t, _| exists(t.kind, &t.object));
+        before - self.judged.len()
     }
 
     /// Decisions judged, by verdict and kind.
@@ -312,6 +316,21 @@ mod tests {
         log.intend(t("spec.volumeName"), String::new(), "pv-2".into(), 20_000);
         assert_eq!(log.pending(), 0);
         assert_eq!(log.counts()[&(Verdict::Agree, "PersistentVolumeClaim")], 1);
+    }
+
+    #[test]
+    fn an_object_gone_is_forgotten_and_one_of_its_name_judged_afresh() {
+        let mut log = ShadowLog::default();
+        log.intend(t("spec.volumeName"), String::new(), "pv-1".into(), 0);
+        log.judge(&t("spec.volumeName"), "pv-1".into(), None).unwrap();
+        // Still there: its judgement stays, a resync's repeat is no decision.
+        assert_eq!(log.retain_objects(|_, _| true), 0);
+        log.intend(t("spec.volumeName"), String::new(), "pv-1".into(), 1_000);
+        assert_eq!(log.pending(), 0);
+        // Deleted, then made again under its name: the same decision is judged again.
+        assert_eq!(log.retain_objects(|kind, object| !(kind == "PersistentVolumeClaim" && object == "ns/c")), 1);
+        log.intend(t("spec.volumeName"), String::new(), "pv-1".into(), 2_000);
+        assert_eq!(log.pending(), 1);
     }
 
     #[test]

@@ -164,10 +164,19 @@ impl KubeApi {
             _ => "<error>".to_string(),
         };
         self.requests.record(method.as_str(), code);
-        match r {
-            Ok(r) => r.map_err(|e| classify(what, e)),
-            Err(_) => Err(ApiError::other(format!("{what}: no answer within {:?}", self.timeout))),
-        }
+        answer(what, self.timeout, r)
+    }
+}
+
+/// A request's answer (or none within `timeout`), classified as the controller reacts to it.
+pub(crate) fn answer<T>(
+    what: &str,
+    timeout: Duration,
+    r: Result<kube::Result<T>, tokio::time::error::Elapsed>,
+) -> Result<T, ApiError> {
+    match r {
+        Ok(r) => r.map_err(|e| classify(what, e)),
+        Err(_) => Err(ApiError::other(format!("{what}: no answer within {timeout:?}"))),
     }
 }
 

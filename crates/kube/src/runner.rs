@@ -104,6 +104,13 @@ pub fn start_shadow(client: Client, host: &str, opts: &ControllerOptions, settle
     let config = config(opts);
     let api = ShadowApi::new(shadow.clone());
     let controller = Controller::new(Arc::new(api), pv_plugins::registry(None), SystemClock::new(), config);
+    let caches = Arc::downgrade(&controller);
+    shadow.set_exists(Box::new(move |kind, object| {
+        caches.upgrade().is_some_and(|c| match kind {
+            "PersistentVolume" => c.caches().volume(object).is_some(),
+            _ => c.caches().claim(object).is_some(),
+        })
+    }));
     let informers = start_informers(client, controller.clone(), own.clone());
     Wiring { controller, informers, requests, own, shadow: Some(shadow) }
 }

@@ -47,10 +47,7 @@ impl ReadOnly {
         what: &str,
         fut: impl std::future::Future<Output = kube::Result<T>>,
     ) -> Result<T, ApiError> {
-        match tokio::time::timeout(self.timeout, fut).await {
-            Ok(r) => r.map_err(|e| classify(what, e)),
-            Err(_) => Err(ApiError::other(format!("{what}: no answer within {:?}", self.timeout))),
-        }
+        crate::api::answer(what, self.timeout, tokio::time::timeout(self.timeout, fut).await)
     }
 
     async fn volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
@@ -102,12 +99,45 @@ pub struct Shadow {
     origin: Instant,
     /// The claim each volume's latest decision binds it to, `namespace/name`.
     bound_to: Mutex<HashMap<String, String>>,
+    /// Whether an object (kind, name or `namespace/name`) still exists, as the controller's
+    /// caches see it: what is kept of objects gone is let go ([`Shadow::forget_gone`]).
+    exists: std::sync::OnceLock<Exists>,
+    /// When objects gone were last let go.
+    forgot_ms: std::sync::atomic::AtomicU64,
 }
+
+/// Tells whether an object (kind, name or `namespace/name`) exists.
+pub type Exists = Box<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
+/// How often [`Shadow::judge`] lets go of what it keeps of objects gone.
+const FORGET_EVERY_MS: u64 = 60_000;
 
 impl Shadow {
     /// Shadow mode over `reads`, judging each decision `settle` after it was made.
     pub fn new(reads: ReadOnly, settle: Duration) -> Arc<Self> {
-        Arc::new(Shadow { reads, log: Mutex::default(), settle, origin: Instant::now(), bound_to: Mutex::default() })
+        Arc::new(Shadow {
+            reads,
+            log: Mutex::default(),
+            settle,
+            origin: Instant::now(),
+            bound_to: Mutex::default(),
+            exists: std::sync::OnceLock::new(),
+            forgot_ms: Default::default(),
+        })
+    }
+
+    /// Tells the shadow how to know that an object exists (once; the controller's caches).
+    pub fn set_exists(&self, exists: Exists) {
+        let _ = self.exists.set(exists);
+    }
+
+    /// Lets go of the judgements and bindings kept of objects that no longer exist, so that a
+    /// long-running shadow's memory follows the cluster's size and an object made again under a
+    /// name is judged afresh. Returns how many judgements were let go.
+    pub fn forget_gone(&self) -> usize {
+        let Some(exists) = self.exists.get() else { return 0 };
+        self.bound_to.lock().unwrap().retain(|volume, _| exists("PersistentVolume", volume));
+        self.log.lock().unwrap().retain_objects(|kind, object| exists(kind, object))
     }
 
     fn now_ms(&self) -> u64 {
@@ -145,6 +175,12 @@ impl Shadow {
 
     /// Judges every decision whose settle window has passed. Returns how many were judged.
     pub async fn judge(&self) -> usize {
+        let now = self.now_ms();
+        let last = self.forgot_ms.load(std::sync::atomic::Ordering::Relaxed);
+        if now.saturating_sub(last) >= FORGET_EVERY_MS {
+            self.forgot_ms.store(now, std::sync::atomic::Ordering::Relaxed);
+            self.forget_gone();
+        }
         let settle = self.settle.as_millis() as u64;
         let due = self.log.lock().unwrap().due(self.now_ms(), settle);
         let mut n = 0;
@@ -418,5 +454,36 @@ impl ClusterApi for ShadowApi {
 
     async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
         self.reads().pods(namespace).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shadow() -> Arc<Shadow> {
+        // Nothing is read in these tests: the client is never asked.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        Shadow::new(ReadOnly::new(Client::try_from(config).unwrap(), Duration::from_secs(1)), Duration::ZERO)
+    }
+
+    #[tokio::test]
+    async fn what_is_kept_of_objects_gone_is_let_go() {
+        let s = shadow();
+        s.intend("PersistentVolume", "pv-1".into(), "spec.claimRef", String::new(), "ns/c".into());
+        s.intend("PersistentVolume", "pv-2".into(), "spec.claimRef", String::new(), "ns/d".into());
+        let due = s.log.lock().unwrap().due(u64::MAX, 0);
+        for d in due {
+            s.log.lock().unwrap().judge(&d.target, d.ours.clone(), None);
+        }
+        // Without a way to tell, nothing is let go.
+        assert_eq!(s.forget_gone(), 0);
+        s.set_exists(Box::new(|kind, object| kind == "PersistentVolume" && object == "pv-2"));
+        assert_eq!(s.forget_gone(), 1);
+        assert_eq!(s.bound_to.lock().unwrap().keys().collect::<Vec<_>>(), vec!["pv-2"]);
+        // pv-1 made again under its name: the same decision is a new one; pv-2's repeat is not.
+        s.intend("PersistentVolume", "pv-1".into(), "spec.claimRef", String::new(), "ns/c".into());
+        s.intend("PersistentVolume", "pv-2".into(), "spec.claimRef", String::new(), "ns/d".into());
+        assert_eq!(s.pending(), 1);
     }
 }
