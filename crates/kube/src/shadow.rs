@@ -13,7 +13,6 @@
 //! (the binder in charge saw the objects in another order, or resyncs later), the decision waits,
 //! up to [`UNDECIDED_WINDOWS`] settle windows, before it counts as a difference.
 
-use crate::api::classify;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Api, ListParams, VersionMatch};
