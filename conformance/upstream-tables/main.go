@@ -7,7 +7,9 @@
 // at fixed places of upstream's test framework (the rewrites below; each must match exactly
 // once, or this command fails naming it), and runs upstream's tests there with
 // UPSTREAM_TABLES_OUT=-out: every case of runSyncTests, runMultisyncTests and
-// TestControllerSync, and every volume search an index test makes, becomes one JSON file in
+// TestControllerSync, every volume search an index test makes and every call of the two matching
+// checks the index tests call (volume mode, access modes), and of the migration annotations and
+// deletion finalizers two controller tests check, becomes one JSON file in
 // -out. Upstream's own verdict on its controller is kept in each case (upstreamPassed). Nothing
 // of upstream's is copied into this repository.
 //
@@ -62,6 +64,18 @@ var rewrites = []rewrite{
 	// The index's search, seen by index_record.go.
 	{"index.go", "func (pvIndex *persistentVolumeOrderedIndex) findBestMatchForClaim(",
 		"func (pvIndex *persistentVolumeOrderedIndex) findBestMatchForClaimUpstream("},
+	// The matching checks two index tests call directly.
+	{"index_test.go", "expectedMismatch := volume.CheckVolumeModeMismatches(&scenario.pvc.Spec, &scenario.vol.Spec)",
+		"expectedMismatch := recordCheck(t.Name(), \"volumeMode\", scenario.pvc, scenario.vol, volume.CheckVolumeModeMismatches(&scenario.pvc.Spec, &scenario.vol.Spec))"},
+	{"index_test.go", "result := volume.CheckAccessModes(scenario.claim, pv)",
+		"result := recordCheck(t.Name()+\"/\"+name, \"accessModes\", scenario.claim, pv, volume.CheckAccessModes(scenario.claim, pv))"},
+	// The migration annotations and deletion finalizers two controller tests check.
+	{"pv_controller_test.go", "				updateMigrationAnnotations(logger, cmpm, translator, ann, false)\n",
+		"				recordMigration(t.Name(), ann, false, func() bool { return updateMigrationAnnotations(logger, cmpm, translator, ann, false) })\n"},
+	{"pv_controller_test.go", "				updateMigrationAnnotations(logger, cmpm, translator, ann, true)\n",
+		"				recordMigration(t.Name(), ann, true, func() bool { return updateMigrationAnnotations(logger, cmpm, translator, ann, true) })\n"},
+	{"pv_controller_test.go", "modifiedFinalizers, modified := modifyDeletionFinalizers(logger, cmpm, tc.initialVolume)",
+		"modifiedFinalizers, modified := recordFinalizers(t.Name(), tc.initialVolume, func() ([]string, bool) { return modifyDeletionFinalizers(logger, cmpm, tc.initialVolume) })"},
 	// API changes a controller test makes.
 	{"testing/testing.go", "func (r *VolumeReactor) DeleteVolumeEvent(volume *v1.PersistentVolume) {\n",
 		"func (r *VolumeReactor) DeleteVolumeEvent(volume *v1.PersistentVolume) {\n	eventHook(\"delete-volume\", volume.DeepCopy())\n"},

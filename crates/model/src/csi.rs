@@ -41,3 +41,59 @@ pub fn update_migration_annotation(
         None => false,
     }
 }
+
+/// Updates the `migrated-to` annotation of a volume's (`claim` false: by `provisioned-by`) or a
+/// claim's (by `storage-provisioner`, else its beta name) annotations, as upstream's
+/// `updateMigrationAnnotations`. Returns true when it changed.
+pub fn anneal_migration_annotations(annotations: &mut std::collections::BTreeMap<String, String>, claim: bool) -> bool {
+    use crate::annotations as ann;
+    let provisioner = if claim {
+        annotations.get(ann::STORAGE_PROVISIONER).or_else(|| annotations.get(ann::BETA_STORAGE_PROVISIONER))
+    } else {
+        annotations.get(ann::PROVISIONED_BY)
+    };
+    let provisioner = provisioner.cloned();
+    update_migration_annotation(annotations, provisioner.as_deref())
+}
+
+/// Adds or removes the controller's deletion-protection finalizer on a provisioned volume as its
+/// reclaim policy says (upstream's `modifyDeletionFinalizers`): removed for a migrated plugin;
+/// for an in-tree one, added under Delete, removed under Retain and Recycle, and an external
+/// provisioner's taken off. Returns true when the finalizers changed.
+pub fn modify_deletion_finalizers(volume: &mut crate::k8s::PersistentVolume) -> bool {
+    let Some(provisioner) =
+        crate::helpers::annotation(&volume.metadata, crate::annotations::PROVISIONED_BY).map(str::to_string)
+    else {
+        return false;
+    };
+    let mut fins = volume.metadata.finalizers.clone().unwrap_or_default();
+    let before = fins.clone();
+    if migrated_driver(&provisioner).is_some() {
+        fins.retain(|f| f != crate::finalizers::PV_CONTROLLER);
+    } else if provisioner.starts_with(crate::annotations::IN_TREE_PREFIX) {
+        let has = fins.iter().any(|f| f == crate::finalizers::PV_CONTROLLER);
+        match crate::phase::ReclaimPolicy::of(volume) {
+            // A volume being deleted never gains a finalizer (the API server refuses it anyway).
+            Some(crate::phase::ReclaimPolicy::Delete) if !has && volume.metadata.deletion_timestamp.is_none() => {
+                fins.push(crate::finalizers::PV_CONTROLLER.to_string());
+            }
+            Some(crate::phase::ReclaimPolicy::Retain | crate::phase::ReclaimPolicy::Recycle) if has => {
+                fins.retain(|f| f != crate::finalizers::PV_CONTROLLER);
+            }
+            Some(
+                crate::phase::ReclaimPolicy::Delete
+                | crate::phase::ReclaimPolicy::Retain
+                | crate::phase::ReclaimPolicy::Recycle,
+            )
+            | None => {}
+        }
+        fins.retain(|f| f != crate::finalizers::EXTERNAL_PROVISIONER);
+    } else {
+        return false;
+    }
+    if fins == before {
+        return false;
+    }
+    volume.metadata.finalizers = if fins.is_empty() { None } else { Some(fins) };
+    true
+}

@@ -12,7 +12,8 @@ pub struct Case {
     /// The case's own name.
     pub name: String,
     /// How upstream runs it: `sync` (one sync), `multisync` (syncs until nothing changes),
-    /// `controller` (the running controller, fed API changes), `index` (one volume search).
+    /// `controller` (the running controller, fed API changes), `index` (one volume search),
+    /// `check` (one matching check).
     pub run: String,
     /// The sync a `sync` or `multisync` case performs first.
     #[serde(default)]
@@ -61,6 +62,27 @@ pub struct Case {
     pub found: Option<String>,
     #[serde(default)]
     pub error: Option<String>,
+    // `check` cases: one call of a matching check.
+    /// `volumeMode` (true: the modes mismatch), `accessModes` (true: the volume has every mode
+    /// the claim asks for), `migrationAnnotations` (true: changed) or `deletionFinalizers` (true:
+    /// changed).
+    #[serde(default)]
+    pub check: String,
+    #[serde(default)]
+    pub volume: Option<Value>,
+    /// Upstream's answer.
+    #[serde(default)]
+    pub result: bool,
+    /// `migrationAnnotations`: the annotations before and after, and whether they are a claim's.
+    #[serde(default)]
+    pub annotations: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub after: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub is_claim: bool,
+    /// `deletionFinalizers`: the finalizers upstream returns.
+    #[serde(default)]
+    pub finalizers: Option<Vec<String>>,
 }
 
 /// The first sync.
@@ -193,8 +215,8 @@ impl Case {
         ] {
             list.iter_mut().for_each(|v| rename(v, &names));
         }
-        if let Some(c) = self.claim.as_mut() {
-            rename(c, &names);
+        for v in self.claim.iter_mut().chain(self.volume.iter_mut()) {
+            rename(v, &names);
         }
         if let Some(s) = self.sync.as_mut() {
             if let Some(n) = names.get(&s.name) {

@@ -7,6 +7,7 @@ use crate::mock::MockPlugin;
 use pv_core::operations::Mode;
 use pv_core::{ClusterApi, Config, Controller, PluginRegistry, WATCHED_KINDS};
 use pv_local::{deliver, MemApi};
+use pv_model::helpers;
 use pv_model::index::VolumeIndex;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::ObjectKey;
@@ -37,6 +38,7 @@ pub async fn replay(case: &Case) -> Verdict {
     }
     match case.run.as_str() {
         "index" => index(case),
+        "check" => check(case),
         "sync" => match sync(case).await {
             Ok(v) => v,
             Err(e) => Verdict::Differ(vec![e]),
@@ -344,5 +346,63 @@ fn index(case: &Case) -> Verdict {
         Verdict::Same
     } else {
         Verdict::Differ(vec![format!("upstream chose {:?}, this controller {:?}", case.found, ours)])
+    }
+}
+
+/// A matching check an index test calls, or a migration or finalizer decision a controller test
+/// checks: upstream's answer against this controller's rule.
+fn check(case: &Case) -> Verdict {
+    match case.check.as_str() {
+        "migrationAnnotations" => {
+            let mut ann = case.annotations.clone();
+            let changed = pv_model::csi::anneal_migration_annotations(&mut ann, case.is_claim);
+            return if (changed, &ann) == (case.result, &case.after) {
+                Verdict::Same
+            } else {
+                Verdict::Differ(vec![format!(
+                    "annotations: upstream {:?} (changed: {}), this controller {ann:?} (changed: {changed})",
+                    case.after, case.result
+                )])
+            };
+        }
+        "deletionFinalizers" => {
+            let mut volume: PersistentVolume = match serde_json::from_value(case.volume.clone().unwrap_or_default()) {
+                Ok(v) => v,
+                Err(e) => return Verdict::Differ(vec![format!("the volume: {e}")]),
+            };
+            let changed = pv_model::csi::modify_deletion_finalizers(&mut volume);
+            let ours = volume.metadata.finalizers.clone().filter(|f| !f.is_empty());
+            let theirs = case.finalizers.clone().filter(|f| !f.is_empty());
+            return if (changed, &ours) == (case.result, &theirs) {
+                Verdict::Same
+            } else {
+                Verdict::Differ(vec![format!(
+                    "finalizers: upstream {theirs:?} (changed: {}), this controller {ours:?} (changed: {changed})",
+                    case.result
+                )])
+            };
+        }
+        _ => {}
+    }
+    let decoded = || -> Result<(PersistentVolumeClaim, PersistentVolume), String> {
+        let claim =
+            serde_json::from_value(case.claim.clone().unwrap_or_default()).map_err(|e| format!("the claim: {e}"))?;
+        let volume =
+            serde_json::from_value(case.volume.clone().unwrap_or_default()).map_err(|e| format!("the volume: {e}"))?;
+        Ok((claim, volume))
+    };
+    let (claim, volume) = match decoded() {
+        Ok(x) => x,
+        Err(e) => return Verdict::Differ(vec![e]),
+    };
+    let ours = match case.check.as_str() {
+        "volumeMode" => helpers::volume_mode_mismatch(&claim, &volume),
+        "accessModes" => helpers::volume_access_modes(&volume).contains_all(helpers::claim_access_modes(&claim)),
+        other => return Verdict::NotApplicable(format!("unknown check {other:?}")),
+    };
+    if ours == case.result {
+        Verdict::Same
+    } else {
+        Verdict::Differ(vec![format!("{}: upstream {}, this controller {ours}", case.check, case.result)])
     }
 }

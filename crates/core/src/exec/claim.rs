@@ -43,11 +43,8 @@ impl Controller {
         &self,
         claim: Arc<PersistentVolumeClaim>,
     ) -> Result<Arc<PersistentVolumeClaim>> {
-        let provisioner = helpers::annotation(&claim.metadata, ann::STORAGE_PROVISIONER)
-            .or_else(|| helpers::annotation(&claim.metadata, ann::BETA_STORAGE_PROVISIONER))
-            .map(str::to_string);
         let mut anns = claim.metadata.annotations.clone().unwrap_or_default();
-        if !csi::update_migration_annotation(&mut anns, provisioner.as_deref()) {
+        if !csi::anneal_migration_annotations(&mut anns, true) {
             return Ok(claim);
         }
         let mut clone = (*claim).clone();

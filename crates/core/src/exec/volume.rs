@@ -3,11 +3,9 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::plan::{self, ClaimLookup, VolumePlan};
-use pv_model::annotations as ann;
-use pv_model::finalizers;
 use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
-use pv_model::phase::{PvPhase, ReclaimPolicy};
+use pv_model::phase::PvPhase;
 use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
 
@@ -18,13 +16,12 @@ impl Controller {
         volume: Arc<PersistentVolume>,
     ) -> Result<Arc<PersistentVolume>> {
         let mut clone = (*volume).clone();
-        let provisioner = helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).map(str::to_string);
         let mut anns = clone.metadata.annotations.clone().unwrap_or_default();
-        let ann_changed = csi::update_migration_annotation(&mut anns, provisioner.as_deref());
+        let ann_changed = csi::anneal_migration_annotations(&mut anns, false);
         if ann_changed {
             clone.metadata.annotations = if anns.is_empty() { None } else { Some(anns) };
         }
-        let fin_changed = modify_deletion_finalizers(&mut clone);
+        let fin_changed = csi::modify_deletion_finalizers(&mut clone);
         if !ann_changed && !fin_changed {
             return Ok(volume);
         }
@@ -112,37 +109,4 @@ impl Controller {
             VolumePlan::Unbind => self.unbind_volume(&volume).await,
         }
     }
-}
-
-/// Adds or removes the controller's deletion-protection finalizer on a provisioned volume as its
-/// reclaim policy says. Returns true when the finalizers changed.
-fn modify_deletion_finalizers(volume: &mut PersistentVolume) -> bool {
-    let Some(provisioner) = helpers::annotation(&volume.metadata, ann::PROVISIONED_BY).map(str::to_string) else {
-        return false;
-    };
-    let mut fins = volume.metadata.finalizers.clone().unwrap_or_default();
-    let before = fins.clone();
-    if csi::migrated_driver(&provisioner).is_some() {
-        fins.retain(|f| f != finalizers::PV_CONTROLLER);
-    } else if provisioner.starts_with(ann::IN_TREE_PREFIX) {
-        let has = fins.iter().any(|f| f == finalizers::PV_CONTROLLER);
-        match ReclaimPolicy::of(volume) {
-            // A volume being deleted never gains a finalizer (the API server refuses it anyway).
-            Some(ReclaimPolicy::Delete) if !has && volume.metadata.deletion_timestamp.is_none() => {
-                fins.push(finalizers::PV_CONTROLLER.to_string());
-            }
-            Some(ReclaimPolicy::Retain | ReclaimPolicy::Recycle) if has => {
-                fins.retain(|f| f != finalizers::PV_CONTROLLER);
-            }
-            Some(ReclaimPolicy::Delete | ReclaimPolicy::Retain | ReclaimPolicy::Recycle) | None => {}
-        }
-        fins.retain(|f| f != finalizers::EXTERNAL_PROVISIONER);
-    } else {
-        return false;
-    }
-    if fins == before {
-        return false;
-    }
-    volume.metadata.finalizers = if fins.is_empty() { None } else { Some(fins) };
-    true
 }
