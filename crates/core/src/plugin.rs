@@ -148,8 +148,10 @@ impl PluginRegistry {
     }
 
     /// The plugin for this PV's source that can `what`, with upstream's `VolumePluginMgr`
-    /// errors: "no volume plugin matched" when none supports the source at all, "no <what>
-    /// volume plugin matched" when those that do cannot.
+    /// errors: "no <what> volume plugin matched" when a plugin supports the source but cannot,
+    /// "no volume plugin matched" when none supports it at all. Which sources a plugin supports
+    /// is kube-controller-manager's answer ([`kcm_supports`]) where none of these plugins
+    /// does: its NFS, FC and iSCSI plugins support their sources without deleting them.
     fn by_spec(
         &self,
         volume: &PersistentVolume,
@@ -157,7 +159,7 @@ impl PluginRegistry {
         what: &str,
     ) -> Result<Arc<dyn VolumePlugin>, String> {
         let mut supporting = self.plugins.iter().filter(|p| p.can_support(volume)).peekable();
-        if supporting.peek().is_none() {
+        if supporting.peek().is_none() && !kcm_supports(volume) {
             return Err("no volume plugin matched".to_string());
         }
         supporting.find(|p| can(p.as_ref())).cloned().ok_or_else(|| format!("no {what} volume plugin matched"))
@@ -172,4 +174,12 @@ impl PluginRegistry {
     pub fn recyclable_by_spec(&self, volume: &PersistentVolume) -> Result<Arc<dyn VolumePlugin>, String> {
         self.by_spec(volume, |p| p.can_recycle(), "recyclable")
     }
+}
+
+/// True when one of kube-controller-manager's binder plugins supports the volume's source (its
+/// `probeControllerVolumePlugins`: host-path, NFS, FC, iSCSI and CSI).
+fn kcm_supports(volume: &PersistentVolume) -> bool {
+    volume.spec.as_ref().is_some_and(|s| {
+        s.host_path.is_some() || s.nfs.is_some() || s.fc.is_some() || s.iscsi.is_some() || s.csi.is_some()
+    })
 }
