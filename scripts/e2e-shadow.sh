@@ -43,6 +43,18 @@ SUBSET=(
   class-default-newest-wins
   reclaim-retain-rebind-same-name
   reclaim-recycle-no-plugin-failed
+  bound-claim-volume-bound-to-other-claim-misbound
+  bound-lost-claim-recovers-when-volume-returns
+  class-default-assigned-then-binds-volume-of-class
+  class-delayed-default-waits-for-consumer
+  provision-migrated-aws-ebs-handed-to-csi
+  reclaim-delete-csi-volume-left-to-driver
+  prebound-claim-volume-mode-mismatch
+  bind-selector-match-expressions
+  delay-selected-node-external-provisioner
+  bind-crash-after-pv-claimref-saved
+  bind-volume-attributes-class-must-match
+  reclaim-delete-released-volume
 )
 FILES=()
 for n in "${SUBSET[@]}"; do FILES+=("$S/$n.yaml"); done
@@ -64,6 +76,8 @@ no_unlisted() { ! grep -q 'not a listed difference' "$WORK/corpus.out"; }
 check "pv-controller shadow report names a listed entry for every difference of a listed scenario" no_unlisted
 rebind_named() { grep -q '  deliberate: README, deliberate differences: "Retained volumes go back' "$WORK/corpus.out"; }
 check "the rebind scenario's differences are named as that deliberate difference" rebind_named
+hostpath_delete_named() { grep -q '  deliberate: deploy/REPLACING.md, shadow mode: no host-path plugin' "$WORK/corpus.out"; }
+check "the host-path delete the shadow cannot make is named as that deliberate difference" hostpath_delete_named
 audit_clean() { grep -qE '^audit: [1-9][0-9]* requests from system:serviceaccount:kube-system:pv-controller-shadow .*, 0 writes$' "$1"; }
 check "the audit log: the shadow's user read, and wrote nothing" audit_clean "$WORK/corpus.out"
 

@@ -50,6 +50,12 @@ const DELIBERATE: &[(&str, &str, &str, &str)] = &[
         "",
         "deploy/REPLACING.md, shadow mode: no recycler pods (they are writes), so a volume to recycle fails in the shadow",
     ),
+    (
+        "event Warning/VolumeFailedDelete",
+        "recorded",
+        "",
+        "deploy/REPLACING.md, shadow mode: no host-path plugin (it deletes directories), so a host-path volume to delete fails in the shadow",
+    ),
 ];
 
 /// Runs `shadow`.
