@@ -305,14 +305,20 @@ mod tests {
         std::os::unix::fs::symlink(target, dir).unwrap();
     }
 
-    /// Runs `f` the first time the plugin is about to open or remove `name`.
-    fn once_at(name: &'static str, f: impl Fn() + Send + Sync + 'static) -> impl Fn(&str) + Send + Sync + 'static {
-        let done = AtomicBool::new(false);
-        move |step| {
+    /// Runs `f` the first time the plugin is about to open or remove `name`; the flag tells
+    /// whether it ran (a test whose swap never happened proves nothing).
+    fn once_at(
+        name: &'static str,
+        f: impl Fn() + Send + Sync + 'static,
+    ) -> (impl Fn(&str) + Send + Sync + 'static, Arc<AtomicBool>) {
+        let done = Arc::new(AtomicBool::new(false));
+        let fired = done.clone();
+        let hook = move |step: &str| {
             if step == name && !done.swap(true, Ordering::SeqCst) {
                 f()
             }
-        }
+        };
+        (hook, fired)
     }
 
     fn victim(outside: &Path, name: &str) -> PathBuf {
@@ -327,7 +333,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_parent_directory_swapped_for_a_symlink_cannot_redirect_delete_or_recycle() {
+    async fn a_volume_below_another_directory_is_refused_before_anything_is_opened() {
+        // Only directories directly under the root are volumes, so no parent below the root can
+        // be swapped for a symlink: the path is refused before the plugin opens anything (the
+        // swap planted on the way never runs).
         let (root, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let v = victim(outside.path(), "vol");
         for recycle in [false, true] {
@@ -336,9 +345,11 @@ mod tests {
             let _ = std::fs::remove_file(&flip);
             std::fs::create_dir_all(flip.join("vol")).unwrap();
             let (f, o) = (flip.clone(), outside.path().to_path_buf());
-            let p = hooked(plain, once_at("vol", move || swap_for_symlink(&f, &o)));
+            let (hook, swapped) = once_at("vol", move || swap_for_symlink(&f, &o));
+            let p = hooked(plain, hook);
             let pv = pv_at(flip.join("vol").to_str().unwrap());
             let r = if recycle { p.recycle(&pv, &NoRecyclerEvents).await } else { p.delete(&pv).await };
+            assert!(!swapped.load(Ordering::SeqCst), "recycle={recycle}: nothing was opened");
             let err = r.unwrap_err();
             assert!(err.message.contains("directly under the root"), "{err}");
             assert!(intact(&v), "recycle={recycle}: the outside directory was touched");
@@ -356,7 +367,8 @@ mod tests {
             std::fs::write(dir.join("sub/deeper/f"), "volume data").unwrap();
             std::fs::write(dir.join("top"), "volume data").unwrap();
             let (sub, target) = (dir.join("sub"), v.clone());
-            let p = hooked(plain, once_at("sub", move || swap_for_symlink(&sub, &target)));
+            let (hook, swapped) = once_at("sub", move || swap_for_symlink(&sub, &target));
+            let p = hooked(plain, hook);
             let pv = pv_at(dir.to_str().unwrap());
             if recycle {
                 p.recycle(&pv, &NoRecyclerEvents).await.unwrap();
@@ -365,6 +377,7 @@ mod tests {
                 p.delete(&pv).await.unwrap();
                 assert!(!dir.exists());
             }
+            assert!(swapped.load(Ordering::SeqCst), "recycle={recycle}: the directory was swapped");
             assert!(intact(&v), "recycle={recycle}: the outside directory was touched");
         }
     }
@@ -377,8 +390,10 @@ mod tests {
         let dir = plain.root().join("pv1");
         std::fs::create_dir_all(&dir).unwrap();
         let (d, target) = (dir.clone(), v.clone());
-        let p = hooked(plain, once_at("pv1", move || swap_for_symlink(&d, &target)));
+        let (hook, swapped) = once_at("pv1", move || swap_for_symlink(&d, &target));
+        let p = hooked(plain, hook);
         let err = p.delete(&pv_at(dir.to_str().unwrap())).await.unwrap_err();
+        assert!(swapped.load(Ordering::SeqCst), "the volume was swapped");
         assert!(err.message.contains("not a plain directory"), "{err}");
         assert!(p.recycle(&pv_at(dir.to_str().unwrap()), &NoRecyclerEvents).await.is_err());
         assert!(intact(&v));
