@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{Up, BIN};
+use crate::util::{kubectl_available, Up, BIN};
 
 fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).expect("metrics endpoint accepts");
@@ -15,10 +15,6 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
     s.read_to_string(&mut text).unwrap();
     let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (status, text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
-}
-
-fn kubectl_available() -> bool {
-    Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
 }
 
 #[test]

@@ -97,3 +97,11 @@ impl Up {
         }
     }
 }
+
+/// True when kubectl runs here. Under CI (`CI` set) its absence fails the test: `.ci/run`
+/// installs kubectl, so a kubectl check skipped there would pass without having run.
+pub fn kubectl_available() -> bool {
+    let ok = Command::new("kubectl").args(["version", "--client"]).output().is_ok_and(|o| o.status.success());
+    assert!(ok || std::env::var_os("CI").is_none(), "kubectl is missing under CI: its checks would pass without running");
+    ok
+}
