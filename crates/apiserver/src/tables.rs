@@ -100,17 +100,7 @@ fn or(s: String, default: &str) -> String {
 fn access_modes(v: Option<&Value>) -> String {
     v.and_then(Value::as_array)
         .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(|m| match m {
-                    "ReadWriteOnce" => "RWO",
-                    "ReadOnlyMany" => "ROX",
-                    "ReadWriteMany" => "RWX",
-                    "ReadWriteOncePod" => "RWOP",
-                    other => other,
-                })
-                .collect::<Vec<_>>()
-                .join(",")
+            a.iter().filter_map(Value::as_str).map(pv_model::helpers::access_mode_short).collect::<Vec<_>>().join(",")
         })
         .unwrap_or_default()
 }

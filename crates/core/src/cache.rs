@@ -257,8 +257,7 @@ struct ClaimEntry {
 }
 
 fn unbound_class(c: &PersistentVolumeClaim) -> Option<String> {
-    let unbound = !helpers::has_annotation(&c.metadata, pv_model::annotations::BIND_COMPLETED)
-        && helpers::claim_volume_name(c).is_empty();
+    let unbound = !pv_model::binding::claim_is_bound(c) && helpers::claim_volume_name(c).is_empty();
     unbound.then(|| helpers::claim_class(c).to_string())
 }
 

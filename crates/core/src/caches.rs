@@ -429,9 +429,7 @@ impl Caches {
         let mut by = BTreeMap::<&'static str, u64>::new();
         for c in pending {
             let phase = helpers::claim_phase(&c);
-            if !(phase.is_empty() || phase == helpers::pvc_phase::PENDING)
-                || helpers::has_annotation(&c.metadata, pv_model::annotations::BIND_COMPLETED)
-            {
+            if !(phase.is_empty() || phase == helpers::pvc_phase::PENDING) || pv_model::binding::claim_is_bound(&c) {
                 continue;
             }
             *by.entry(plan::plan_unbound_claim(self, &c).pending_reason()).or_default() += 1;

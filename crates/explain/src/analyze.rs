@@ -149,7 +149,7 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
         omitted: Vec::new(),
     };
     // The controller reads a claim as bound once it carries bind-completed; so does explain.
-    if helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED) {
+    if pv_model::binding::claim_is_bound(claim) {
         explain_bound(view, volumes, claim, &mut e);
         if e.phase == pvc_phase::LOST {
             e.reason = "lost";

@@ -410,7 +410,7 @@ pub fn explain_pod(snapshot: &Snapshot, namespace: &str, name: &str, now: Timest
         if e.next == crate::Next::WaitExternalProvisioner || e.next == crate::Next::WaitFirstConsumer {
             crate::add_past_binder(snapshot, claim, &mut e, now);
         }
-        let pv = helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED)
+        let pv = pv_model::binding::claim_is_bound(claim)
             .then(|| synced.volumes.iter().find(|v| helpers::name(&v.metadata) == helpers::claim_volume_name(claim)))
             .flatten();
         x.volumes.push(PodVolume {
@@ -460,7 +460,7 @@ pub fn explain_pod(snapshot: &Snapshot, namespace: &str, name: &str, now: Timest
             );
             continue;
         }
-        if helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED) {
+        if pv_model::binding::claim_is_bound(claim) {
             match pv {
                 Some(v) => needs.push(Need::Bound(claim, v)),
                 None => block(
@@ -498,12 +498,7 @@ pub fn explain_pod(snapshot: &Snapshot, namespace: &str, name: &str, now: Timest
     // ReadWriteOncePod: another scheduled pod already uses the claim.
     for v in x.volumes.iter().filter(|_| x.node.is_none()) {
         let Some(claim) = synced.claim(namespace, &v.claim) else { continue };
-        let rwop = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.access_modes.as_ref())
-            .is_some_and(|m| m.iter().any(|a| a == "ReadWriteOncePod"));
-        if !rwop {
+        if !helpers::claim_access_modes(claim).has(helpers::AccessModes::RWOP) {
             continue;
         }
         if let Some(other) = synced.pods.iter().find(|p| {

@@ -82,6 +82,12 @@ pub fn held_by(volume: &PersistentVolume) -> Option<&ObjectReference> {
     claim_ref(volume).filter(|r| !r.uid.as_deref().unwrap_or("").is_empty())
 }
 
+/// True when the claim has bound: it carries `pv.kubernetes.io/bind-completed`, the mark upstream's
+/// claim sync branches on (its `volumeName` alone may be a user's pre-binding).
+pub fn claim_is_bound(claim: &PersistentVolumeClaim) -> bool {
+    helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED)
+}
+
 /// True when no claim holds the volume: it has no claimRef, or one without a uid (pre-bound by a
 /// user to a claim that has not bound yet). The volume sync makes such a volume Available.
 pub fn is_volume_unclaimed(volume: &PersistentVolume) -> bool {

@@ -244,17 +244,25 @@ impl AccessModes {
 
     /// Parses a list of mode names; unknown names are ignored (validation rejects them).
     pub fn from_names<'a>(names: impl IntoIterator<Item = &'a String>) -> Self {
-        let mut bits = 0;
-        for n in names {
-            bits |= match n.as_str() {
-                "ReadWriteOnce" => Self::RWO,
-                "ReadOnlyMany" => Self::ROX,
-                "ReadWriteMany" => Self::RWX,
-                "ReadWriteOncePod" => Self::RWOP,
-                _ => 0,
-            };
-        }
-        AccessModes(bits)
+        let bit = |n: &str| ACCESS_MODE_TABLE.iter().find(|(name, _, _)| *name == n).map_or(0, |(_, b, _)| *b);
+        AccessModes(names.into_iter().fold(0, |bits, n| bits | bit(n)))
+    }
+
+    /// The modes' table entries, in the order of their bits (RWO, ROX, RWX, RWOP).
+    fn entries(&self) -> impl Iterator<Item = &'static (&'static str, u8, &'static str)> + '_ {
+        let mut all: Vec<_> = ACCESS_MODE_TABLE.iter().filter(|(_, b, _)| self.0 & b != 0).collect();
+        all.sort_by_key(|(_, b, _)| *b);
+        all.into_iter()
+    }
+
+    /// The modes' names, in the order of their bits (RWO, ROX, RWX, RWOP).
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries().map(|(n, _, _)| *n).collect()
+    }
+
+    /// True when the set holds `mode` (one of the bits, e.g. [`AccessModes::RWOP`]).
+    pub fn has(&self, mode: u8) -> bool {
+        self.0 & mode == mode
     }
 
     /// Number of modes in the set.
@@ -274,14 +282,26 @@ impl AccessModes {
 
     /// Short form as kubectl prints it (`RWO,ROX`).
     pub fn short(&self) -> String {
-        let mut v = Vec::new();
-        for (bit, s) in [(Self::RWO, "RWO"), (Self::ROX, "ROX"), (Self::RWX, "RWX"), (Self::RWOP, "RWOP")] {
-            if self.0 & bit != 0 {
-                v.push(s);
-            }
-        }
-        v.join(",")
+        self.entries().map(|(_, _, s)| *s).collect::<Vec<_>>().join(",")
     }
+}
+
+/// Every access mode, once: its name, its bit in [`AccessModes`] and kubectl's short form, in the
+/// order kube-apiserver lists them as supported values.
+pub const ACCESS_MODE_TABLE: [(&str, u8, &str); 4] = [
+    ("ReadOnlyMany", AccessModes::ROX, "ROX"),
+    ("ReadWriteMany", AccessModes::RWX, "RWX"),
+    ("ReadWriteOnce", AccessModes::RWO, "RWO"),
+    ("ReadWriteOncePod", AccessModes::RWOP, "RWOP"),
+];
+
+/// The access modes' names, as kube-apiserver lists them as supported values.
+pub const ACCESS_MODE_NAMES: [&str; 4] =
+    [ACCESS_MODE_TABLE[0].0, ACCESS_MODE_TABLE[1].0, ACCESS_MODE_TABLE[2].0, ACCESS_MODE_TABLE[3].0];
+
+/// kubectl's short form of one access mode's name (`RWO`), or the name itself when it is none.
+pub fn access_mode_short(name: &str) -> &str {
+    ACCESS_MODE_TABLE.iter().find(|(n, _, _)| *n == name).map_or(name, |(_, _, s)| s)
 }
 
 /// Access modes a claim requests.

@@ -354,10 +354,8 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
     use proptest::prelude::*;
 
-    const MODES: [&str; 4] = ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"];
-
     fn modes(bits: u8) -> Vec<String> {
-        (0..4).filter(|i| bits & (1 << i) != 0).map(|i| MODES[i].to_string()).collect()
+        crate::helpers::AccessModes(bits & 0xf).names().into_iter().map(str::to_string).collect()
     }
 
     #[allow(clippy::too_many_arguments)]

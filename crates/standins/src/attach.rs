@@ -178,9 +178,8 @@ pub fn desired(snapshot: &Snapshot) -> BTreeMap<String, Attachment> {
 
 /// True when the volume may be attached to more than one node (ReadWriteMany, ReadOnlyMany).
 fn multi_attach_allowed(pv: Option<&PersistentVolume>) -> bool {
-    pv.and_then(|v| v.spec.as_ref())
-        .and_then(|s| s.access_modes.as_ref())
-        .is_some_and(|m| m.iter().any(|m| m == "ReadWriteMany" || m == "ReadOnlyMany"))
+    use pv_model::helpers::{volume_access_modes, AccessModes};
+    pv.map(volume_access_modes).is_some_and(|m| m.has(AccessModes::RWX) || m.has(AccessModes::ROX))
 }
 
 /// The steps over `snapshot`. `created`: VolumeAttachments the stand-in created that may not be

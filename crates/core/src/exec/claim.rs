@@ -4,7 +4,6 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::plan::{self, BoundClaimPlan, UnboundClaimPlan};
-use pv_model::annotations as ann;
 use pv_model::helpers::{self, pvc_phase};
 use pv_model::k8s::PersistentVolumeClaim;
 use pv_model::{csi, reasons};
@@ -55,7 +54,7 @@ impl Controller {
     /// The claim state machine.
     pub(crate) async fn sync_claim(&self, claim: Arc<PersistentVolumeClaim>) -> Result<()> {
         let claim = self.update_claim_migration_annotations(claim).await?;
-        if !helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED) {
+        if !pv_model::binding::claim_is_bound(&claim) {
             self.sync_unbound_claim(claim).await
         } else {
             self.sync_bound_claim(claim).await

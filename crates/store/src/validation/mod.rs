@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 pub use other::initial_pod_status;
 pub use pv::PV_SOURCES;
 
-const ACCESS_MODES: &[&str] = &["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
+const ACCESS_MODES: &[&str] = &pv_model::helpers::ACCESS_MODE_NAMES;
 const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
 
 /// True for a DNS-1123 subdomain (names of PVs, PVCs, classes, nodes).
