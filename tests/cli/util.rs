@@ -102,6 +102,9 @@ impl Up {
 /// installs kubectl, so a kubectl check skipped there would pass without having run.
 pub fn kubectl_available() -> bool {
     let ok = Command::new("kubectl").args(["version", "--client"]).output().is_ok_and(|o| o.status.success());
-    assert!(ok || std::env::var_os("CI").is_none(), "kubectl is missing under CI: its checks would pass without running");
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "kubectl is missing under CI: its checks would pass without running"
+    );
     ok
 }
