@@ -1,0 +1,208 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A small history that holds every property: a ConfigMap created (rv 10), patched (rv 11),
+// read, listed, and watched by two chains, one resumed, one with initial events.
+func clean() *History {
+	cm := "configmaps"
+	obj := func(rv, val string) *Obj { return &Obj{Name: "k0", RV: rv, Val: val} }
+	return &History{
+		Server: "test", Keys: []string{"configmaps/k0"}, Start: 0, End: 1000,
+		Ops: []Op{
+			{Client: 0, Kind: cm, Name: "k0", Type: "get", Call: 1, Return: 2, Status: 404},
+			{Client: 0, Kind: cm, Name: "k0", Type: "create", Val: "a", Call: 10, Return: 20, Status: 201, Obj: obj("10", "a")},
+			{Client: 1, Kind: cm, Name: "k0", Type: "get", Call: 21, Return: 22, Status: 200, Obj: obj("10", "a")},
+			{Client: 0, Kind: cm, Name: "k0", Type: "mpatch", Val: "b", Call: 30, Return: 40, Status: 200, Obj: obj("11", "b")},
+			{Client: 1, Kind: cm, Name: "k0", Type: "get", Call: 41, Return: 42, Status: 200, Obj: obj("11", "b")},
+		},
+		Lists: []List{
+			{Client: -1, Kind: cm, Call: 3, Return: 4, RV: "5", Pages: 1},
+			{Client: 2, Kind: cm, Call: 50, Return: 51, RV: "11", Pages: 2, Items: []Obj{*obj("11", "b")}},
+		},
+		Segments: []Segment{
+			{Kind: cm, Chain: 1, From: "5", Start: 5, Stop: 100, End: "eof", Events: []Event{
+				{Type: "ADDED", Obj: *obj("10", "a")},
+			}},
+			{Kind: cm, Chain: 1, From: "10", Resumed: true, Start: 100, Stop: 200, End: "eof", Events: []Event{
+				{Type: "MODIFIED", Obj: *obj("11", "b")},
+				{Type: "BOOKMARK", Obj: Obj{RV: "12"}},
+			}},
+			{Kind: cm, Chain: 2, From: "5", Start: 5, Stop: 200, End: "eof", Events: []Event{
+				{Type: "ADDED", Obj: *obj("10", "a")},
+				{Type: "MODIFIED", Obj: *obj("11", "b")},
+			}},
+			{Kind: cm, Chain: 3, InitialEvents: true, Start: 25, Stop: 200, End: "eof", Events: []Event{
+				{Type: "ADDED", Obj: *obj("10", "a")},
+				{Type: "BOOKMARK", Obj: Obj{RV: "10"}, InitialEnd: true},
+				{Type: "MODIFIED", Obj: *obj("11", "b")},
+			}},
+		},
+	}
+}
+
+// verdicts runs the checks and returns the failed properties with their problems.
+func verdicts(t *testing.T, h *History) map[string]string {
+	t.Helper()
+	failed := map[string]string{}
+	for _, r := range check(h, 10*time.Second) {
+		if !r.OK {
+			failed[r.Property] = strings.Join(r.Problems, "; ")
+		}
+	}
+	return failed
+}
+
+func expectOnly(t *testing.T, h *History, want ...string) {
+	t.Helper()
+	failed := verdicts(t, h)
+	for _, p := range want {
+		if _, ok := failed[p]; !ok {
+			t.Errorf("%s not caught (failed: %v)", p, failed)
+		}
+		delete(failed, p)
+	}
+	if len(failed) > 0 {
+		t.Errorf("unexpected failures: %v", failed)
+	}
+}
+
+func TestCleanHistoryPasses(t *testing.T) {
+	expectOnly(t, clean())
+}
+
+func TestStaleReadIsCaught(t *testing.T) {
+	h := clean()
+	// After the patch to b was answered, a read still answers a.
+	h.Ops = append(h.Ops, Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "get", Call: 60, Return: 61, Status: 200,
+		Obj: &Obj{Name: "k0", RV: "10", Val: "a"}})
+	expectOnly(t, h, "linearizable")
+}
+
+func TestStaleListIsCaught(t *testing.T) {
+	h := clean()
+	h.Lists = append(h.Lists, List{Client: 3, Kind: "configmaps", Call: 60, Return: 61, RV: "10", Pages: 1,
+		Items: []Obj{{Name: "k0", RV: "10", Val: "a"}}})
+	expectOnly(t, h, "linearizable")
+}
+
+func TestLostWriteIsCaught(t *testing.T) {
+	h := clean()
+	// After a restart the acknowledged object is gone, though nobody deleted it.
+	h.Kills = []int64{55}
+	h.Ops = append(h.Ops, Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "get", Call: 60, Return: 61, Status: 404})
+	expectOnly(t, h, "linearizable")
+}
+
+func TestLostUpdateIsCaught(t *testing.T) {
+	h := clean()
+	// The acknowledged patch to b is gone after a restart: the object is back at a.
+	h.Ops = h.Ops[:4]
+	h.Kills = []int64{45}
+	h.Ops = append(h.Ops, Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "get", Call: 60, Return: 61, Status: 200,
+		Obj: &Obj{Name: "k0", RV: "10", Val: "a"}})
+	h.Lists = h.Lists[:1]
+	expectOnly(t, h, "linearizable")
+}
+
+func TestDoubleCreateIsCaught(t *testing.T) {
+	h := clean()
+	// A second create of the same key succeeds although nothing deleted it.
+	h.Ops = append(h.Ops, Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "create", Val: "c", Call: 60, Return: 61, Status: 201,
+		Obj: &Obj{Name: "k0", RV: "13", Val: "c"}})
+	failed := verdicts(t, h)
+	if _, ok := failed["linearizable"]; !ok {
+		t.Errorf("double create not caught: %v", failed)
+	}
+}
+
+func TestUnansweredWriteMayHaveHappened(t *testing.T) {
+	h := clean()
+	// A patch without an answer (the server was killed), seen applied by a later read: fine.
+	h.Kills = []int64{65}
+	h.Ops = append(h.Ops,
+		Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "jpatch", Val: "d", Call: 60, Return: 70, Status: 0},
+		Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "get", Call: 80, Return: 81, Status: 200, Obj: &Obj{Name: "k0", RV: "20", Val: "d"}})
+	expectOnly(t, h)
+	// ... or not applied: fine too.
+	h = clean()
+	h.Kills = []int64{65}
+	h.Ops = append(h.Ops,
+		Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "jpatch", Val: "d", Call: 60, Return: 70, Status: 0},
+		Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "get", Call: 80, Return: 81, Status: 200, Obj: &Obj{Name: "k0", RV: "11", Val: "b"}})
+	expectOnly(t, h)
+}
+
+func TestDuplicatedWatchEventIsCaught(t *testing.T) {
+	h := clean()
+	// The resumed segment delivers again the event the chain's first segment delivered.
+	s := &h.Segments[1]
+	s.Events = append([]Event{{Type: "ADDED", Obj: Obj{Name: "k0", RV: "10", Val: "a"}}}, s.Events...)
+	expectOnly(t, h, "unique")
+}
+
+func TestSkippedWatchEventIsCaught(t *testing.T) {
+	h := clean()
+	// The second chain misses the change at 10 although it went on to 11.
+	h.Segments[2].Events = h.Segments[2].Events[1:]
+	expectOnly(t, h, "reliable")
+}
+
+func TestAcknowledgedWriteNoWatchDeliveredIsCaught(t *testing.T) {
+	h := clean()
+	// No watch delivered the acknowledged patch at 11 (every stream went past it).
+	for i := range h.Segments {
+		var kept []Event
+		for _, e := range h.Segments[i].Events {
+			if e.Obj.RV != "11" {
+				kept = append(kept, e)
+			}
+		}
+		h.Segments[i].Events = append(kept, Event{Type: "BOOKMARK", Obj: Obj{RV: "12"}})
+	}
+	failed := verdicts(t, h)
+	if _, ok := failed["reliable"]; !ok {
+		t.Errorf("missing acknowledged write not caught: %v", failed)
+	}
+}
+
+func TestOutOfOrderEventIsCaught(t *testing.T) {
+	h := clean()
+	e := h.Segments[2].Events
+	e[0], e[1] = e[1], e[0]
+	expectOnly(t, h, "ordered")
+}
+
+func TestBookmarkGoingBackIsCaught(t *testing.T) {
+	h := clean()
+	h.Segments[1].Events[1].Obj.RV = "10"
+	expectOnly(t, h, "bookmarkable")
+}
+
+func TestWrongInitialEventsAreCaught(t *testing.T) {
+	h := clean()
+	// The initial events claim the state at 10 held b (it held a).
+	h.Segments[3].Events[0].Obj.Val = "b"
+	failed := verdicts(t, h)
+	if _, ok := failed["initial-events"]; !ok {
+		t.Errorf("wrong initial events not caught: %v", failed)
+	}
+	// And a watch that ends without the initial-events-end bookmark.
+	h = clean()
+	h.Segments[3].Events = h.Segments[3].Events[:1]
+	expectOnly(t, h, "initial-events")
+}
+
+func TestConflictingEventsAreCaught(t *testing.T) {
+	h := clean()
+	// Two watches disagree on what happened at 11.
+	h.Segments[2].Events[1].Obj.Val = "z"
+	failed := verdicts(t, h)
+	if _, ok := failed["atomic"]; !ok {
+		t.Errorf("conflicting events not caught: %v", failed)
+	}
+}
