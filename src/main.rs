@@ -68,6 +68,8 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Up(_) | Command::Run(_)) {
         long_running();
     }
+    #[cfg(feature = "failpoints")]
+    pv_store::setup_failpoints();
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Up(a) => cmd::up::run(a),
         Command::Simulate(a) => cmd::simulate::run(a),

@@ -37,5 +37,13 @@ pub use store::{
 };
 pub use watch::{json_size, StoreLimits, Watcher};
 
+/// Reads the crash points of the robustness tests from `FAIL_POINTS` (see `crash_point!` in
+/// store/commit.rs); only in a build with the `failpoints` feature.
+#[cfg(feature = "failpoints")]
+pub fn setup_failpoints() {
+    // Kept for the life of the process: the points stay configured.
+    std::mem::forget(fail::FailScenario::setup());
+}
+
 /// Result with a [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -24,6 +24,17 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 /// the store's commit delay first.
 const COMMIT_SIBLINGS: usize = 2;
 
+/// A crash point of the robustness tests (scripts/e2e-robustness.sh): with the `failpoints`
+/// feature, `FAIL_POINTS='NAME=ACTION'` (tikv's fail-rs: e.g. `3*off->return`, the fourth time)
+/// makes the process abort there, as `kill -9` would: no destructor runs, nothing is flushed, no
+/// waiting writer is answered. Without the feature it is nothing.
+macro_rules! crash_point {
+    ($name:literal) => {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!($name, |_| std::process::abort());
+    };
+}
+
 /// Group-commit state: how far writes are durable, and whether someone is committing.
 #[derive(Default)]
 pub(super) struct Durability {
@@ -256,7 +267,13 @@ impl Store {
             self.delay_commit();
             let batch = std::mem::take(&mut self.inner.lock().unwrap().pending);
             let writes: Vec<PendingWrite> = batch.iter().map(|(w, _)| w.clone()).collect();
+            if !writes.is_empty() {
+                crash_point!("commit-before-fsync");
+            }
             let result = if writes.is_empty() { Ok(()) } else { backend.commit_batch(&writes) };
+            if !writes.is_empty() && result.is_ok() {
+                crash_point!("commit-after-fsync");
+            }
             // Lock order: `inner`, then `durability`.
             let mut inner = self.inner.lock().unwrap();
             d = self.durability.lock().unwrap();
@@ -298,6 +315,8 @@ impl Store {
     fn delay_commit(&self) {
         if !self.commit_delay.is_zero() && self.inner.lock().unwrap().pending.len() >= COMMIT_SIBLINGS {
             std::thread::sleep(self.commit_delay);
+            // A batch of two or more writes forming: accepted, none durable, none answered.
+            crash_point!("commit-mid-batch");
         }
     }
 
