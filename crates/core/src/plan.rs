@@ -13,6 +13,7 @@ use pv_model::annotations as ann;
 use pv_model::binding::{self, Holder, Relation};
 use pv_model::helpers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, StorageClass};
+use pv_model::messages;
 use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{csi, matching, ObjectKey};
 use std::sync::Arc;
@@ -128,17 +129,12 @@ impl Refusal {
     /// Upstream's ProvisioningFailed message for this refusal.
     pub fn message(&self, plugin: &str, class: &StorageClass) -> String {
         match self {
-            Refusal::DataSource => {
-                format!(
-                    "plugin {plugin:?} is not a CSI plugin. Only CSI plugin can provision a claim with a datasource"
-                )
-            }
-            Refusal::MountOptions => format!(
-                "Mount options are not supported by the provisioner but StorageClass {:?} has mount options [{}]",
+            Refusal::DataSource => messages::data_source_not_csi(plugin),
+            Refusal::MountOptions => messages::mount_options_not_supported(
                 helpers::name(&class.metadata),
-                class.mount_options.clone().unwrap_or_default().join(" ")
+                class.mount_options.as_deref().unwrap_or_default(),
             ),
-            Refusal::NodeNotFound(n) => format!("Failed to get target node: node {n:?} not found"),
+            Refusal::NodeNotFound(n) => messages::node_not_found(n),
         }
     }
 
@@ -241,11 +237,11 @@ impl UnboundClaimPlan {
 }
 
 /// Upstream's event message for [`BoundClaimPlan::LostReference`].
-pub const LOST_REFERENCE: &str = "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!";
+pub const LOST_REFERENCE: &str = messages::LOST_REFERENCE;
 /// Upstream's event message for [`BoundClaimPlan::LostVolume`].
-pub const LOST_VOLUME: &str = "Bound claim has lost its PersistentVolume. Data on the volume is lost!";
+pub const LOST_VOLUME: &str = messages::LOST_VOLUME;
 /// Upstream's event message for [`BoundClaimPlan::Misbound`].
-pub const MISBOUND: &str = "Two claims are bound to the same volume, this one is bound incorrectly";
+pub const MISBOUND: &str = messages::MISBOUND;
 
 /// Which claim the volume's sync looks up.
 pub fn claim_lookup(volume: &PersistentVolume) -> ClaimLookup {
@@ -388,7 +384,7 @@ pub fn provisioning_for(view: &impl View, claim: &PersistentVolumeClaim) -> Prov
     }
     let class_name = helpers::claim_class(claim);
     let Some(class) = view.class(class_name) else {
-        return Provisioning::Failed(format!("storageclass.storage.k8s.io {class_name:?} not found"));
+        return Provisioning::Failed(messages::class_not_found(class_name));
     };
     if let Some(driver) = csi::migrated_driver(&class.provisioner) {
         return Provisioning::External { provisioner: driver.to_string(), class };

@@ -15,6 +15,7 @@ pub mod hostpath;
 pub mod index;
 pub mod key;
 pub mod matching;
+pub mod messages;
 pub mod ownership;
 pub mod packed;
 pub mod phase;

@@ -243,8 +243,8 @@ impl Controller {
             let (vname, key) = (helpers::name(&volume.metadata), helpers::claim_key(&claim));
             let was = earlier.uid.as_deref().unwrap_or("");
             tracing::info!(volume = %vname, pvc = %key, earlier_uid = %was, "retained volume bound again to a re-created claim of the same name");
-            let on_claim = format!("Bound to volume {vname:?}, retained from an earlier claim of this name (uid {was}); the volume asks for it with {}: {}", ann::REBIND, ann::REBIND_SAME_NAME);
-            let on_volume = format!("Bound again to claim {key} (uid {}), re-created after its earlier claim (uid {was}) was deleted; asked for by {}: {}", helpers::uid(&claim.metadata), ann::REBIND, ann::REBIND_SAME_NAME);
+            let on_claim = pv_model::messages::rebound_claim(vname, was);
+            let on_volume = pv_model::messages::rebound_volume(&key, helpers::uid(&claim.metadata), was);
             self.recorder.event(&*claim, reasons::NORMAL, reasons::REBOUND, on_claim).await;
             self.recorder.event(&*volume, reasons::NORMAL, reasons::REBOUND, on_volume).await;
         }

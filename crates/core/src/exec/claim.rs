@@ -6,22 +6,19 @@ use crate::error::{Error, Result};
 use crate::plan::{self, BoundClaimPlan, UnboundClaimPlan};
 use pv_model::helpers::{self, pvc_phase};
 use pv_model::k8s::PersistentVolumeClaim;
+use pv_model::messages;
 use pv_model::{csi, reasons};
 use std::sync::Arc;
 
 /// Upstream's message when a claim with no class finds no volume.
-pub const NO_CLASS_MESSAGE: &str = "no persistent volumes available for this claim and no storage class is set";
+pub const NO_CLASS_MESSAGE: &str = messages::NO_CLASS;
 
 /// Upstream's WaitForFirstConsumer event message.
-pub const WAITING_FOR_FIRST_CONSUMER: &str = "waiting for first consumer to be created before binding";
+pub const WAITING_FOR_FIRST_CONSUMER: &str = messages::WAITING_FOR_FIRST_CONSUMER;
 
 /// What ends the wait for a first consumer, appended to upstream's message with detailed events
-/// (`Config::detailed_events`). Where no scheduler runs (`pv-controller up`), a user can do what
-/// the scheduler would.
-pub const FIRST_CONSUMER_HINT: &str = "a scheduler ends the wait when it places a pod that uses the claim, by \
-     setting annotation volume.kubernetes.io/selected-node=NODE on the claim (then a volume is provisioned \
-     for that node) or by pre-binding a matching volume (claim spec.volumeName); with no scheduler, do \
-     either by hand";
+/// (`Config::detailed_events`).
+pub const FIRST_CONSUMER_HINT: &str = messages::FIRST_CONSUMER_HINT;
 
 /// The reason and message of the event of a claim waiting for its first consumer, given the
 /// unscheduled pods that use it: upstream's, and with `detailed` (where no scheduler may run,
@@ -32,8 +29,7 @@ pub fn waiting_for_consumer_event(pods: &[String], detailed: bool) -> (&'static 
             (reasons::WAIT_FOR_FIRST_CONSUMER, format!("{WAITING_FOR_FIRST_CONSUMER}; {FIRST_CONSUMER_HINT}"))
         }
         [] => (reasons::WAIT_FOR_FIRST_CONSUMER, WAITING_FOR_FIRST_CONSUMER.to_string()),
-        [pod] => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pod {pod} to be scheduled")),
-        _ => (reasons::WAIT_FOR_POD_SCHEDULED, format!("waiting for pods {} to be scheduled", pods.join(","))),
+        _ => (reasons::WAIT_FOR_POD_SCHEDULED, messages::waiting_for_pods(pods)),
     }
 }
 
@@ -95,19 +91,14 @@ impl Controller {
             // The requested volume does not exist (yet): stay Pending.
             UnboundClaimPlan::VolumeNotFound(_) => self.stay_pending(&claim).await,
             UnboundClaimPlan::VolumeMismatch { volume, verdict } => {
-                // Upstream: "Cannot bind to requested volume %q: %s".
-                let msg = format!(
-                    "Cannot bind to requested volume {:?}: {}",
-                    helpers::name(&volume.metadata),
-                    verdict.detail
-                );
+                let msg = messages::cannot_bind_to_requested(helpers::name(&volume.metadata), &verdict.detail);
                 self.recorder.event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, msg).await;
                 self.stay_pending(&claim).await
             }
             UnboundClaimPlan::ClaimedByOther { volume, other, invalid } => {
                 let requested = helpers::name(&volume.metadata);
                 // Upstream emits this in both branches below.
-                let msg = format!("volume {requested:?} already bound to a different claim.");
+                let msg = messages::already_bound_elsewhere(requested);
                 self.recorder.event(&*claim, reasons::WARNING, reasons::FAILED_BINDING, msg).await;
                 if invalid {
                     // Only possible if someone removed bind-completed from a claim we bound.

@@ -11,6 +11,7 @@ use pv_model::annotations as ann;
 use pv_model::finalizers;
 use pv_model::helpers;
 use pv_model::k8s::{Node, PersistentVolumeClaim, StorageClass};
+use pv_model::messages;
 use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{csi, reasons};
 use std::sync::Arc;
@@ -80,14 +81,12 @@ impl Controller {
             Ok(c) => c,
             Err(e) => {
                 // Upstream's event; the next sync tries again.
-                let msg = format!("Error saving claim: {}", e.api_message());
+                let msg = messages::error_saving_claim(&e.api_message());
                 self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg).await;
                 return Err(e);
             }
         };
-        let msg = format!(
-            "Waiting for a volume to be created either by the external provisioner '{provisioner}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered."
-        );
+        let msg = messages::external_provisioning(provisioner);
         self.recorder.event(&*claim, reasons::NORMAL, reasons::EXTERNAL_PROVISIONING, msg).await;
         Ok(())
     }
@@ -154,8 +153,7 @@ impl Controller {
             Ok(v) => v,
             Err(e) => {
                 self.reschedule_provisioning(&claim).await;
-                let msg =
-                    format!("Failed to provision volume with StorageClass {:?}: {e}", helpers::name(&class.metadata));
+                let msg = messages::failed_to_provision(helpers::name(&class.metadata), &e.to_string());
                 return Err(self.fail_provisioning(&claim, msg).await);
             }
         };
@@ -220,7 +218,7 @@ impl Controller {
         }
         if let Some(err) = last_err {
             // The asset exists but its PV could not be saved: delete the asset, never orphan it.
-            let msg = format!("Error creating provisioned PV object for claim {key}: {err}. Deleting the volume.");
+            let msg = messages::error_creating_pv(&key, &err.to_string());
             self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_FAILED, msg).await;
             let mut delete_err = None;
             for attempt in 0..self.config.create_provisioned_pv_retry_count.max(1) {
@@ -236,12 +234,12 @@ impl Controller {
                 }
             }
             if let Some(e) = delete_err {
-                let msg = format!("Error cleaning provisioned volume for claim {key}: {e}. Please delete manually.");
+                let msg = messages::error_cleaning_volume(&key, &e.to_string());
                 self.recorder.event(&*claim, reasons::WARNING, reasons::PROVISIONING_CLEANUP_FAILED, msg).await;
             }
             return Err(Error::api("saving provisioned volume")(err));
         }
-        let msg = format!("Successfully provisioned volume {pv_name} using {plugin_name}");
+        let msg = messages::provisioned(&pv_name, &plugin_name);
         self.recorder.event(&*claim, reasons::NORMAL, reasons::PROVISIONING_SUCCEEDED, msg).await;
         Ok(())
     }

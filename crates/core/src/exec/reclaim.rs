@@ -10,6 +10,7 @@ use pv_model::binding::{self, Holder};
 use pv_model::finalizers;
 use pv_model::helpers;
 use pv_model::k8s::PersistentVolume;
+use pv_model::messages;
 use pv_model::phase::{PvPhase, ReclaimPolicy};
 use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
@@ -36,7 +37,7 @@ struct RecyclerPodEvents<'a> {
 impl RecyclerEvents for RecyclerPodEvents<'_> {
     async fn report(&self, event_type: &str, message: &str) {
         let type_ = if event_type == reasons::WARNING { reasons::WARNING } else { reasons::NORMAL };
-        let message = format!("Recycler pod: {message}");
+        let message = messages::recycler_pod(message);
         self.controller.recorder.event(self.volume, type_, reasons::RECYCLER_POD, message).await;
     }
 }
@@ -177,7 +178,7 @@ impl Controller {
                 .collect();
             pods.sort();
             if !pods.is_empty() {
-                let msg = format!("Volume is used by pods: {}", pods.join(","));
+                let msg = messages::used_by_pods(&pods);
                 self.recorder.event(&*volume, reasons::NORMAL, reasons::VOLUME_FAILED_RECYCLE, msg).await;
                 return;
             }
@@ -200,11 +201,11 @@ impl Controller {
         // Upstream times no recycling in its metrics.
         let relay = RecyclerPodEvents { controller: self, volume: &volume };
         if let Err(e) = plugin.recycle(&volume, &relay).await {
-            self.recycle_failed(&volume, &format!("Recycle failed: {e}")).await;
+            self.recycle_failed(&volume, &messages::recycle_failed(&e.to_string())).await;
             return;
         }
         tracing::info!(volume = %name, "volume recycled");
-        self.recorder.event(&*volume, reasons::NORMAL, reasons::VOLUME_RECYCLED, "Volume recycled").await;
+        self.recorder.event(&*volume, reasons::NORMAL, reasons::VOLUME_RECYCLED, messages::RECYCLED).await;
         if let Err(e) = self.unbind_volume(&volume).await {
             // The next sync recycles again; recycling an empty volume is harmless.
             tracing::debug!(volume = %name, error = %e, "failed to make recycled volume Available");
@@ -356,8 +357,9 @@ impl Controller {
         if volume.spec.as_ref().is_some_and(|s| s.csi.is_some()) {
             return Ok(None);
         }
-        self.plugins.deletable_by_spec(volume).map(Some).map_err(|e| {
-            format!("error getting deleter volume plugin for volume {:?}: {e}", helpers::name(&volume.metadata))
-        })
+        self.plugins
+            .deletable_by_spec(volume)
+            .map(Some)
+            .map_err(|e| messages::no_deleter(helpers::name(&volume.metadata), &e))
     }
 }

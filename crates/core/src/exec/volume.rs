@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::plan::{self, ClaimLookup, VolumePlan};
 use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
+use pv_model::messages;
 use pv_model::phase::PvPhase;
 use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
@@ -81,9 +82,9 @@ impl Controller {
             }
             VolumePlan::VolumeModeMismatch(claim) => {
                 let cname = helpers::name(&claim.metadata);
-                let vmsg = format!("Cannot bind PersistentVolume to requested PersistentVolumeClaim {cname:?} due to incompatible volumeMode.");
+                let vmsg = messages::volume_mode_mismatch_on_volume(cname);
                 self.recorder.event(&*volume, reasons::WARNING, reasons::VOLUME_MISMATCH, vmsg).await;
-                let cmsg = format!("Cannot bind PersistentVolume {name:?} to requested PersistentVolumeClaim due to incompatible volumeMode.");
+                let cmsg = messages::volume_mode_mismatch_on_claim(&name);
                 self.recorder.event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, cmsg).await;
                 Ok(())
             }
