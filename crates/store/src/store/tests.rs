@@ -15,6 +15,16 @@ impl Backend for Gate {
     }
 }
 
+/// Waits until a write on another thread has taken version `rv` (it then waits for its commit);
+/// fails the test when none has within 10 s, rather than spinning for ever.
+fn wait_for_version(s: &Store, rv: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while s.resource_version() < rv {
+        assert!(std::time::Instant::now() < deadline, "no write took version {rv} within 10 s");
+        std::thread::yield_now();
+    }
+}
+
 #[test]
 fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
     let (open, gate) = std::sync::mpsc::channel();
@@ -25,9 +35,7 @@ fn writes_waiting_for_their_commit_are_versioned_but_not_yet_delivered() {
         let s = s.clone();
         std::thread::spawn(move || s.create("persistentvolumes", pv("a")).map(|_| ()))
     };
-    while s.resource_version() < 1 {
-        std::thread::yield_now();
-    }
+    wait_for_version(&s, 1);
     // Versioned, but neither durable nor visible: no read, list, watch or bookmark shows it.
     assert_eq!((s.resource_version(), s.delivered_version()), (1, 0));
     assert!(w.try_recv().is_err());
@@ -68,9 +76,7 @@ fn answered_once_the_pending_write_is_durable(
         std::thread::spawn(move || f(&s))
     };
     let first = spawn(Box::new(first));
-    while s.resource_version() < rv {
-        std::thread::yield_now();
-    }
+    wait_for_version(&s, rv);
     let second = spawn(Box::new(second));
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(!second.is_finished(), "answered with an object not yet durable");
@@ -205,14 +211,10 @@ fn writes_queued_behind_a_failed_commit_are_undone_too() {
         })
     };
     let first = spawn("a");
-    while s.resource_version() < 1 {
-        std::thread::yield_now();
-    }
+    wait_for_version(&s, 1);
     // "b" is computed while "a" is being committed; "a" then fails.
     let second = spawn("b");
-    while s.resource_version() < 2 {
-        std::thread::yield_now();
-    }
+    wait_for_version(&s, 2);
     release.send(()).unwrap();
     assert_eq!(first.join().unwrap().unwrap_err().code(), 500);
     assert_eq!(second.join().unwrap().unwrap_err().code(), 500);
