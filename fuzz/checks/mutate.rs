@@ -174,7 +174,8 @@ pub fn inputs(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// How much a mutation run does: `PV_FUZZ_RUNS` inputs when set (the same inputs on any
-/// machine, for a given seed), else for `PV_FUZZ_SECONDS`, else for `default`.
+/// machine, for a given seed), else for `PV_FUZZ_SECONDS`, else the caller's default (a number of
+/// inputs, so that a test run is the same run on any machine).
 #[derive(Clone, Copy, Debug)]
 pub enum Budget {
     /// This many inputs.
@@ -184,14 +185,14 @@ pub enum Budget {
 }
 
 /// The budget of a run (see [`Budget`]).
-pub fn budget(default: Duration) -> Budget {
+pub fn budget(default: Budget) -> Budget {
     let env = |name: &str| std::env::var(name).ok();
     if let Some(n) = env("PV_FUZZ_RUNS").and_then(|s| s.parse().ok()) {
         return Budget::Runs(n);
     }
-    Budget::Time(
-        env("PV_FUZZ_SECONDS").and_then(|s| s.parse::<f64>().ok()).map(Duration::from_secs_f64).unwrap_or(default),
-    )
+    env("PV_FUZZ_SECONDS")
+        .and_then(|s| s.parse::<f64>().ok())
+        .map_or(default, |s| Budget::Time(Duration::from_secs_f64(s)))
 }
 
 /// The seed of a run: `PV_FUZZ_SEED`, else 1, so that a run is the same every time unless asked

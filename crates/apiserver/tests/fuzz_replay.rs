@@ -2,7 +2,7 @@
 //! targets run (`fuzz/checks/api.rs`): every input that once failed (`fuzz/regressions/write`,
 //! `fuzz/regressions/read`) and the kept corpus (`fuzz/corpus/write`, `fuzz/corpus/read`);
 //! then a short run of that corpus mutated at random through the same checks
-//! (`fuzz/checks/mutate.rs`; 5 s by default, else `PV_FUZZ_SECONDS` long or `PV_FUZZ_RUNS` inputs; seed 1 unless
+//! (`fuzz/checks/mutate.rs`; a fixed number of inputs by default, else `PV_FUZZ_SECONDS` long or `PV_FUZZ_RUNS` inputs; seed 1 unless
 //! `PV_FUZZ_SEED` says otherwise).
 
 #[path = "../../../fuzz/checks/api.rs"]
@@ -61,19 +61,24 @@ fn kept_read_corpus_passes() {
     replay(&files, checks::read);
 }
 
-fn mutated(target: &str, check: fn(&[u8])) {
-    let budget = mutate::budget(std::time::Duration::from_secs(5));
+/// `runs` mutated inputs (a few seconds' worth on two cores) unless the environment says
+/// otherwise: the same inputs on any machine, every one of them checked.
+fn mutated(target: &str, check: fn(&[u8]), runs: u64) {
+    let budget = mutate::budget(mutate::Budget::Runs(runs));
     let failed = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
     let execs = mutate::run(target, &fuzz_dir().join("corpus").join(target), check, budget, &failed);
-    assert!(execs > 0, "{target}: no input ran within {budget:?}");
+    match budget {
+        mutate::Budget::Runs(n) => assert_eq!(execs, n, "{target}: not every input ran"),
+        mutate::Budget::Time(t) => assert!(execs > 0, "{target}: no input ran within {t:?}"),
+    }
 }
 
 #[test]
 fn mutated_write_corpus_passes() {
-    mutated("write", checks::write);
+    mutated("write", checks::write, 20_000);
 }
 
 #[test]
 fn mutated_read_corpus_passes() {
-    mutated("read", checks::read);
+    mutated("read", checks::read, 300_000);
 }
