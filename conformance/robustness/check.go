@@ -221,15 +221,36 @@ func patchUnknown(h *History) {
 			}
 		}
 	}
+	// Values some read or list answered.
+	read := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Type == "get" && op.Obj != nil {
+			read[op.Kind+"/"+op.Name+"/"+op.Obj.Val] = true
+		}
+	}
+	for _, l := range h.Lists {
+		for _, it := range l.Items {
+			read[l.Kind+"/"+it.Name+"/"+it.Val] = true
+		}
+	}
+	kept := h.Ops[:0]
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Type != "get" && op.Type != "delete" && unknownOutcome(op) && op.Obj == nil {
-			if o, ok := seen[op.Kind+"/"+op.Name+"/"+op.Val]; ok {
+			k := op.Kind + "/" + op.Name + "/" + op.Val
+			if o, ok := seen[k]; ok {
 				o := o
 				op.Obj = &o
+			} else if op.Status >= 500 && !read[k] {
+				// Answered with a server error, and its value never seen by a watch, a read or a
+				// list: not applied (as etcd's checker drops failed writes that no watch saw). A
+				// write that took effect after all keeps its possibilities.
+				continue
 			}
 		}
+		kept = append(kept, *op)
 	}
+	h.Ops = kept
 }
 
 // returnOf: when an operation's effect was over. A request without an answer may take effect
@@ -250,7 +271,7 @@ func returnOf(h *History, op *Op) int64 {
 func checkLinearizable(h *History, timeout time.Duration) Result {
 	r := Result{Property: "linearizable", OK: true}
 	var ops []porcupine.Operation
-	writes, acked, unknown, patched, reads, listReads := 0, 0, 0, 0, 0, 0
+	writes, acked, unknown, patched, reads, listReads, errors := 0, 0, 0, 0, 0, 0, 0
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Type == "get" {
@@ -261,6 +282,9 @@ func checkLinearizable(h *History, timeout time.Duration) Result {
 				acked++
 			} else if unknownOutcome(op) {
 				unknown++
+				if op.Status >= 500 {
+					errors++
+				}
 				if op.Obj != nil {
 					patched++
 				}
@@ -313,8 +337,8 @@ func checkLinearizable(h *History, timeout time.Duration) Result {
 			r.fail("%s: not decided within %s", k, timeout)
 		}
 	}
-	r.Figures = fmt.Sprintf("%d operations on %d keys: %d writes (%d acknowledged, %d without an answer of which %d seen applied), %d reads, %d reads by %d lists",
-		len(ops), len(keys), writes, acked, unknown, patched, reads, listReads, len(h.Lists))
+	r.Figures = fmt.Sprintf("%d operations on %d keys: %d writes (%d acknowledged, %d without an answer or answered 5xx (%d answered 5xx) of which %d seen applied), %d reads, %d reads by %d lists",
+		len(ops), len(keys), writes, acked, unknown, errors, patched, reads, listReads, len(h.Lists))
 	return r
 }
 

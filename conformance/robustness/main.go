@@ -3,7 +3,7 @@
 // check etcd's: linearizability per key (porcupine) and the watch guarantees (ordered, unique,
 // atomic, reliable, resumable, bookmarkable) plus sendInitialEvents' initial events.
 //
-//	robustness record -kubeconfig K -out H.json [-server NAME] [-fault NAME] [-duration 20s] [-seed 1] [-clients 6] [-keys 3]
+//	robustness record -kubeconfig K -out H.json [-server NAME] [-fault NAME] [-duration 20s] [-seed 1] [-clients 6] [-keys 3] [-pause 0]
 //	robustness check [-kills FILE] [-timeout 60s] H.json
 //	robustness slowreader -kubeconfig K [-writes 300] [-size 100000]
 //
@@ -39,13 +39,14 @@ func main() {
 		seed := fs.Int64("seed", 1, "random seed of the clients")
 		clients := fs.Int("clients", 6, "clients")
 		keys := fs.Int("keys", 3, "keys per kind")
+		pause := fs.Duration("pause", 0, "each client's pause between operations (long runs: a smaller history)")
 		_ = fs.Parse(os.Args[2:])
 		c, err := newClient(*kc)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "robustness:", err)
 			os.Exit(2)
 		}
-		h := record(c, *server, *fault, *clients, *keys, *duration, *settle, *seed)
+		h := record(c, *server, *fault, *clients, *keys, *duration, *settle, *pause, *seed)
 		if err := h.save(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "robustness:", err)
 			os.Exit(2)

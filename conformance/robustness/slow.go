@@ -30,7 +30,13 @@ func slowReader(c *Client, writes, size int) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	a := c.do("GET", path+"?"+sel, "", nil, 10*time.Second)
+	var a Answer
+	for i := 0; i < 600; i++ { // the server may be starting
+		if a = c.do("GET", path+"?"+sel, "", nil, 10*time.Second); a.Status == 200 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if a.Status != 200 {
 		return fmt.Errorf("list: %d", a.Status)
 	}

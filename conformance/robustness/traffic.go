@@ -25,6 +25,7 @@ type Recorder struct {
 	ackRV  map[string]uint64
 	seenRV map[string]uint64
 	stop   chan struct{}
+	pause  time.Duration // between a client's operations (long runs)
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -122,6 +123,9 @@ func (r *Recorder) client(id int, rng *rand.Rand, deadline time.Time, wg *sync.W
 		default:
 			op = r.request(id, Op{Kind: kind, Name: name, Type: "addfin", Val: val}, "PATCH", itemPath(kind, name),
 				"application/merge-patch+json", []byte(fmt.Sprintf(`{"metadata":{"finalizers":[%q],"annotations":{%q:%q}}}`, finalizer, valueKey, val)))
+		}
+		if r.pause > 0 {
+			time.Sleep(r.pause)
 		}
 		if op.Status <= 0 || op.Status >= 500 {
 			// The server is down or overloaded: wait a little before the next request.
@@ -389,8 +393,8 @@ func (r *Recorder) initialWatcher(kind string, rng *rand.Rand, wg *sync.WaitGrou
 
 // record runs the traffic for duration, then lets the watches catch up with the acknowledged
 // writes (up to settle), then reads every key once more.
-func record(c *Client, server, fault string, clients, keysPerKind int, duration, settle time.Duration, seed int64) *History {
-	r := &Recorder{c: c, ackRV: map[string]uint64{}, seenRV: map[string]uint64{}, stop: make(chan struct{})}
+func record(c *Client, server, fault string, clients, keysPerKind int, duration, settle, pause time.Duration, seed int64) *History {
+	r := &Recorder{c: c, ackRV: map[string]uint64{}, seenRV: map[string]uint64{}, stop: make(chan struct{}), pause: pause}
 	r.h.Server, r.h.Fault = server, fault
 	for i := 0; i < keysPerKind; i++ {
 		r.names = append(r.names, fmt.Sprintf("k%d", i))
