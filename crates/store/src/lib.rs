@@ -37,7 +37,7 @@ pub use store::{
 };
 pub use watch::{json_size, StoreLimits, Watcher};
 
-/// Reads the crash points of the robustness tests from `FAIL_POINTS` (see `crash_point!` in
+/// Reads the crash points of the robustness tests from `FAILPOINTS` (see `crash_point!` in
 /// store/commit.rs); only in a build with the `failpoints` feature.
 #[cfg(feature = "failpoints")]
 pub fn setup_failpoints() {

@@ -25,7 +25,7 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 const COMMIT_SIBLINGS: usize = 2;
 
 /// A crash point of the robustness tests (scripts/e2e-robustness.sh): with the `failpoints`
-/// feature, `FAIL_POINTS='NAME=ACTION'` (tikv's fail-rs: e.g. `3*off->return`, the fourth time)
+/// feature, `FAILPOINTS='NAME=ACTION'` (tikv's fail-rs: e.g. `3*off->return`, the fourth time)
 /// makes the process abort there, as `kill -9` would: no destructor runs, nothing is flushed, no
 /// waiting writer is answered. Without the feature it is nothing.
 macro_rules! crash_point {
