@@ -110,8 +110,11 @@ func outcomes(s lstate, op *Op) []outcome {
 		case !s.Fin:
 			return []outcome{{"2xx", lstate{}}}
 		case !s.Term:
+			// kube-apiserver decides a delete's finalizers from the object as it first read it:
+			// a finalizer added meanwhile does not stop the delete (the answer is then a Status,
+			// not the terminating object).
 			next.Term = true
-			return []outcome{{"2xx", next}}
+			return []outcome{{"2xx", next}, {"2xx", lstate{}}}
 		default:
 			return []outcome{{"2xx", s}}
 		}
@@ -173,6 +176,9 @@ func step(s lstate, op *Op) []lstate {
 			continue
 		}
 		n := o.next
+		if op.Type == "delete" && code == "2xx" && n.Exists != (op.Obj != nil && op.Obj.Term) && n != s {
+			continue // the answer says which: the terminating object, or a Status (gone)
+		}
 		if code == "2xx" && n.Exists && n != s {
 			if answerRV != 0 && s.RV != 0 && answerRV <= s.RV {
 				continue // a write's new version is above the one it changed
@@ -389,6 +395,9 @@ func changeOf(e Event) change {
 // (from, to]: from the version asked for (or the initial-events-end bookmark) to the last
 // version the segment received (event or bookmark).
 func streamOf(s Segment) (events []Event, from uint64, to uint64, ok bool) {
+	if s.End == "refused" || (len(s.Events) == 0 && s.End != "eof" && s.End != "stopped") {
+		return nil, 0, 0, false // no stream: the server was down, or the watch failed at once
+	}
 	from = rvNum(s.From)
 	start := 0
 	if s.InitialEvents {
@@ -540,7 +549,7 @@ func checkWatches(h *History) []Result {
 			reliable.fail("%s segment %d (chain %d, from %d, through %d): no event for resourceVersion %d (%s %s val=%s, from %s)",
 				s.Kind, si, s.Chain, from, to, n, c.typ, c.name, c.val, seenBy[s.Kind][n])
 		}
-		if s.Resumed {
+		if s.Resumed && s.End != "gone" {
 			resumedChecked++
 			if len(missing) > 0 && len(evs) > 0 {
 				resumable.fail("%s segment %d resumed from %d: the changes at %v are missing", s.Kind, si, from, missing)
@@ -570,7 +579,7 @@ func checkWatches(h *History) []Result {
 		}
 	}
 	reliable.Figures = fmt.Sprintf("%d changes expected in the ranges %d streams covered, %d acknowledged writes among the changes", expectedTotal, segments, ackedWrites)
-	resumable.Figures = fmt.Sprintf("%d watches resumed from the last version received; %d answered 410 (version no longer kept), none of the others skipped or repeated a change", resumedChecked, gone)
+	resumable.Figures = fmt.Sprintf("%d watches resumed from the last version received (and streamed); %d answered 410 (version no longer kept), none of the others skipped or repeated a change", resumedChecked, gone)
 	bookmarkable.Figures = fmt.Sprintf("%d bookmarks, never below an earlier event or bookmark, nothing after one at or below it", bookmarks)
 
 	checkInitialEvents(h, global, &initial)
@@ -612,8 +621,8 @@ func checkInitialEvents(h *History, global map[string]map[uint64]change, r *Resu
 	}
 	watches, complete, compared, objects, cut := 0, 0, 0, 0, 0
 	for si, s := range h.Segments {
-		if !s.InitialEvents {
-			continue
+		if !s.InitialEvents || s.End == "refused" || (len(s.Events) == 0 && s.End != "eof") {
+			continue // the server was down: no watch
 		}
 		watches++
 		end := -1
