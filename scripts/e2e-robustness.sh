@@ -86,7 +86,7 @@ bad() { FAILED=$((FAILED + 1)); echo "FAIL: $*" >&2; }
 echo "== the checker and its tests"
 RB="$WORK/robustness"
 if (cd "$ROOT/conformance/robustness" && nice "$GO" test ./... >"$WORK/gotest.out" 2>&1); then
-  pass "the checker catches a planted stale read, lost write, double create, duplicated, skipped and out-of-order watch event, a bookmark going back, wrong initial events ($(grep -c '^func Test' "$ROOT/conformance/robustness/check_test.go") tests)"
+  pass "the checker catches a planted stale read, lost write, double create, duplicated, skipped and out-of-order watch event, a bookmark going back, wrong initial events, a finalizer lifted too late ($(grep -c '^func Test' "$ROOT/conformance/robustness/check_test.go") tests)"
 else
   cat "$WORK/gotest.out"; bad "go test of conformance/robustness"
 fi

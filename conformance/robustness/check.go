@@ -38,12 +38,24 @@ func check(h *History, timeout time.Duration) []Result {
 
 // lstate is one key's state in the model: whether the object exists, its resourceVersion (0 when
 // not known: after a write whose answer was lost), its value, finalizers and deletion.
+//
+// Emptied: the object is gone because a write emptied its finalizers while it was terminating;
+// RV then keeps its last version. kube-apiserver lets every write that emptied the same
+// finalizers concurrently succeed: each deletes the object, the ones that find it gone already
+// ignore that (genericregistry's deleteWithoutFinalizers) and answer 200 with the object they
+// wrote, at that last version.
 type lstate struct {
-	Exists bool
-	RV     uint64
-	Val    string
-	Fin    bool
-	Term   bool
+	Exists  bool
+	RV      uint64
+	Val     string
+	Fin     bool
+	Term    bool
+	Emptied bool
+}
+
+// emptiesFinalizers: op, on a terminating object, removes every finalizer (and so the object).
+func emptiesFinalizers(op *Op) bool {
+	return op.Type == "unfin" || ((op.Type == "update" || op.Type == "cupdate") && !op.Fin)
 }
 
 func unknownOutcome(op *Op) bool { return op.Status == 0 || op.Status >= 500 }
@@ -69,6 +81,9 @@ func outcomes(s lstate, op *Op) []outcome {
 		return []outcome{{"2xx", lstate{Exists: true, Val: op.Val, Fin: op.Fin || protected(op.Kind)}}}
 	}
 	if !s.Exists {
+		if s.Emptied && emptiesFinalizers(op) && (op.Type != "cupdate" || s.RV == 0 || rvNum(op.Precond) == s.RV) {
+			return []outcome{{"404", s}, {"2xx", s}} // a concurrent emptying: see lstate
+		}
 		return []outcome{{"404", s}}
 	}
 	next := s
@@ -86,7 +101,7 @@ func outcomes(s lstate, op *Op) []outcome {
 			// The body may name finalizers the object no longer has: no new ones once deleting.
 			os = append(os, outcome{"422", s})
 			if !op.Fin {
-				next = lstate{}
+				next = lstate{RV: s.RV, Emptied: true}
 			}
 		}
 		return append(os, outcome{"2xx", next})
@@ -96,7 +111,7 @@ func outcomes(s lstate, op *Op) []outcome {
 	case "unfin":
 		next.Val, next.Fin = op.Val, false
 		if s.Term {
-			next = lstate{}
+			next = lstate{RV: s.RV, Emptied: true}
 		}
 		return []outcome{{"2xx", next}}
 	case "addfin":
@@ -178,6 +193,16 @@ func step(s lstate, op *Op) []lstate {
 		n := o.next
 		if op.Type == "delete" && code == "2xx" && n.Exists != (op.Obj != nil && op.Obj.Term) && n != s {
 			continue // the answer says which: the terminating object, or a Status (gone)
+		}
+		if code == "2xx" && s.Exists && n.Emptied && op.Obj != nil && s.RV != 0 && rvNum(op.Obj.RV) != s.RV {
+			continue // the write that removes it answers with the object it wrote, at the version it had
+		}
+		if code == "2xx" && !s.Exists && n == s {
+			// A concurrent emptying of finalizers (see lstate): answered with the terminating
+			// object as it wrote it, at the version the object was removed from.
+			if op.Obj == nil || !op.Obj.Term || op.Obj.Fin || op.Obj.Val != op.Val || (s.RV != 0 && rvNum(op.Obj.RV) != s.RV) {
+				continue
+			}
 		}
 		if code == "2xx" && n.Exists && n != s {
 			if answerRV != 0 && s.RV != 0 && answerRV <= s.RV {
@@ -343,9 +368,41 @@ func checkLinearizable(h *History, timeout time.Duration) Result {
 			r.fail("%s: not decided within %s", k, timeout)
 		}
 	}
+	checkConcurrentEmptying(h, &r)
 	r.Figures = fmt.Sprintf("%d operations on %d keys: %d writes (%d acknowledged, %d without an answer or answered 5xx (%d answered 5xx) of which %d seen applied), %d reads, %d reads by %d lists",
 		len(ops), len(keys), writes, acked, unknown, errors, patched, reads, listReads, len(h.Lists))
 	return r
+}
+
+// checkConcurrentEmptying: the model lets a write that empties a terminating object's finalizers
+// succeed after the object is gone (see lstate); kube-apiserver does so only for writes that ran
+// at the same time as the one that removed it. Writes answered with the same terminating version
+// must each overlap another of them.
+func checkConcurrentEmptying(h *History, r *Result) {
+	groups := map[string][]*Op{}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if success(op) && emptiesFinalizers(op) && op.Obj != nil && op.Obj.Term && !op.Obj.Fin {
+			k := op.Kind + "/" + op.Name + "@" + op.Obj.RV
+			groups[k] = append(groups[k], op)
+		}
+	}
+	for k, ops := range groups {
+		if len(ops) < 2 {
+			continue
+		}
+		for _, a := range ops {
+			overlaps := false
+			for _, b := range ops {
+				if a != b && a.Call < b.Return && b.Call < a.Return {
+					overlaps = true
+				}
+			}
+			if !overlaps {
+				r.fail("%s: %d writes emptied the finalizers of the same terminating version, %s (client %d) at no time with another", k, len(ops), a.Type, a.Client)
+			}
+		}
+	}
 }
 
 // illegalDetail names the operations of the longest linearizable prefix's end, to start from.

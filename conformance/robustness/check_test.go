@@ -206,3 +206,38 @@ func TestConflictingEventsAreCaught(t *testing.T) {
 		t.Errorf("conflicting events not caught: %v", failed)
 	}
 }
+
+// A PV with a finalizer, deleted (terminating at rv 21), then two merge patches removing its
+// finalizers: kube-apiserver answers both 200 when they run at the same time (the second finds
+// the object gone when it deletes it, and ignores that), each with the object it wrote at rv 21.
+func emptiedTwice(secondCall, secondReturn int64) *History {
+	pv := "persistentvolumes"
+	obj := func(rv, val string, fin, term bool) *Obj {
+		return &Obj{Name: "p0", RV: rv, Val: val, Fin: fin, Term: term}
+	}
+	return &History{
+		Server: "test", Keys: []string{pv + "/p0"}, Start: 0, End: 1000,
+		Ops: []Op{
+			{Client: 0, Kind: pv, Name: "p0", Type: "create", Val: "a", Call: 10, Return: 20, Status: 201, Obj: obj("20", "a", true, false)},
+			{Client: 0, Kind: pv, Name: "p0", Type: "delete", Call: 21, Return: 22, Status: 200, Obj: obj("21", "a", true, true)},
+			{Client: 1, Kind: pv, Name: "p0", Type: "unfin", Val: "b", Call: 30, Return: 40, Status: 200, Obj: obj("21", "b", false, true)},
+			{Client: 2, Kind: pv, Name: "p0", Type: "unfin", Val: "c", Call: secondCall, Return: secondReturn, Status: 200, Obj: obj("21", "c", false, true)},
+			{Client: 3, Kind: pv, Name: "p0", Type: "get", Call: 60, Return: 61, Status: 404},
+		},
+	}
+}
+
+func TestConcurrentFinalizerEmptyingPasses(t *testing.T) {
+	expectOnly(t, emptiedTwice(31, 39))
+}
+
+func TestLateFinalizerEmptyingIsCaught(t *testing.T) {
+	// The second patch starts after the object was gone: kube-apiserver answers 404.
+	expectOnly(t, emptiedTwice(45, 50), "linearizable")
+}
+
+func TestEmptyingAnsweredWithAnotherVersionIsCaught(t *testing.T) {
+	h := emptiedTwice(31, 39)
+	h.Ops[3].Obj.RV = "22"
+	expectOnly(t, h, "linearizable")
+}
