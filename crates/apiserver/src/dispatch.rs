@@ -249,12 +249,23 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
                             _ => handlers::delete_collection(&st, &t, &q, &bytes)
                                 .map(|r| ((r, Vec::new()), Pending::default())),
                         };
-                        let (reply, pending) = if inline {
-                            work()?
-                        } else {
-                            writes.spawn_blocking(work).await.map_err(|e| {
-                                ApiError::Store(StoreError::Internal(format!("request handler failed: {e}")))
-                            })??
+                        // A refusal (404, 409, 403, 422) is decided from writes that may not be
+                        // durable yet: it is answered once they are, and decided again if a
+                        // commit failed meanwhile (Store::refusal_stands).
+                        let (reply, pending) = loop {
+                            let deciding = store.deciding();
+                            let work = work.clone();
+                            let result = if inline {
+                                work()
+                            } else {
+                                writes.spawn_blocking(work).await.map_err(|e| {
+                                    ApiError::Store(StoreError::Internal(format!("request handler failed: {e}")))
+                                })?
+                            };
+                            match result {
+                                Err(e) if e.is_refusal() && !store.refusal_stands(deciding).await => continue,
+                                result => break result?,
+                            }
                         };
                         pending.durable(&store).await?;
                         reply
@@ -290,11 +301,8 @@ mod tests {
         (code, String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    #[tokio::test]
-    async fn probes_report_a_storage_failure_until_storage_works_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let (store, full) = full_disk::store(dir.path());
-        let st = Arc::new(AppState {
+    fn state(store: pv_store::Store) -> Arc<AppState> {
+        Arc::new(AppState {
             store: Arc::new(store),
             token: "t".into(),
             server_address: "127.0.0.1:0".into(),
@@ -302,13 +310,57 @@ mod tests {
             pages: Default::default(),
             writes: tokio_util::task::TaskTracker::new(),
             limits: Default::default(),
-        });
-        let pv = |name: &str| {
-            format!(
-                r#"{{"metadata":{{"name":"{name}"}},"spec":{{"capacity":{{"storage":"1Gi"}},"accessModes":["ReadWriteOnce"],"hostPath":{{"path":"/x"}}}}}}"#
-            )
-        };
-        const PVS: &str = "/api/v1/persistentvolumes";
+        })
+    }
+
+    fn pv(name: &str) -> String {
+        format!(
+            r#"{{"metadata":{{"name":"{name}"}},"spec":{{"capacity":{{"storage":"1Gi"}},"accessModes":["ReadWriteOnce"],"hostPath":{{"path":"/x"}}}}}}"#
+        )
+    }
+
+    const PVS: &str = "/api/v1/persistentvolumes";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_conflict_is_answered_once_the_write_it_rests_on_is_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = full_disk::store(dir.path());
+        let st = state(store);
+        // A create writers see, not yet committed (its own answer not awaited yet).
+        let first = st.store.create_written("persistentvolumes", serde_json::from_str(&pv("a")).unwrap()).unwrap();
+        let (code, body) = call(&st, Method::POST, PVS, &pv("a")).await;
+        assert_eq!(code, StatusCode::CONFLICT, "{body}");
+        // Readers see only durable writes: the object the 409 rests on is there by now.
+        let (code, body) = call(&st, Method::GET, &format!("{PVS}/a"), "").await;
+        assert_eq!(code, StatusCode::OK, "the 409 was answered before its create was durable: {body}");
+        first.durable(&st.store).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refusal_resting_on_an_undone_write_is_decided_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, full) = full_disk::store(dir.path());
+        let st = state(store);
+        full.store(true, Ordering::SeqCst);
+        let first = st.store.create_written("persistentvolumes", serde_json::from_str(&pv("a")).unwrap()).unwrap();
+        // The create the 409 would rest on fails to commit: decided again, the second create
+        // fails the same way (storage is full), never 409 for an object that was never stored.
+        let (code, body) = call(&st, Method::POST, PVS, &pv("a")).await;
+        assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+        assert_eq!(first.durable(&st.store).await.unwrap_err().code(), 500);
+        // And a delete of it is a 404 once storage works again (the create was undone).
+        let deleted = st.store.delete_written("persistentvolumes", "", "a", None, None);
+        assert_eq!(deleted.err().map(|e| e.code()), Some(404));
+        full.store(false, Ordering::SeqCst);
+        let (code, body) = call(&st, Method::POST, PVS, &pv("a")).await;
+        assert_eq!(code, StatusCode::CREATED, "{body}");
+    }
+
+    #[tokio::test]
+    async fn probes_report_a_storage_failure_until_storage_works_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, full) = full_disk::store(dir.path());
+        let st = state(store);
         assert_eq!(call(&st, Method::GET, "/readyz", "").await.0, StatusCode::OK);
         full.store(true, Ordering::SeqCst);
         let (code, body) = call(&st, Method::POST, PVS, &pv("a")).await;

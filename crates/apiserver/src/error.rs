@@ -76,6 +76,21 @@ fn split_resource(q: &str) -> (&str, &str) {
 }
 
 impl ApiError {
+    /// A write's refusal decided from what is stored (404, 409, 403, 422), which may rest on
+    /// writes not yet durable (`Store::refusal_stands`).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ApiError::Store(
+                StoreError::NotFound { .. }
+                    | StoreError::AlreadyExists { .. }
+                    | StoreError::Conflict { .. }
+                    | StoreError::Forbidden { .. }
+                    | StoreError::Invalid { .. }
+            ) | ApiError::NamespaceNotFound(_)
+        )
+    }
+
     /// HTTP status code.
     pub fn code(&self) -> u16 {
         match self {

@@ -46,6 +46,19 @@ use tokio::time::Instant;
 /// How often a watcher that asked for bookmarks gets one.
 pub const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
 
+/// When a watcher that asked for bookmarks gets its next one: every [`BOOKMARK_EVERY`], and 2 s
+/// before its timeout, so that the client resumes from a version as close to then as possible
+/// (kube-apiserver's cacher, `nextBookmarkTime`); none once that moment has passed.
+fn next_bookmark(now: Instant, deadline: Option<Instant>) -> Option<Instant> {
+    let periodic = now + BOOKMARK_EVERY;
+    let at = match deadline.and_then(|d| d.checked_sub(Duration::from_secs(2))) {
+        Some(pre_timeout) => pre_timeout.min(periodic),
+        None if deadline.is_some() => return None,
+        None => periodic,
+    };
+    (at >= now).then_some(at)
+}
+
 struct Stream {
     st: Arc<AppState>,
     /// The initial events still to send: the snapshot's objects, rendered only as the client
@@ -60,7 +73,7 @@ struct Stream {
     pending: VecDeque<Bytes>,
     deadline: Option<Instant>,
     bookmarks: bool,
-    next_bookmark: Instant,
+    next_bookmark: Option<Instant>,
     last_rv: u64,
     shutdown: tokio::sync::watch::Receiver<bool>,
 }
@@ -192,7 +205,7 @@ impl Stream {
             let rx = self.rx.as_mut()?;
             let far = Instant::now() + Duration::from_secs(86_400);
             let deadline = self.deadline.unwrap_or(far);
-            let bookmark_at = if self.bookmarks { self.next_bookmark } else { far };
+            let bookmark_at = self.next_bookmark.filter(|_| self.bookmarks).unwrap_or(far);
             tokio::select! {
                 ev = rx.recv() => match ev {
                     Some(ev) => self.store_event(ev),
@@ -200,7 +213,7 @@ impl Stream {
                 },
                 _ = tokio::time::sleep_until(deadline) => return None,
                 _ = tokio::time::sleep_until(bookmark_at) => {
-                    self.next_bookmark = Instant::now() + BOOKMARK_EVERY;
+                    self.next_bookmark = next_bookmark(Instant::now(), self.deadline);
                     self.drain_and_bookmark();
                 }
                 _ = self.shutdown.changed() => return None,
@@ -245,7 +258,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         pending: VecDeque::new(),
         deadline: timeout,
         bookmarks: flag("allowWatchBookmarks"),
-        next_bookmark: Instant::now() + BOOKMARK_EVERY,
+        next_bookmark: next_bookmark(Instant::now(), timeout),
         last_rv: 0,
         shutdown: st.shutdown.clone(),
     };

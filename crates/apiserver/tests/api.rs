@@ -514,3 +514,37 @@ async fn json_reads_written_from_stored_text_are_what_every_other_encoding_gives
     let (_, l) = a.get(PVS).await;
     assert_eq!(l["items"][1]["metadata"]["annotations"]["example.com/note"], "say \"hi\"\n\\ é");
 }
+
+#[tokio::test]
+async fn a_watch_asking_for_bookmarks_gets_one_two_seconds_before_its_timeout() {
+    let d = tempfile::tempdir().unwrap();
+    let a = start(d.path()).await;
+    let (_, first) = a.post(PVS, pv("a")).await;
+    let rv = first["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let mut w = a
+        .c
+        .get(format!("{}{PVS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4", a.h.url()))
+        .bearer_auth(a.h.token())
+        .send()
+        .await
+        .unwrap();
+    // kube-apiserver's cacher bookmarks 2 s before the deadline, well before the periodic one.
+    let ev = read_events(&mut w, 1).await;
+    let at = started.elapsed();
+    assert_eq!(ev[0]["type"], "BOOKMARK", "{ev:?}");
+    assert_eq!(ev[0]["object"]["metadata"]["resourceVersion"], rv.as_str());
+    assert!(at >= Duration::from_millis(1500), "bookmark after {at:?}");
+    // Then nothing more: the stream ends at the timeout.
+    assert!(read_events(&mut w, 1).await.is_empty());
+    // Without the timeout's 2 s to spare, no such bookmark: the stream just ends.
+    let mut w = a
+        .c
+        .get(format!("{}{PVS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1", a.h.url()))
+        .bearer_auth(a.h.token())
+        .send()
+        .await
+        .unwrap();
+    assert!(read_events(&mut w, 1).await.is_empty());
+    a.h.shutdown().await.unwrap();
+}

@@ -22,7 +22,7 @@ mod delete;
 
 pub use builder::StoreBuilder;
 use commit::Durability;
-pub use commit::{Pending, Written};
+pub use commit::{Deciding, Pending, Written};
 pub(crate) use content::Standing;
 
 /// Type of a watch event.
@@ -772,11 +772,19 @@ impl Store {
         }
         registry::updated(rt, &old, &mut new, status || part == Part::Binding, &format_time((self.now)()));
         let rv = inner.rv + 1;
+        if meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp")) && finalizers(&new).is_empty() {
+            // The last finalizer of an object being deleted is gone: the object goes, as
+            // kube-apiserver's deleteWithoutFinalizers does it. Watchers see it as last stored,
+            // at the deletion's version (etcd's previous value); the writer gets the object it
+            // wrote, at the version it had.
+            let mut gone = old;
+            Self::stamp(&mut gone, rv);
+            self.commit(&mut inner, rt, WatchEventType::Deleted, &ns, &name, &gone, rv)?;
+            drop(inner);
+            return Ok(Written::pending(Arc::new(new), rv, Self::lost(fault, rt, &name)));
+        }
         Self::stamp(&mut new, rv);
-        let deleting = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"));
-        let kind =
-            if deleting && finalizers(&new).is_empty() { WatchEventType::Deleted } else { WatchEventType::Modified };
-        self.commit(&mut inner, rt, kind, &ns, &name, &new, rv)?;
+        self.commit(&mut inner, rt, WatchEventType::Modified, &ns, &name, &new, rv)?;
         drop(inner);
         Ok(Written::pending(Arc::new(new), rv, Self::lost(fault, rt, &name)))
     }

@@ -45,6 +45,9 @@ pub(super) struct Durability {
     failed: Vec<(u64, u64, String)>,
     /// The last commit's error, until a commit or [`Store::check_storage`] succeeds.
     storage_error: Option<String>,
+    /// How many commits have failed: a refusal decided meanwhile may rest on an undone write
+    /// ([`Store::refusal_stands`]).
+    failures: u64,
 }
 
 impl Durability {
@@ -161,7 +164,40 @@ impl Pending {
     }
 }
 
+/// A write's refusal being decided ([`Store::deciding`]): a 404, 409, 403 or 422 that writers
+/// decide from every write handed out, durable or not.
+#[must_use = "a refusal is answered only once what it rests on is durable"]
+pub struct Deciding {
+    failures: u64,
+}
+
 impl Store {
+    /// Call before deciding a write; once it is refused, [`Store::refusal_stands`] says when the
+    /// refusal may be answered.
+    pub fn deciding(&self) -> Deciding {
+        Deciding { failures: self.durability.lock().unwrap().failures }
+    }
+
+    /// Writers decide from writes not yet durable (the overlay), so a refusal may rest on a write
+    /// that a crash or a failed commit undoes: a 409 for a create nobody will ever see, a 404 for
+    /// a delete that never happened. Such an answer would contradict every read after it, so a
+    /// refusal is answered only once every write handed out by then is durable: `true`. `false`
+    /// when a commit failed meanwhile: the refusal may rest on an undone write, and the write is
+    /// to be decided again. Awaited without holding a thread, as [`Pending::durable`].
+    pub fn refusal_stands(self: &Arc<Self>, deciding: Deciding) -> impl std::future::Future<Output = bool> + Send + 'static {
+        let seen = self.backend.as_ref().map(|_| self.inner.lock().unwrap().rv);
+        let settled = seen.is_none_or(|rv| self.durability.lock().unwrap().settled(rv).is_some());
+        let store = self.clone();
+        async move {
+            if let Some(rv) = seen.filter(|_| !settled) {
+                // A task of its own, as Pending::durable: it commits when nobody is.
+                let s = store.clone();
+                let _ = tokio::spawn(async move { s.durable(rv).await }).await;
+            }
+            store.durability.lock().unwrap().failures == deciding.failures
+        }
+    }
+
     /// The error a write answers in place of its object when a lost response was drawn.
     pub(super) fn lost(fault: Option<FaultKind>, rt: &ResourceType, name: &str) -> Option<StoreError> {
         (fault == Some(FaultKind::LostResponse)).then(|| FaultKind::LostResponse.error(&rt.qualified(), name))
@@ -300,6 +336,7 @@ impl Store {
                         _ => d.failed.push((first, inner.rv, e.clone())),
                     }
                     d.storage_error = Some(e);
+                    d.failures += 1;
                 }
             }
             drop(inner);

@@ -361,9 +361,23 @@ fn finalizers_hold_deletion_until_removed() {
     let mut m = (*marked).clone();
     m["metadata"]["finalizers"] = json!(["example.com/f", "example.com/g"]);
     assert_eq!(s.update("persistentvolumes", m.clone(), false).unwrap_err().code(), 422);
+    let mut w = s.watch("persistentvolumes", None, Some(s.resource_version())).unwrap();
     m["metadata"]["finalizers"] = json!([]);
-    s.update("persistentvolumes", m, false).unwrap();
+    m["metadata"]["labels"] = json!({"last": "write"});
+    let answer = s.update("persistentvolumes", m, false).unwrap();
     assert_eq!(s.get("persistentvolumes", "", "a").unwrap_err().code(), 404);
+    // As kube-apiserver: the writer gets the object it wrote at the version it had; watchers get
+    // the object as last stored, at the deletion's version.
+    assert_eq!(answer["metadata"]["resourceVersion"], marked["metadata"]["resourceVersion"]);
+    assert_eq!(answer["metadata"]["labels"]["last"], "write");
+    assert_eq!(answer["metadata"]["finalizers"], json!([]));
+    let ev = w.try_recv().unwrap();
+    assert_eq!(ev.kind, WatchEventType::Deleted);
+    let gone = ev.object.value();
+    assert_eq!(gone["metadata"]["finalizers"], json!(["example.com/f"]));
+    assert!(gone["metadata"].get("labels").is_none(), "{gone}");
+    assert_eq!(gone["metadata"]["resourceVersion"], ev.rv.to_string());
+    assert!(ev.rv > marked["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>().unwrap());
 }
 
 #[test]
