@@ -22,7 +22,7 @@ use crate::caches::Counts;
 use pv_model::helpers;
 use pv_model::helpers::AccessModes;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
-use pv_model::{Held, ObjectKey, Quantity, VolumeIndex};
+use pv_model::{Dictionary, Held, ObjectKey, Quantity, VolumeIndex};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -239,6 +239,8 @@ pub struct ClaimCache {
     labels: Labels<(String, String)>,
     /// Claims deleted lately, with their last resourceVersion.
     pub gone: Tombstones,
+    /// What bound claims are packed against.
+    dictionary: Dictionary,
 }
 
 /// A cached claim and what the cache reads without decoding it.
@@ -288,7 +290,7 @@ impl ClaimCache {
         // Upstream's collector names a claim's class as matching does: the beta annotation first.
         let class = helpers::claim_class(&c);
         let entry = ClaimEntry {
-            claim: Held::new(c.clone(), bound),
+            claim: Held::new(c.clone(), bound, &self.dictionary),
             bound,
             settled: false,
             labels: self.labels.id((class.to_string(), helpers::claim_vac(&c).to_string())),
@@ -317,14 +319,14 @@ impl ClaimCache {
 
     /// The claim with this key (a fresh copy).
     pub fn get(&self, key: &str) -> Option<Arc<PersistentVolumeClaim>> {
-        self.claims.get(key).map(|e| e.claim.get())
+        self.claims.get(key).map(|e| e.claim.get(&self.dictionary))
     }
 
     /// Removes a claim that was deleted at resourceVersion `rv`.
     pub fn delete(&mut self, key: &str, rv: Option<&str>) -> Option<Arc<PersistentVolumeClaim>> {
         self.gone.bury(key, rv);
         self.unindex(key);
-        self.claims.remove(key).map(|e| e.claim.get())
+        self.claims.remove(key).map(|e| e.claim.get(&self.dictionary))
     }
 
     /// The cached version of the claim with this key, read without decoding it; `None` when it
@@ -360,7 +362,7 @@ impl ClaimCache {
 
     /// The claims whose phase is not Bound (fresh copies).
     pub fn not_bound(&self) -> Vec<Arc<PersistentVolumeClaim>> {
-        self.claims.values().filter(|e| !e.bound).map(|e| e.claim.get()).collect()
+        self.claims.values().filter(|e| !e.bound).map(|e| e.claim.get(&self.dictionary)).collect()
     }
 
     /// Every claim key.

@@ -23,7 +23,7 @@ use crate::hostpath::{self, SharedPath};
 use crate::k8s::{PersistentVolume, PersistentVolumeClaim};
 use crate::key::ObjectKey;
 use crate::matching::{evaluate_in_mode_set, VerdictKind};
-use crate::packed::Held;
+use crate::packed::{Dictionary, Held};
 use crate::phase::PvPhase;
 use crate::quantity::Quantity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -70,6 +70,8 @@ pub struct VolumeIndex {
     /// Volume names per normalised host path, sorted: ordered by path, so the directories inside
     /// one are a range.
     host_paths: BTreeMap<Box<str>, Vec<String>>,
+    /// What bound volumes are packed against.
+    dictionary: Dictionary,
 }
 
 fn is_free(v: &PersistentVolume) -> bool {
@@ -96,7 +98,7 @@ impl VolumeIndex {
 
     /// The volume with this name (a fresh copy).
     pub fn get(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.entries.get(name).map(|e| e.volume.get())
+        self.entries.get(name).map(|e| e.volume.get(&self.dictionary))
     }
 
     /// The resourceVersion of the volume with this name, without decoding it.
@@ -170,7 +172,7 @@ impl VolumeIndex {
             claim_key: helpers::claim_ref(&volume).map(helpers::claim_ref_key),
             resource_version: volume.metadata.resource_version.as_deref().map(Into::into),
             host_path: hostpath::of(&volume).map(|p| hostpath::normalize(p).into()),
-            volume: Held::new(volume.clone(), bound),
+            volume: Held::new(volume.clone(), bound, &self.dictionary),
         };
         *self.mode_sets.entry((entry.modes.len(), entry.modes.0)).or_default() += 1;
         if entry.free {
@@ -193,7 +195,7 @@ impl VolumeIndex {
 
     /// Removes a volume; returns it if it was known.
     pub fn delete(&mut self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.remove(name).map(|e| e.volume.get())
+        self.remove(name).map(|e| e.volume.get(&self.dictionary))
     }
 
     /// Removes a volume's entry from every structure, without reading the volume.
@@ -287,7 +289,7 @@ impl VolumeIndex {
             } else if e.claim_key.as_ref().is_some_and(|k| *k != key) {
                 VerdictKind::ClaimedByOther
             } else {
-                match evaluate_in_mode_set(claim, &e.volume.get(), delay_binding).kind {
+                match evaluate_in_mode_set(claim, &e.volume.get(&self.dictionary), delay_binding).kind {
                     VerdictKind::Match if reserved(name) => VerdictKind::ClaimedByOther,
                     kind => kind,
                 }
@@ -317,7 +319,7 @@ impl VolumeIndex {
             for name in self.by_claim.get(key.as_str()).into_iter().flatten() {
                 let e = &self.entries[name];
                 if e.modes.0 == bits {
-                    let v = e.volume.get();
+                    let v = e.volume.get(&self.dictionary);
                     if evaluate_in_mode_set(claim, &v, delay_binding).prebound {
                         return Some(v);
                     }
@@ -331,7 +333,7 @@ impl VolumeIndex {
                     if reserved(name) {
                         continue;
                     }
-                    let v = self.entries[name].volume.get();
+                    let v = self.entries[name].volume.get(&self.dictionary);
                     if evaluate_in_mode_set(claim, &v, delay_binding).is_match() {
                         return Some(v);
                     }

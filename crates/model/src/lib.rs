@@ -27,7 +27,7 @@ pub mod topology;
 pub use index::VolumeIndex;
 pub use key::ObjectKey;
 pub use matching::{Verdict, VerdictKind};
-pub use packed::{Held, Packed};
+pub use packed::{Dictionary, Held, Packed};
 pub use quantity::Quantity;
 
 /// Kubernetes API types used throughout, re-exported so every crate agrees on one version.
