@@ -32,8 +32,8 @@ pub use finisher::NamespaceFinisher;
 pub use kinds::{ResourceType, RESOURCE_TYPES};
 pub use object::Object;
 pub use store::{
-    format_time, Backend, Deciding, ListOptions, Mutation, Pending, PendingWrite, Snapshot, Store, StoreBuilder, UidMode,
-    WatchEvent, WatchEventType, Written,
+    format_time, Backend, Deciding, ListOptions, Mutation, Pending, PendingWrite, Snapshot, Store, StoreBuilder,
+    UidMode, WatchEvent, WatchEventType, Written,
 };
 pub use watch::{json_size, StoreLimits, Watcher};
 

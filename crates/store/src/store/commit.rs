@@ -184,7 +184,10 @@ impl Store {
     /// refusal is answered only once every write handed out by then is durable: `true`. `false`
     /// when a commit failed meanwhile: the refusal may rest on an undone write, and the write is
     /// to be decided again. Awaited without holding a thread, as [`Pending::durable`].
-    pub fn refusal_stands(self: &Arc<Self>, deciding: Deciding) -> impl std::future::Future<Output = bool> + Send + 'static {
+    pub fn refusal_stands(
+        self: &Arc<Self>,
+        deciding: Deciding,
+    ) -> impl std::future::Future<Output = bool> + Send + 'static {
         let seen = self.backend.as_ref().map(|_| self.inner.lock().unwrap().rv);
         let settled = seen.is_none_or(|rv| self.durability.lock().unwrap().settled(rv).is_some());
         let store = self.clone();
