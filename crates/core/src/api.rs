@@ -115,3 +115,92 @@ pub trait ClusterApi: Send + Sync {
     /// controller's check before it lets a claim go, for a pod its watch has not delivered yet.
     async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError>;
 }
+
+/// A request as an [`Interceptor`] sees it: its verb (`get`, `create`, `update`, `delete`,
+/// `list`) and resource (`persistentvolumes`, `persistentvolumeclaims`, `events`, `pods`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The request's verb.
+    pub verb: &'static str,
+    /// The resource it is about.
+    pub resource: &'static str,
+}
+
+impl Call {
+    const fn new(verb: &'static str, resource: &'static str) -> Self {
+        Call { verb, resource }
+    }
+
+    /// A write of a volume or a claim (not an Event, not a read).
+    pub fn writes_an_object(&self) -> bool {
+        matches!(self.verb, "create" | "update" | "delete") && self.resource != "events"
+    }
+}
+
+/// What an [`Intercepted`] API does around each request: tests' fault injection and hooks, kept
+/// out of the adapters that run in production.
+pub trait Interceptor: Send + Sync {
+    /// Before the request: an error is its answer, and the API never sees it.
+    fn before(&self, _call: Call) -> Result<(), ApiError> {
+        Ok(())
+    }
+    /// Once the API answered a request `before` let through, before the answer is returned.
+    fn after(&self, _call: Call) {}
+}
+
+/// An API with an [`Interceptor`] around every request.
+pub struct Intercepted<A, I> {
+    /// The API requests go to.
+    pub inner: A,
+    /// What runs around each.
+    pub interceptor: I,
+}
+
+impl<A, I: Interceptor> Intercepted<A, I> {
+    async fn call<T>(&self, call: Call, request: impl std::future::Future<Output = T>) -> Result<T, ApiError> {
+        self.interceptor.before(call)?;
+        let answer = request.await;
+        self.interceptor.after(call);
+        Ok(answer)
+    }
+}
+
+const PVS: &str = "persistentvolumes";
+const PVCS: &str = "persistentvolumeclaims";
+
+#[async_trait]
+impl<A: ClusterApi, I: Interceptor> ClusterApi for Intercepted<A, I> {
+    async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+        self.call(Call::new("get", PVS), self.inner.get_volume(name)).await?
+    }
+    async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        self.call(Call::new("create", PVS), self.inner.create_volume(volume)).await?
+    }
+    async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        self.call(Call::new("update", PVS), self.inner.update_volume(volume)).await?
+    }
+    async fn update_volume_status(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
+        self.call(Call::new("update", PVS), self.inner.update_volume_status(volume)).await?
+    }
+    async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
+        self.call(Call::new("delete", PVS), self.inner.delete_volume(name)).await?
+    }
+    async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
+        self.call(Call::new("get", PVCS), self.inner.get_claim(namespace, name)).await?
+    }
+    async fn update_claim(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+        self.call(Call::new("update", PVCS), self.inner.update_claim(claim)).await?
+    }
+    async fn update_claim_status(&self, claim: &PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ApiError> {
+        self.call(Call::new("update", PVCS), self.inner.update_claim_status(claim)).await?
+    }
+    async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
+        self.call(Call::new("create", "events"), self.inner.create_event(event)).await?
+    }
+    async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
+        self.call(Call::new("update", "events"), self.inner.update_event(event)).await?
+    }
+    async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
+        self.call(Call::new("list", "pods"), self.inner.list_pods(namespace)).await?
+    }
+}

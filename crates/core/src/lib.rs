@@ -49,7 +49,7 @@ mod writer;
 /// `-v` on, while `up` shows them by default.
 pub const PROGRESS: &str = "pv_core::progress";
 
-pub use api::{ApiError, ClusterApi};
+pub use api::{ApiError, Call, ClusterApi, Intercepted, Interceptor};
 pub use caches::{Caches, Counts};
 pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, ObjectEvent, WATCHED_KINDS};

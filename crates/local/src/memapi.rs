@@ -7,61 +7,19 @@ use pv_model::k8s::{Event, PersistentVolume, PersistentVolumeClaim, Pod};
 use pv_store::{Store, StoreError, Written};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The controller's API over a store in the same process.
+///
+/// It has no test hooks: the simulation wraps it in `pv_core::Intercepted` for those.
 pub struct MemApi {
     store: Arc<Store>,
-    /// Write requests made (Events excluded), successful or not.
-    pub write_attempts: AtomicU64,
-    /// After this many write attempts every call fails: the controller process "dies" there.
-    crash_after: AtomicU64,
-    /// Called after every write, before its answer reaches the controller.
-    after_write: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl MemApi {
     /// An adapter over `store`.
     pub fn new(store: Arc<Store>) -> Self {
-        MemApi {
-            store,
-            write_attempts: AtomicU64::new(0),
-            crash_after: AtomicU64::new(u64::MAX),
-            after_write: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Runs `f` after every write, before the write's answer is returned (once; later calls are
-    /// ignored). The simulation uses it to hand the write's watch events to the controller
-    /// before its response, as a network may.
-    pub fn set_after_write(&self, f: Box<dyn Fn() + Send + Sync>) {
-        let _ = self.after_write.set(f);
-    }
-
-    fn wrote<T>(&self, r: T) -> T {
-        if let Some(f) = self.after_write.get() {
-            f();
-        }
-        r
-    }
-
-    /// Stops serving after `n` more write attempts (crash-step tests).
-    pub fn crash_after(&self, n: u64) {
-        self.crash_after.store(self.write_attempts.load(Ordering::SeqCst) + n, Ordering::SeqCst);
-    }
-
-    /// True once the crash point is reached.
-    pub fn crashed(&self) -> bool {
-        self.write_attempts.load(Ordering::SeqCst) >= self.crash_after.load(Ordering::SeqCst)
-    }
-
-    fn alive(&self) -> Result<(), ApiError> {
-        if self.crashed() {
-            Err(ApiError::other("controller stopped (crash-step test)"))
-        } else {
-            Ok(())
-        }
+        MemApi { store }
     }
 
     /// The store.
@@ -106,20 +64,13 @@ fn decode<T: DeserializeOwned>(o: &pv_store::Object) -> Result<T, ApiError> {
 }
 
 impl MemApi {
-    fn count(&self) -> Result<(), ApiError> {
-        self.alive()?;
-        self.write_attempts.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-
     async fn update<T: Serialize + DeserializeOwned + Sync>(
         &self,
         resource: &str,
         obj: &T,
         status: bool,
     ) -> Result<T, ApiError> {
-        self.count()?;
-        let v = self.wrote(durable(&self.store, self.store.update_written(resource, to_value(obj)?, status)).await)?;
+        let v = durable(&self.store, self.store.update_written(resource, to_value(obj)?, status)).await?;
         from_value(&v)
     }
 }
@@ -127,13 +78,10 @@ impl MemApi {
 #[async_trait]
 impl ClusterApi for MemApi {
     async fn get_volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
-        self.alive()?;
         decode(&self.store.get("persistentvolumes", "", name).map_err(map_err)?)
     }
     async fn create_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
-        self.count()?;
-        let v =
-            self.wrote(durable(&self.store, self.store.create_written("persistentvolumes", to_value(volume)?)).await)?;
+        let v = durable(&self.store, self.store.create_written("persistentvolumes", to_value(volume)?)).await?;
         from_value(&v)
     }
     async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, ApiError> {
@@ -143,12 +91,7 @@ impl ClusterApi for MemApi {
         self.update("persistentvolumes", volume, true).await
     }
     async fn delete_volume(&self, name: &str) -> Result<(), ApiError> {
-        self.count()?;
-        self.wrote(
-            durable(&self.store, self.store.delete_written("persistentvolumes", "", name, None, None))
-                .await
-                .map(|_| ()),
-        )
+        durable(&self.store, self.store.delete_written("persistentvolumes", "", name, None, None)).await.map(|_| ())
     }
     async fn get_claim(&self, namespace: &str, name: &str) -> Result<PersistentVolumeClaim, ApiError> {
         decode(&self.store.get("persistentvolumeclaims", namespace, name).map_err(map_err)?)
@@ -160,15 +103,12 @@ impl ClusterApi for MemApi {
         self.update("persistentvolumeclaims", claim, true).await
     }
     async fn create_event(&self, event: &Event) -> Result<Event, ApiError> {
-        self.alive()?;
         from_value(&*durable(&self.store, self.store.create_written("events", to_value(event)?)).await?)
     }
     async fn update_event(&self, event: &Event) -> Result<Event, ApiError> {
-        self.alive()?;
         from_value(&*durable(&self.store, self.store.update_written("events", to_value(event)?, false)).await?)
     }
     async fn list_pods(&self, namespace: &str) -> Result<Vec<Pod>, ApiError> {
-        self.alive()?;
         let (items, _) =
             self.store.list("pods", &pv_store::ListOptions { namespace: Some(namespace.into()) }).map_err(map_err)?;
         items.iter().map(decode).collect()

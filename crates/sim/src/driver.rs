@@ -7,6 +7,7 @@
 //! request at all. Volumes go before claims so that a volume the input left Pending becomes
 //! Available before any claim looks for one.
 
+use crate::hooks::{Hooks, SimApi};
 use crate::input::InputObject;
 use jiff::Timestamp;
 use k8s_openapi::{Metadata, Resource};
@@ -178,7 +179,7 @@ fn feeds(hidden: &[(String, ObjectKey)]) -> Vec<Box<dyn Feed>> {
 /// A loaded simulation.
 pub struct Simulation {
     store: Arc<Store>,
-    api: Arc<MemApi>,
+    api: Arc<SimApi>,
     clock: Arc<SimClock>,
     controller: Arc<Controller>,
     informers: Vec<Box<dyn Feed>>,
@@ -284,7 +285,7 @@ impl Simulation {
         plugins: PluginRegistry,
         options: SimulationOptions,
     ) -> Self {
-        let api = Arc::new(MemApi::new(store.clone()));
+        let api = Arc::new(SimApi { inner: MemApi::new(store.clone()), interceptor: Hooks::default() });
         let mut config = options.config.clone();
         config.operations = Mode::Deferred;
         let controller = Controller::new(api.clone(), plugins, clock.clone(), config);
@@ -312,9 +313,14 @@ impl Simulation {
         &self.options
     }
 
-    /// The controller's API adapter.
-    pub fn api(&self) -> &Arc<MemApi> {
+    /// The controller's API adapter, with the simulation's hooks around it.
+    pub fn api(&self) -> &Arc<SimApi> {
         &self.api
+    }
+
+    /// The simulation's hooks around the controller's API (crash-step tests).
+    pub fn hooks(&self) -> &Hooks {
+        &self.api.interceptor
     }
 
     /// The store (the cluster state).
@@ -355,7 +361,7 @@ impl Simulation {
         let watchers = std::sync::Mutex::new(watchers);
         let controller = Arc::downgrade(&self.controller);
         let delivered = self.delivered_early.clone();
-        self.api.set_after_write(Box::new(move || {
+        self.api.interceptor.set_after_write(Box::new(move || {
             let Some(c) = controller.upgrade() else { return };
             let mut events = Vec::new();
             for (resource, w) in watchers.lock().unwrap().iter_mut() {
@@ -431,7 +437,7 @@ impl Simulation {
 
     /// Runs one step. Returns false when nothing was runnable before `deadline_ms`.
     async fn step(&mut self, deadline_ms: u64) -> bool {
-        if self.api.crashed() {
+        if self.api.interceptor.crashed() {
             return false;
         }
         if self.pump() {
@@ -488,7 +494,7 @@ impl Simulation {
         loop {
             let next_resync = self.clock.now_ms() / period * period + period;
             self.drain(next_resync).await;
-            if self.api.crashed() {
+            if self.api.interceptor.crashed() {
                 return Ok(());
             }
             if self.rounds >= self.options.max_rounds {
@@ -496,12 +502,12 @@ impl Simulation {
             }
             self.rounds += 1;
             self.clock.advance_to(next_resync);
-            let before = self.api.write_attempts.load(Ordering::SeqCst);
+            let before = self.api.interceptor.write_attempts.load(Ordering::SeqCst);
             let skips = self.controller.operations().backoff_skips();
             self.controller.resync();
             self.controller.sweep_unused_assets().await;
             self.drain(next_resync + period - 1).await;
-            let after = self.api.write_attempts.load(Ordering::SeqCst);
+            let after = self.api.interceptor.write_attempts.load(Ordering::SeqCst);
             let skipped = self.controller.operations().backoff_skips() != skips;
             let settled = after == before && !skipped && self.controller.operations().is_idle();
             if settled && self.rounds >= self.options.min_rounds {

@@ -8,6 +8,7 @@
 
 pub mod changes;
 pub mod driver;
+pub mod hooks;
 pub mod input;
 pub mod invariants;
 pub mod output;

@@ -50,7 +50,7 @@ fn crash_points(f: &Path, rt: &tokio::runtime::Runtime) -> Result<(usize, Vec<St
     // Inputs that start broken in a way upstream leaves alone keep those violations; only
     // violations the clean run does not have count against a crash.
     let baseline = invariants::check(clean.store(), Some(root.path()), &setup_names(&s));
-    let writes = clean.api().write_attempts.load(Ordering::SeqCst);
+    let writes = clean.hooks().write_attempts.load(Ordering::SeqCst);
 
     for n in 0..writes {
         let root = tempfile::tempdir().unwrap();
@@ -58,7 +58,7 @@ fn crash_points(f: &Path, rt: &tokio::runtime::Runtime) -> Result<(usize, Vec<St
         let (store, clock) = Simulation::load(objects).map_err(|e| e.to_string())?;
         let (plugins, v1) = registry(root.path(), &store);
         let mut first = Simulation::with_store(store.clone(), clock.clone(), plugins, s.options());
-        first.api().crash_after(n);
+        first.hooks().crash_after(n);
         rt.block_on(first.run()).map_err(|e| format!("crash after {n} writes: the first run failed: {e}"))?;
         drop(first);
         let (plugins, v2) = registry(root.path(), &store);

@@ -2,10 +2,10 @@
 
 use crate::case::{Case, Injection};
 use crate::compare;
-use crate::inject::Injecting;
+use crate::inject::injecting;
 use crate::mock::MockPlugin;
 use pv_core::operations::Mode;
-use pv_core::{ClusterApi, Config, Controller, PluginRegistry, WATCHED_KINDS};
+use pv_core::{Config, Controller, PluginRegistry, WATCHED_KINDS};
 use pv_local::{deliver, MemApi};
 use pv_model::helpers;
 use pv_model::index::VolumeIndex;
@@ -166,8 +166,7 @@ async fn sync(case: &Case) -> Result<Verdict, String> {
         Err(v) => return Ok(v),
     };
     let (store, clock) = Simulation::load(objects).map_err(|e| format!("load: {e}"))?;
-    let mem: Arc<dyn ClusterApi> = Arc::new(MemApi::new(store.clone()));
-    let api = Arc::new(Injecting::new(mem, case.errors.clone()));
+    let api = Arc::new(injecting(MemApi::new(store.clone()), case.errors.clone()));
     let c = Controller::new(api, plugins(case), clock, config());
     for (resource, o) in listed_only(case) {
         deliver(&c, resource, WatchEventType::Added, &o);
