@@ -521,14 +521,15 @@ async fn a_watch_asking_for_bookmarks_gets_one_two_seconds_before_its_timeout() 
     let a = start(d.path()).await;
     let (_, first) = a.post(PVS, pv("a")).await;
     let rv = first["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let watch = |seconds: u32| {
+        let url = format!(
+            "{}{PVS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds={seconds}",
+            a.h.url()
+        );
+        a.c.get(url).bearer_auth(a.h.token()).send()
+    };
     let started = std::time::Instant::now();
-    let mut w = a
-        .c
-        .get(format!("{}{PVS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4", a.h.url()))
-        .bearer_auth(a.h.token())
-        .send()
-        .await
-        .unwrap();
+    let mut w = watch(4).await.unwrap();
     // kube-apiserver's cacher bookmarks 2 s before the deadline, well before the periodic one.
     let ev = read_events(&mut w, 1).await;
     let at = started.elapsed();
@@ -538,13 +539,7 @@ async fn a_watch_asking_for_bookmarks_gets_one_two_seconds_before_its_timeout() 
     // Then nothing more: the stream ends at the timeout.
     assert!(read_events(&mut w, 1).await.is_empty());
     // Without the timeout's 2 s to spare, no such bookmark: the stream just ends.
-    let mut w = a
-        .c
-        .get(format!("{}{PVS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1", a.h.url()))
-        .bearer_auth(a.h.token())
-        .send()
-        .await
-        .unwrap();
+    let mut w = watch(1).await.unwrap();
     assert!(read_events(&mut w, 1).await.is_empty());
     a.h.shutdown().await.unwrap();
 }
