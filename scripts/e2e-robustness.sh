@@ -87,7 +87,7 @@ bad() { FAILED=$((FAILED + 1)); echo "FAIL: $*" >&2; }
 echo "== the checker and its tests"
 RB="$WORK/robustness"
 if (cd "$ROOT/conformance/robustness" && nice "$GO" test ./... >"$WORK/gotest.out" 2>&1); then
-  pass "the checker catches a planted stale read, lost write, double create, duplicated, skipped and out-of-order watch event, a bookmark going back, wrong initial events, a finalizer lifted too late ($(grep -c '^func Test' "$ROOT/conformance/robustness/check_test.go") tests)"
+  pass "the checker catches a planted stale read, lost write, double create, duplicated, skipped and out-of-order watch event, a bookmark going back, wrong initial events, a finalizer lifted at a version never read ($(grep -c '^func Test' "$ROOT/conformance/robustness/check_test.go") tests)"
 else
   cat "$WORK/gotest.out"; bad "go test of conformance/robustness"
 fi
@@ -218,7 +218,7 @@ report() {
     esac
   done <"$WORK/$name.check"
   grep -qE '^(PASS|FAIL) ' "$WORK/$name.check" || bad "$server/$fault: the checker answered nothing"
-  [[ -n "${ROBUSTNESS_KEEP:-}" ]] && mkdir -p "$ROBUSTNESS_KEEP" && cp "$WORK/$name.json" "$WORK/$name.check" "$ROBUSTNESS_KEEP/" 2>/dev/null
+  [[ -n "${ROBUSTNESS_KEEP:-}" ]] && mkdir -p "$ROBUSTNESS_KEEP" && cp "$WORK/$name.json" "$WORK/$name.check" "$kills" "$ROBUSTNESS_KEEP/" 2>/dev/null
 }
 
 # run_up FAULT: one recorded run of `up` under FAULT.

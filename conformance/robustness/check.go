@@ -41,9 +41,11 @@ func check(h *History, timeout time.Duration) []Result {
 //
 // Emptied: the object is gone because a write emptied its finalizers while it was terminating;
 // RV then keeps its last version. kube-apiserver lets every write that emptied the same
-// finalizers concurrently succeed: each deletes the object, the ones that find it gone already
-// ignore that (genericregistry's deleteWithoutFinalizers) and answer 200 with the object they
-// wrote, at that last version.
+// finalizers succeed: each deletes the object, the ones that find it gone already ignore that
+// (genericregistry's deleteWithoutFinalizers) and answer 200 with the object they wrote, at the
+// version they read. That version may be older than the last: the write is decided on the watch
+// cache's copy, and the delete that follows removes whatever is stored (the 30-minute control run
+// showed both).
 type lstate struct {
 	Exists  bool
 	RV      uint64
@@ -194,13 +196,13 @@ func step(s lstate, op *Op) []lstate {
 		if op.Type == "delete" && code == "2xx" && n.Exists != (op.Obj != nil && op.Obj.Term) && n != s {
 			continue // the answer says which: the terminating object, or a Status (gone)
 		}
-		if code == "2xx" && s.Exists && n.Emptied && op.Obj != nil && s.RV != 0 && rvNum(op.Obj.RV) != s.RV {
-			continue // the write that removes it answers with the object it wrote, at the version it had
+		if code == "2xx" && s.Exists && n.Emptied && op.Obj != nil && s.RV != 0 && rvNum(op.Obj.RV) > s.RV {
+			continue // the write that removes it answers with the object it wrote, at a version it read
 		}
 		if code == "2xx" && !s.Exists && n == s {
-			// A concurrent emptying of finalizers (see lstate): answered with the terminating
-			// object as it wrote it, at the version the object was removed from.
-			if op.Obj == nil || !op.Obj.Term || op.Obj.Fin || op.Obj.Val != op.Val || (s.RV != 0 && rvNum(op.Obj.RV) != s.RV) {
+			// Another write emptied the finalizers meanwhile (see lstate): answered with the
+			// terminating object as it wrote it, at a version it read.
+			if op.Obj == nil || !op.Obj.Term || op.Obj.Fin || op.Obj.Val != op.Val || (s.RV != 0 && rvNum(op.Obj.RV) > s.RV) {
 				continue
 			}
 		}
@@ -368,41 +370,9 @@ func checkLinearizable(h *History, timeout time.Duration) Result {
 			r.fail("%s: not decided within %s", k, timeout)
 		}
 	}
-	checkConcurrentEmptying(h, &r)
 	r.Figures = fmt.Sprintf("%d operations on %d keys: %d writes (%d acknowledged, %d without an answer or answered 5xx (%d answered 5xx) of which %d seen applied), %d reads, %d reads by %d lists",
 		len(ops), len(keys), writes, acked, unknown, errors, patched, reads, listReads, len(h.Lists))
 	return r
-}
-
-// checkConcurrentEmptying: the model lets a write that empties a terminating object's finalizers
-// succeed after the object is gone (see lstate); kube-apiserver does so only for writes that ran
-// at the same time as the one that removed it. Writes answered with the same terminating version
-// must each overlap another of them.
-func checkConcurrentEmptying(h *History, r *Result) {
-	groups := map[string][]*Op{}
-	for i := range h.Ops {
-		op := &h.Ops[i]
-		if success(op) && emptiesFinalizers(op) && op.Obj != nil && op.Obj.Term && !op.Obj.Fin {
-			k := op.Kind + "/" + op.Name + "@" + op.Obj.RV
-			groups[k] = append(groups[k], op)
-		}
-	}
-	for k, ops := range groups {
-		if len(ops) < 2 {
-			continue
-		}
-		for _, a := range ops {
-			overlaps := false
-			for _, b := range ops {
-				if a != b && a.Call < b.Return && b.Call < a.Return {
-					overlaps = true
-				}
-			}
-			if !overlaps {
-				r.fail("%s: %d writes emptied the finalizers of the same terminating version, %s (client %d) at no time with another", k, len(ops), a.Type, a.Client)
-			}
-		}
-	}
 }
 
 // illegalDetail names the operations of the longest linearizable prefix's end, to start from.
