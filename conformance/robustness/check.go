@@ -273,6 +273,11 @@ func patchUnknown(h *History) {
 			k := op.Kind + "/" + op.Name + "/" + op.Val
 			if o, ok := seen[k]; ok {
 				o := o
+				if o.Term {
+					// Maybe not the write's own version: a delete marks the object terminating
+					// and keeps its value, so the first event with it may be the delete's.
+					o.RV = ""
+				}
 				op.Obj = &o
 			} else if op.Status >= 500 && !read[k] {
 				// Answered with a server error, and its value never seen by a watch, a read or a

@@ -254,3 +254,34 @@ func TestEmptyingOfAnObjectNotBeingDeletedIsCaught(t *testing.T) {
 	h.Ops[1].Obj.Term, h.Ops[2].Obj.Term = false, false
 	expectOnly(t, h, "linearizable")
 }
+
+func TestUnansweredPatchSeenOnlyThroughTheDeleteThatFollowedPasses(t *testing.T) {
+	// A patch to d without an answer (the server was killed); no watch saw its own version, only
+	// the delete's after it (terminating, value d kept, rv 30), which answers that too: the
+	// patch's version is unknown, not 30 (up, 30-minute run).
+	h := clean()
+	h.Kills = []int64{58}
+	h.Ops[1].Fin = true
+	h.Ops[1].Obj.Fin = true
+	for _, i := range []int{2, 4} {
+		h.Ops[i].Obj.Fin = true
+	}
+	h.Ops[3].Obj.Fin = true
+	h.Lists[1].Items[0].Fin = true
+	for i := range h.Segments {
+		for j := range h.Segments[i].Events {
+			if h.Segments[i].Events[j].Type != "BOOKMARK" {
+				h.Segments[i].Events[j].Obj.Fin = true
+			}
+		}
+	}
+	h.Ops = append(h.Ops,
+		Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "jpatch", Val: "d", Call: 55, Return: 60, Status: 0},
+		Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "delete", Call: 70, Return: 71, Status: 200,
+			Obj: &Obj{Name: "k0", RV: "30", Val: "d", Fin: true, Term: true}},
+		Op{Client: 3, Kind: "configmaps", Name: "k0", Type: "get", Call: 80, Return: 81, Status: 200,
+			Obj: &Obj{Name: "k0", RV: "30", Val: "d", Fin: true, Term: true}})
+	h.Segments = append(h.Segments, Segment{Kind: "configmaps", Chain: 9, From: "11", Start: 72, Stop: 200, End: "eof",
+		Events: []Event{{Type: "MODIFIED", Obj: Obj{Name: "k0", RV: "30", Val: "d", Fin: true, Term: true}}}})
+	expectOnly(t, h)
+}
