@@ -281,7 +281,7 @@ spec:
   resources: {requests: {storage: 1Gi}}
 EOF
 wffc_event() {
-  q get events -n demo --field-selector involvedObject.name=wait-provisioned -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' | grep -q '^WaitForFirstConsumer$'
+  q get events -n demo --field-selector involvedObject.name=wait-provisioned -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' | grep '^WaitForFirstConsumer$' >/dev/null
 }
 wait_until "WaitForFirstConsumer event for demo/wait-provisioned" 20 wffc_event
 k "both claims wait" get pvc -n demo wait-provisioned wait-static -o jsonpath='{range .items[*]}{.status.phase} {.spec.volumeName}|{end}'

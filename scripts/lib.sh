@@ -123,8 +123,10 @@ EOF
   expect 'FailedBinding +.*no persistent volumes available for this claim and no storage class is set'
   pass "FailedBinding event for the unmatched claim"
 }
+# (grep reads all of it: `grep -q` would leave at the first match, and kubectl, still writing,
+# would die of SIGPIPE and be reported failed.)
 late_failed_binding() {
-  q get events -n demo -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason} {.type}{"\n"}{end}' | grep -q '^late FailedBinding Normal$'
+  q get events -n demo -o jsonpath='{range .items[*]}{.involvedObject.name} {.reason} {.type}{"\n"}{end}' | grep '^late FailedBinding Normal$' >/dev/null
 }
 # late_volume_binds_it TIMEOUT: creates pv-late (3Gi, NFS, label app=late), the volume demo/late
 # waits for, and waits (kubectl wait's TIMEOUT, e.g. 30s) for the claim to be Bound to it.
