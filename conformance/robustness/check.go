@@ -98,6 +98,12 @@ func outcomes(s lstate, op *Op) []outcome {
 		if op.Type == "cupdate" && s.RV == 0 {
 			os = append(os, outcome{"409", s})
 		}
+		if op.Type == "update" {
+			// The body carries the uid of the object read: when the name was deleted and created
+			// again since, both servers answer 409 (the uid as a precondition). The model keeps no
+			// incarnations, so it lets any such PUT be refused (up's 30-minute run).
+			os = append(os, outcome{"409", s})
+		}
 		next.Val, next.Fin = op.Val, op.Fin
 		if s.Term {
 			// The body may name finalizers the object no longer has: no new ones once deleting.

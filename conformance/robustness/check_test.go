@@ -285,3 +285,12 @@ func TestUnansweredPatchSeenOnlyThroughTheDeleteThatFollowedPasses(t *testing.T)
 		Events: []Event{{Type: "MODIFIED", Obj: Obj{Name: "k0", RV: "30", Val: "d", Fin: true, Term: true}}}})
 	expectOnly(t, h)
 }
+
+func TestUpdateOfARecreatedObjectMayBeRefused(t *testing.T) {
+	// A PUT without resourceVersion whose body came from the object before a delete and a new
+	// create: 409 (its uid is a precondition), as on kube-apiserver.
+	h := clean()
+	h.Ops = append(h.Ops, Op{Client: 2, Kind: "configmaps", Name: "k0", Type: "update", Val: "u", Call: 60, Return: 61, Status: 409},
+		Op{Client: 3, Kind: "configmaps", Name: "k0", Type: "get", Call: 62, Return: 63, Status: 200, Obj: &Obj{Name: "k0", RV: "11", Val: "b"}})
+	expectOnly(t, h)
+}
