@@ -564,7 +564,11 @@ class ShadowTally:
         diffs = [d for d in rep["differences"] if d["result"] == "differ"]
         if not diffs and rep["pending"] == 0:
             self.agree_files += 1
-            print(f"agree {name} ({rep['decisions']} decisions)", flush=True)
+            equivalent = sum((rep["counts"].get("equivalent") or {}).values())
+            also = f", {equivalent} equivalent" if equivalent else ""
+            print(f"agree {name} ({rep['decisions']} decisions{also})", flush=True)
+            if equivalent:
+                print("".join("  " + l + "\n" for l in rep["text"].splitlines()), end="", flush=True)
             return False
         self.differ_files += 1
         print(f"differ {name} ({rep['decisions']} decisions, {rep['pending']} pending)", flush=True)

@@ -668,3 +668,93 @@ async fn debug_caches_lists_the_cached_objects_with_their_resource_versions() {
     assert!(same, "/debug/caches: {last}\nAPI: {}", api_rvs().await);
     server.shutdown().await.unwrap();
 }
+
+/// `run --shadow` beside a binder that gave the only volume to the other of two claims that fit
+/// it: which claim a binder syncs first decides, so the shadow's choice is judged `equivalent`
+/// (with the rule that made it so), and none of what follows from it (the claim's phase,
+/// capacity, bind annotations) is called a difference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shadow_judges_the_volume_given_to_another_fitting_claim_as_equivalent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_server(dir.path(), "127.0.0.1:0".parse().unwrap()).await;
+    let c = client(server.kubeconfig_path()).await;
+    let pp = PostParams::default();
+    let volumes = Api::<PersistentVolume>::all(c.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(c.clone(), "default");
+    // No class: a claim without a volume gets only FailedBinding from either binder.
+    let mut volume = pv("pv-1");
+    volume.spec.as_mut().unwrap().storage_class_name = None;
+    volumes.create(&pp, &volume).await.unwrap();
+    claims.create(&pp, &pvc_of_class("c1", "")).await.unwrap();
+    let r = Replica::start(dir.path(), "shadow", server.kubeconfig_path(), &["--shadow", "--shadow-settle", "1s"]);
+    let report = || async {
+        let (_, body) = http_get(r.metrics, "/shadow").await.unwrap_or_default();
+        serde_json::from_str::<serde_json::Value>(&body).unwrap_or_default()
+    };
+    // The shadow would bind c1 (the only claim it has seen); nothing is written.
+    let decided = eventually("the shadow's decisions on c1", Duration::from_secs(20), || async {
+        report().await["pending"].as_u64().unwrap_or(0) > 0
+    })
+    .await;
+    assert!(decided, "{}", r.logs());
+    assert_eq!(claim_bound_to(&c, "c1").await, None, "shadow mode wrote");
+
+    // The binder in charge (this test) gives pv-1 to c2, a claim just as fit, and records
+    // FailedBinding on c1 as upstream's binder does.
+    let mut c2 = claims.create(&pp, &pvc_of_class("c2", "")).await.unwrap();
+    let spec = c2.spec.as_mut().unwrap();
+    spec.volume_name = Some("pv-1".into());
+    c2.metadata.annotations = Some(
+        [("pv.kubernetes.io/bind-completed", "yes"), ("pv.kubernetes.io/bound-by-controller", "yes")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
+    );
+    let mut c2 = claims.replace("c2", &pp, &c2).await.unwrap();
+    c2.status = Some(
+        serde_json::from_value(serde_json::json!({
+        "phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}))
+        .unwrap(),
+    );
+    claims.replace_status("c2", &pp, &c2).await.unwrap();
+    let mut v = volumes.get("pv-1").await.unwrap();
+    v.spec.as_mut().unwrap().claim_ref = Some(
+        serde_json::from_value(serde_json::json!({
+        "kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "default", "name": "c2",
+        "uid": c2.metadata.uid}))
+        .unwrap(),
+    );
+    v.metadata.annotations = Some([("pv.kubernetes.io/bound-by-controller".to_string(), "yes".to_string())].into());
+    let mut v = volumes.replace("pv-1", &pp, &v).await.unwrap();
+    v.status = Some(serde_json::from_value(serde_json::json!({"phase": "Bound"})).unwrap());
+    volumes.replace_status("pv-1", &pp, &v).await.unwrap();
+    let c1 = claims.get("c1").await.unwrap();
+    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "c1.failed", "namespace": "default"},
+        "involvedObject": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": "c1", "uid": c1.metadata.uid},
+        "type": "Normal", "reason": "FailedBinding", "message": "no persistent volumes available for this claim",
+        "source": {"component": "persistentvolume-controller"}}))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Event>::namespaced(c.clone(), "default").create(&pp, &event).await.unwrap();
+
+    let judged = eventually("every decision judged", Duration::from_secs(30), || async {
+        let rep = report().await;
+        rep["pending"].as_u64() == Some(0) && rep["decisions"].as_u64().unwrap_or(0) > 0
+    })
+    .await;
+    let rep = report().await;
+    assert!(judged, "{rep:#}\n{}", r.logs());
+    let differences = rep["differences"].as_array().cloned().unwrap_or_default();
+    let differ: Vec<_> = differences.iter().filter(|d| d["result"] == "differ").collect();
+    assert!(differ.is_empty(), "{rep:#}");
+    let c1_volume = differences
+        .iter()
+        .find(|d| d["object"] == "default/c1" && d["field"] == "spec.volumeName")
+        .unwrap_or_else(|| panic!("c1's volume judged: {rep:#}"));
+    assert_eq!(
+        (&c1_volume["result"], &c1_volume["ours"], &c1_volume["theirs"]),
+        (&"equivalent".into(), &"pv-1".into(), &"".into())
+    );
+    assert!(c1_volume["rule"].as_str().unwrap_or_default().contains("both claims fit the volume"), "{rep:#}");
+    drop(r);
+    server.shutdown().await.unwrap();
+}

@@ -288,6 +288,37 @@ pub const EQUALLY_GOOD_RULE: &str =
     "both volumes fit the claim and have the same capacity: the binder takes the smallest volume that fits, and \
      between volumes of one size neither choice is better";
 
+/// True when two claims are equally entitled to one volume by the binder's rule: a volume goes
+/// to the first claim synced that it fits, and no rule ranks one claim above another. Both must
+/// fit the volume, judged as free, and neither may ask for a volume by name (a claim the binder
+/// bound names its volume only by the binder's choice).
+pub fn equally_entitled(volume: &PersistentVolume, a: &PersistentVolumeClaim, b: &PersistentVolumeClaim) -> bool {
+    use pv_model::{matching, VerdictKind};
+    let mut free = volume.clone();
+    if let Some(s) = free.spec.as_mut() {
+        s.claim_ref = None;
+    }
+    free.status = None;
+    let fits = |c: &PersistentVolumeClaim| {
+        let by_binder = helpers::annotation(&c.metadata, pv_model::annotations::BOUND_BY_CONTROLLER).is_some();
+        let mut unbound = c.clone();
+        if let Some(s) = unbound.spec.as_mut() {
+            if s.volume_name.as_deref().is_some_and(|v| !v.is_empty()) && !by_binder {
+                return false;
+            }
+            s.volume_name = None;
+        }
+        unbound.status = None;
+        matching::evaluate(&unbound, &free, false).kind == VerdictKind::Match
+    };
+    fits(a) && fits(b)
+}
+
+/// The rule [`equally_entitled`] applies, as a `/shadow` entry names it.
+pub const EQUALLY_ENTITLED_RULE: &str =
+    "both claims fit the volume and neither asks for it by name: the binder gives a volume to the first claim it \
+     syncs, and no rule ranks one claim above the other";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,5 +387,45 @@ mod tests {
         let mut new = old.clone();
         new.insert("spec.volumeName", "pv-1".to_string());
         assert_eq!(changes(&old, &new), vec![("spec.volumeName", String::new(), "pv-1".to_string())]);
+    }
+
+    fn claim(name: &str, request: &str) -> PersistentVolumeClaim {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": request}}}
+        }))
+        .unwrap()
+    }
+
+    fn volume(capacity: &str) -> PersistentVolume {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "pv-1"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": capacity}, "hostPath": {"path": "/tmp/pv-1"}},
+            "status": {"phase": "Available"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn two_claims_that_fit_one_volume_are_equally_entitled_to_it() {
+        let v = volume("1Gi");
+        let (c1, mut c2) = (claim("c1", "1Gi"), claim("c2", "500Mi"));
+        assert!(equally_entitled(&v, &c1, &c2));
+        // The incumbent bound c2: its volumeName is the binder's choice, not a request.
+        c2.spec.as_mut().unwrap().volume_name = Some("pv-1".into());
+        c2.metadata.annotations =
+            Some([(pv_model::annotations::BOUND_BY_CONTROLLER.to_string(), "yes".to_string())].into());
+        let mut bound = v.clone();
+        bound.spec.as_mut().unwrap().claim_ref = Some(pv_model::k8s::ObjectReference {
+            name: Some("c2".into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        });
+        bound.status.as_mut().unwrap().phase = Some("Bound".into());
+        assert!(equally_entitled(&bound, &c1, &c2));
+        // A claim the volume does not fit, or one that names a volume itself, is not as entitled.
+        assert!(!equally_entitled(&v, &c1, &claim("c3", "2Gi")));
+        c2.metadata.annotations = None;
+        assert!(!equally_entitled(&bound, &c1, &c2));
     }
 }

@@ -98,6 +98,10 @@ pub struct Shadow {
     origin: Instant,
     /// The claim each volume's latest decision binds it to, `namespace/name`.
     bound_to: Mutex<HashMap<String, String>>,
+    /// The volume each claim's latest decision binds it to, by `namespace/name`. A shadow's
+    /// writes are not stored, so until the binder in charge binds a volume the shadow may
+    /// give it to one claim and then to another: each claim keeps the volume it was given.
+    volume_of: Mutex<HashMap<String, String>>,
     /// Whether an object (kind, name or `namespace/name`) still exists, as the controller's
     /// caches see it: what is kept of objects gone is let go ([`Shadow::forget_gone`]).
     exists: std::sync::OnceLock<Exists>,
@@ -120,6 +124,7 @@ impl Shadow {
             settle,
             origin: Instant::now(),
             bound_to: Mutex::default(),
+            volume_of: Mutex::default(),
             exists: std::sync::OnceLock::new(),
             forgot_ms: Default::default(),
         })
@@ -136,6 +141,7 @@ impl Shadow {
     pub fn forget_gone(&self) -> usize {
         let Some(exists) = self.exists.get() else { return 0 };
         self.bound_to.lock().unwrap().retain(|volume, _| exists("PersistentVolume", volume));
+        self.volume_of.lock().unwrap().retain(|claim, _| exists("PersistentVolumeClaim", claim));
         self.log.lock().unwrap().retain_objects(|kind, object| exists(kind, object))
     }
 
@@ -146,6 +152,9 @@ impl Shadow {
     fn intend(&self, kind: &'static str, object: String, field: &str, before: String, ours: String) {
         if kind == "PersistentVolume" && field == "spec.claimRef" && !ours.is_empty() {
             self.bound_to.lock().unwrap().insert(object.clone(), ours.clone());
+        }
+        if kind == "PersistentVolumeClaim" && field == "spec.volumeName" && !ours.is_empty() {
+            self.volume_of.lock().unwrap().insert(object.clone(), ours.clone());
         }
         let t = Target { kind, object, field: field.to_string() };
         self.log.lock().unwrap().intend(t, before, ours, self.now_ms());
@@ -228,7 +237,9 @@ impl Shadow {
                 None => (EVENT_DEFAULT_NAMESPACE, t.object.as_str()),
             };
             let found = self.reads.has_event(ns, t.kind, name, type_, reason).await?;
-            return Ok((if found { "recorded".into() } else { String::new() }, None));
+            let theirs = if found { "recorded".to_string() } else { String::new() };
+            let rule = if theirs != ours { self.claims_equally_entitled(t, ours, &theirs).await } else { None };
+            return Ok((theirs, rule));
         }
         let fields = match t.kind {
             "PersistentVolume" => match self.reads.volume(&t.object).await {
@@ -257,8 +268,52 @@ impl Shadow {
         Ok((theirs, rule))
     }
 
-    /// When the incumbent bound the claim to another volume just as good as ours, the rule.
+    /// When the incumbent made another choice just as good as ours, the rule: another volume
+    /// for the claim, or the volume for another claim.
     async fn equivalence(&self, t: &Target, ours: &str, theirs: &str) -> Option<String> {
+        match self.volumes_equally_good(t, ours, theirs).await {
+            Some(rule) => Some(rule),
+            None => self.claims_equally_entitled(t, ours, theirs).await,
+        }
+    }
+
+    /// When the incumbent gave the volume we gave one claim to another claim just as entitled to
+    /// it, the rule. The decisions that follow from that choice are judged by it too: the
+    /// claim's own fields, and the event about the claim we left without a volume.
+    async fn claims_equally_entitled(&self, t: &Target, ours: &str, theirs: &str) -> Option<String> {
+        let (volume, our_claim, their_claim) = match (t.kind, t.field.as_str()) {
+            ("PersistentVolume", "spec.claimRef") => (t.object.clone(), ours.to_string(), theirs.to_string()),
+            ("PersistentVolume", _) => return None,
+            (_, field) if field.starts_with("event ") => {
+                // We left this claim without a volume; the incumbent bound it to the one we gave another.
+                let volume = self.claim_by_key(&t.object).await?.spec?.volume_name?;
+                let ours = self.bound_to.lock().unwrap().get(&volume).cloned()?;
+                (volume, ours, t.object.clone())
+            }
+            _ => {
+                // We bound this claim; the incumbent gave its volume to another.
+                let volume = self.ours_for_claim(&t.object)?;
+                let v = self.reads.volume(&volume).await.ok()?;
+                let theirs = shadow::volume_fields(&v).remove("spec.claimRef")?;
+                (volume, t.object.clone(), theirs)
+            }
+        };
+        if our_claim.is_empty() || their_claim.is_empty() || our_claim == their_claim {
+            return None;
+        }
+        let v = self.reads.volume(&volume).await.ok()?;
+        let a = self.claim_by_key(&our_claim).await?;
+        let b = self.claim_by_key(&their_claim).await?;
+        shadow::equally_entitled(&v, &a, &b).then(|| shadow::EQUALLY_ENTITLED_RULE.to_string())
+    }
+
+    async fn claim_by_key(&self, key: &str) -> Option<PersistentVolumeClaim> {
+        let (ns, name) = key.split_once('/')?;
+        self.reads.claim(ns, name).await.ok()
+    }
+
+    /// When the incumbent bound the claim to another volume just as good as ours, the rule.
+    async fn volumes_equally_good(&self, t: &Target, ours: &str, theirs: &str) -> Option<String> {
         let (claim_key, our_volume, their_volume) = match t.kind {
             "PersistentVolumeClaim" if t.field == "spec.volumeName" && !ours.is_empty() && !theirs.is_empty() => {
                 (t.object.clone(), ours.to_string(), theirs.to_string())
@@ -291,7 +346,7 @@ impl Shadow {
     }
 
     fn ours_for_claim(&self, claim: &str) -> Option<String> {
-        self.bound_to.lock().unwrap().iter().find(|(_, c)| c.as_str() == claim).map(|(v, _)| v.clone())
+        self.volume_of.lock().unwrap().get(claim).cloned()
     }
 
     /// What `/shadow` serves: the settle window, counts, and the last differences.
@@ -471,6 +526,7 @@ mod tests {
         let s = shadow();
         s.intend("PersistentVolume", "pv-1".into(), "spec.claimRef", String::new(), "ns/c".into());
         s.intend("PersistentVolume", "pv-2".into(), "spec.claimRef", String::new(), "ns/d".into());
+        s.intend("PersistentVolumeClaim", "ns/c".into(), "spec.volumeName", String::new(), "pv-1".into());
         let due = s.log.lock().unwrap().due(u64::MAX, 0);
         for d in due {
             s.log.lock().unwrap().judge(&d.target, d.ours.clone(), None);
@@ -478,8 +534,9 @@ mod tests {
         // Without a way to tell, nothing is let go.
         assert_eq!(s.forget_gone(), 0);
         s.set_exists(Box::new(|kind, object| kind == "PersistentVolume" && object == "pv-2"));
-        assert_eq!(s.forget_gone(), 1);
+        assert_eq!(s.forget_gone(), 2);
         assert_eq!(s.bound_to.lock().unwrap().keys().collect::<Vec<_>>(), vec!["pv-2"]);
+        assert!(s.volume_of.lock().unwrap().is_empty());
         // pv-1 made again under its name: the same decision is a new one; pv-2's repeat is not.
         s.intend("PersistentVolume", "pv-1".into(), "spec.claimRef", String::new(), "ns/c".into());
         s.intend("PersistentVolume", "pv-2".into(), "spec.claimRef", String::new(), "ns/d".into());
