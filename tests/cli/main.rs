@@ -7,6 +7,7 @@ mod bench;
 mod dist_profile;
 mod explain;
 mod flags;
+mod layers;
 mod packaging;
 mod run_cluster;
 mod run_recycler;

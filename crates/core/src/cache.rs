@@ -18,13 +18,36 @@
 //! that write; PVs and PVCs have no graceful deletion), and remember the resourceVersion each
 //! deleted object had ([`Tombstones`]), refusing any copy of it that is not newer.
 
-use crate::caches::Counts;
 use pv_model::helpers;
 use pv_model::helpers::AccessModes;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::{Dictionary, Held, ObjectKey, Quantity, VolumeIndex};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
+
+/// A watch event as the handlers receive it.
+#[derive(Clone, Debug)]
+pub enum ObjectEvent<T> {
+    /// Added or modified (or listed).
+    Applied(T),
+    /// Deleted.
+    Deleted(T),
+}
+
+/// Object counts for the `pv_collector_*` metrics.
+#[derive(Default, Debug)]
+pub struct Counts {
+    /// Bound PVs by class.
+    pub bound_pv: HashMap<String, u64>,
+    /// Unbound PVs by class.
+    pub unbound_pv: HashMap<String, u64>,
+    /// Bound PVCs by (namespace, class, volume attributes class).
+    pub bound_pvc: HashMap<(String, String, String), u64>,
+    /// Unbound PVCs by (namespace, class, volume attributes class).
+    pub unbound_pvc: HashMap<(String, String, String), u64>,
+    /// All PVs by (plugin name, volume mode).
+    pub total_pv: HashMap<(String, String), u64>,
+}
 
 /// What storing an object into a cache did.
 #[derive(Debug)]

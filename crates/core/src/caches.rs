@@ -14,16 +14,16 @@
 //! stuck claim (and everything else) is synced at every resync, its events emitted again, as
 //! upstream does. When both locks are taken, the volumes' is taken first.
 
-use crate::cache::{ClaimCache, Stored, VolumeCache};
-use crate::controller::ObjectEvent;
+use crate::cache::{ClaimCache, Counts, ObjectEvent, Stored, VolumeCache};
 use crate::plan;
 use crate::plugin::{PluginRegistry, VolumePlugin};
+use crate::pods::PodIndex;
 use crate::view::View;
 use pv_model::helpers;
 use pv_model::hostpath::SharedPath;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_model::ObjectKey;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// What a watch event makes worth syncing now rather than at the next resync.
@@ -35,19 +35,12 @@ pub struct Wake {
     pub claims: Vec<ObjectKey>,
 }
 
-/// Running pods by key, and the pods that use each claim.
-#[derive(Default)]
-struct Pods {
-    pods: HashMap<ObjectKey, Arc<Pod>>,
-    by_claim: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
-}
-
 /// The caches, read-only to the plans.
 pub struct Caches {
     volumes: RwLock<VolumeCache>,
     claims: RwLock<ClaimCache>,
     classes: RwLock<HashMap<String, Arc<StorageClass>>>,
-    pods: RwLock<Pods>,
+    pods: RwLock<PodIndex<Arc<Pod>>>,
     nodes: RwLock<HashMap<String, Arc<Node>>>,
     /// Volumes promised to a claim by a bind in flight, by volume name.
     reservations: Mutex<HashMap<String, ObjectKey>>,
@@ -170,23 +163,12 @@ impl Caches {
             ObjectEvent::Applied(p) => (p, false),
             ObjectEvent::Deleted(p) => (p, true),
         };
-        let ns = pod.metadata.namespace.clone().unwrap_or_default();
         let key = ObjectKey::of(&pod.metadata);
-        let mut guard = self.pods.write().unwrap();
-        let Pods { pods, by_claim } = &mut *guard;
-        if let Some(old) = pods.remove(&key) {
-            for c in helpers::pod_claim_names(&old) {
-                if let Some(s) = by_claim.get_mut(ObjectKey::new(&ns, &c).as_str()) {
-                    s.remove(&key);
-                }
-            }
-        }
-        if !deleted {
-            for c in helpers::pod_claim_names(&pod) {
-                by_claim.entry(ObjectKey::new(&ns, &c)).or_default().insert(key.clone());
-            }
-            pods.insert(key, Arc::new(pod));
-        }
+        let now = (!deleted).then(|| {
+            let claims = helpers::pod_claim_names(&pod);
+            (Arc::new(pod), claims)
+        });
+        self.pods.write().unwrap().set(&key, now);
     }
 
     /// A Node was added, changed or deleted.
@@ -390,9 +372,7 @@ impl Caches {
 
     /// Running (not terminated) pods that use the claim with this key.
     pub fn pods_using(&self, claim_key: &str) -> Vec<Arc<Pod>> {
-        let pods = self.pods.read().unwrap();
-        let keys = pods.by_claim.get(claim_key).into_iter().flatten();
-        keys.filter_map(|k| pods.pods.get(k)).filter(|p| !helpers::is_pod_terminated(p)).cloned().collect()
+        self.pods.read().unwrap().using(claim_key).filter(|p| !helpers::is_pod_terminated(p)).cloned().collect()
     }
 
     /// " (12 volumes: 7 too small, 3 access modes, 2 class)" — why every volume was rejected; empty
@@ -492,19 +472,4 @@ pub fn volume_plugin_name(v: &PersistentVolume) -> String {
         crate::metrics::NOT_AVAILABLE
     };
     name.into()
-}
-
-/// Object counts for the `pv_collector_*` metrics.
-#[derive(Default, Debug)]
-pub struct Counts {
-    /// Bound PVs by class.
-    pub bound_pv: HashMap<String, u64>,
-    /// Unbound PVs by class.
-    pub unbound_pv: HashMap<String, u64>,
-    /// Bound PVCs by (namespace, class, volume attributes class).
-    pub bound_pvc: HashMap<(String, String, String), u64>,
-    /// Unbound PVCs by (namespace, class, volume attributes class).
-    pub unbound_pvc: HashMap<(String, String, String), u64>,
-    /// All PVs by (plugin name, volume mode).
-    pub total_pv: HashMap<(String, String), u64>,
 }

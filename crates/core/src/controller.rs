@@ -6,15 +6,17 @@
 //! `pv_controller_base.go` (wiring) from `pv_controller.go` (sync logic).
 
 use crate::api::ClusterApi;
+use crate::cache::ObjectEvent;
 use crate::caches::{Caches, Wake};
 use crate::clock::Clock;
 use crate::events::{Involved, Recorder};
 use crate::metrics::Metrics;
 use crate::operations::{Mode, OpKey, Operations};
 use crate::plugin::PluginRegistry;
-use crate::queue::WorkQueue;
+use crate::queue::{Delayed, Timer, WorkQueue};
 use crate::writer::Writers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
+use pv_model::ObjectKey;
 use pv_model::{helpers, reasons};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -69,15 +71,6 @@ impl Default for Config {
 /// all five have listed.
 pub const WATCHED_KINDS: [&str; 5] = ["storageclasses", "nodes", "pods", "persistentvolumes", "persistentvolumeclaims"];
 
-/// A watch event as the handlers receive it.
-#[derive(Clone, Debug)]
-pub enum ObjectEvent<T> {
-    /// Added or modified (or listed).
-    Applied(T),
-    /// Deleted.
-    Deleted(T),
-}
-
 /// The PersistentVolume controller: the executor, holding the caches.
 pub struct Controller {
     me: std::sync::Weak<Controller>,
@@ -98,7 +91,7 @@ pub struct Controller {
     /// Volume work queue.
     pub volume_queue: WorkQueue,
     /// Claim work queue.
-    pub claim_queue: WorkQueue,
+    pub claim_queue: WorkQueue<ObjectKey>,
     /// Counters for `/metrics`.
     pub metrics: Metrics,
 }
@@ -295,6 +288,11 @@ impl Controller {
         removed
     }
 
+    /// The timer that releases the delayed keys of both queues on the controller's clock.
+    pub fn timer(&self) -> Timer<'_> {
+        Timer::new(self.clock.as_ref(), [&self.volume_queue as &dyn Delayed, &self.claim_queue])
+    }
+
     /// Enqueues the volume when called (an operation's follow-up; see [`Operations::schedule`]).
     pub(crate) fn sync_volume_again(&self, name: &str) -> crate::operations::Again {
         let (me, name) = (self.me.clone(), name.to_string());
@@ -306,8 +304,8 @@ impl Controller {
     }
 
     /// Enqueues the claim when called (an operation's follow-up).
-    pub(crate) fn sync_claim_again(&self, key: &str) -> crate::operations::Again {
-        let (me, key) = (self.me.clone(), key.to_string());
+    pub(crate) fn sync_claim_again(&self, key: &ObjectKey) -> crate::operations::Again {
+        let (me, key) = (self.me.clone(), key.clone());
         Box::new(move || {
             if let Some(c) = me.upgrade() {
                 c.claim_queue.add(&key);
@@ -340,18 +338,23 @@ impl Controller {
     }
 
     /// Processes one claim key from the queue.
-    pub async fn process_claim(self: &Arc<Self>, key: String) {
+    pub async fn process_claim(self: &Arc<Self>, key: ObjectKey) {
         let result = self.sync_claim_key(&key).await;
         finish(&self.claim_queue, "claim", &key, result);
     }
 }
 
 /// Ends the processing of a key: forget its failures on success, requeue it with backoff on error.
-fn finish(queue: &WorkQueue, what: &str, key: &str, result: crate::Result<()>) {
+fn finish<K: Clone + Eq + std::hash::Hash + std::ops::Deref<Target = str>>(
+    queue: &WorkQueue<K>,
+    what: &str,
+    key: &K,
+    result: crate::Result<()>,
+) {
     match result {
         Ok(()) => queue.forget(key),
         Err(e @ crate::Error::Stale(_)) => {
-            tracing::debug!(object = %key, error = %e, "{what} sync read an older volume, syncing again");
+            tracing::debug!(object = &**key, error = %e, "{what} sync read an older volume, syncing again");
             queue.add(key);
         }
         Err(e) => {

@@ -15,7 +15,8 @@
 //! cannot lose events and never relists (the store's watch in the same process) keeps no
 //! tombstones at all: [`Informer::never_relisting`].
 
-use crate::controller::{Controller, ObjectEvent};
+use crate::cache::ObjectEvent;
+use crate::controller::Controller;
 use crate::protection::Protection;
 use pv_model::k8s::{
     Node, ObjectMeta, ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,

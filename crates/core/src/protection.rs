@@ -30,16 +30,19 @@
 //! pod appearing, changing or going, a volume leaving Bound) queues the keys it concerns.
 
 use crate::api::ClusterApi;
+use crate::cache::ObjectEvent;
 use crate::clock::Clock;
-use crate::controller::ObjectEvent;
-use crate::queue::WorkQueue;
+use crate::pods::PodIndex;
+use crate::queue::{Delayed, Timer, WorkQueue};
 use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolumeClaimCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, Pod};
 use pv_model::ObjectKey;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+
+/// How long the timer sleeps when no key is delayed (it is woken sooner when one is).
+const IDLE_WAKE_MS: u64 = 3_600_000;
 
 use pv_model::finalizers;
 /// The claim condition that says since when no pod uses the claim.
@@ -51,32 +54,11 @@ pub const NO_PODS_USING_PVC: &str = "NoPodsUsingPVC";
 const POD_USING_PVC_MESSAGE: &str = "A pod is currently referencing this PVC";
 const NO_PODS_USING_PVC_MESSAGE: &str = "No pods are currently referencing this PVC";
 
-/// How long a key whose write failed waits before it is tried again.
+/// What the protection controllers look at: a volume by name, or a claim.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Key {
     Volume(String),
     Claim(ObjectKey),
-}
-
-impl Key {
-    /// The key in the work queue: `pv:NAME` or `pvc:NAMESPACE/NAME` (no object name has a `:`).
-    fn encode(&self) -> String {
-        match self {
-            Key::Volume(name) => format!("pv:{name}"),
-            Key::Claim(key) => format!("pvc:{key}"),
-        }
-    }
-
-    fn decode(s: &str) -> Option<Key> {
-        match s.split_once(':')? {
-            ("pv", name) => Some(Key::Volume(name.to_string())),
-            ("pvc", key) => {
-                let (namespace, name) = key.split_once('/')?;
-                Some(Key::Claim(ObjectKey::new(namespace, name)))
-            }
-            _ => None,
-        }
-    }
 }
 
 /// Which of the two controllers run (kube-controller-manager's
@@ -218,54 +200,6 @@ fn with_condition(
     claim
 }
 
-/// The pods the watch delivered, by key, and by the claims (`namespace/name`) they name.
-#[derive(Default)]
-struct Pods {
-    by_key: HashMap<ObjectKey, PodUse>,
-    by_claim: HashMap<ObjectKey, HashSet<ObjectKey>>,
-}
-
-impl Pods {
-    /// Records `pod` (or forgets it: `None`); returns the claims it named before and names now.
-    fn set(&mut self, key: &ObjectKey, pod: Option<PodUse>) -> Vec<ObjectKey> {
-        let claim_key = |c: &str| ObjectKey::new(key.namespace(), c);
-        let mut touched = Vec::new();
-        if let Some(old) = self.by_key.remove(key) {
-            for (c, _) in &old.claims {
-                let ck = claim_key(c);
-                if let Some(set) = self.by_claim.get_mut(&ck) {
-                    set.remove(key);
-                    if set.is_empty() {
-                        self.by_claim.remove(&ck);
-                    }
-                }
-                touched.push(ck);
-            }
-        }
-        if let Some(new) = pod {
-            for (c, _) in &new.claims {
-                let ck = claim_key(c);
-                self.by_claim.entry(ck.clone()).or_default().insert(key.clone());
-                touched.push(ck);
-            }
-            self.by_key.insert(key.clone(), new);
-        }
-        touched.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        touched.dedup();
-        touched
-    }
-
-    /// Whether a delivered pod that names `claim` passes `test`.
-    fn any(&self, claim: &PersistentVolumeClaim, test: fn(&PodUse, &PersistentVolumeClaim) -> bool) -> bool {
-        self.by_claim
-            .get(&ObjectKey::of(&claim.metadata))
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.by_key.get(k))
-            .any(|p| test(p, claim))
-    }
-}
-
 /// A namespace's pods listed from the server at most once for a batch of its claims (upstream's
 /// `LazyLivePodList`).
 #[derive(Default)]
@@ -276,9 +210,10 @@ pub struct Protection {
     api: Arc<dyn ClusterApi>,
     clock: Arc<dyn Clock>,
     scope: Scope,
-    pods: Mutex<Pods>,
+    /// The pods the watch delivered, by the claims they name.
+    pods: Mutex<PodIndex<PodUse>>,
     /// Volumes and claims to look at; a failed look is retried with the queue's backoff.
-    queue: WorkQueue,
+    queue: WorkQueue<Key>,
 }
 
 impl Protection {
@@ -286,11 +221,11 @@ impl Protection {
     /// [`Protection::run`] does the work.
     pub fn new(api: Arc<dyn ClusterApi>, clock: Arc<dyn Clock>, scope: Scope) -> Arc<Self> {
         let queue = WorkQueue::new("protection", clock.clone());
-        Arc::new(Protection { api, clock, scope, pods: Mutex::new(Pods::default()), queue })
+        Arc::new(Protection { api, clock, scope, pods: Mutex::default(), queue })
     }
 
     fn enqueue(&self, key: Key) {
-        self.queue.add(&key.encode());
+        self.queue.add(&key);
     }
 
     /// A volume changed: one being deleted with its finalizer, or one that lacks it, is looked at.
@@ -331,6 +266,10 @@ impl Protection {
         };
         let key = ObjectKey::of(&pod.metadata);
         let now = (!deleted).then(|| pod_use(&pod));
+        let now = now.map(|u| {
+            let claims = u.claims.iter().map(|(c, _)| c.clone()).collect();
+            (u, claims)
+        });
         let touched = self.pods.lock().unwrap().set(&key, now);
         for claim in touched {
             self.enqueue(Key::Claim(claim));
@@ -342,17 +281,10 @@ impl Protection {
     pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
         // Releases the keys a failure delayed, on the clock.
         let timer = async {
+            let timer = Timer::new(self.clock.as_ref(), [&self.queue as &dyn Delayed]);
             loop {
-                self.queue.promote_due();
-                let now = self.clock.now_ms();
-                let wait = self
-                    .queue
-                    .next_due()
-                    .map_or(Duration::from_secs(3600), |due| Duration::from_millis(due.saturating_sub(now)));
-                tokio::select! {
-                    _ = self.clock.sleep(wait) => {}
-                    _ = self.queue.earlier_due() => {}
-                }
+                timer.promote_due();
+                timer.sleep_until(self.clock.now_ms() + IDLE_WAKE_MS).await;
             }
         };
         tokio::select! {
@@ -374,17 +306,16 @@ impl Protection {
             let mut by_namespace: BTreeMap<String, Vec<ObjectKey>> = BTreeMap::new();
             let mut volumes = Vec::new();
             for k in &taken {
-                match Key::decode(k) {
-                    Some(Key::Claim(c)) => by_namespace.entry(c.namespace().to_string()).or_default().push(c),
-                    Some(Key::Volume(name)) => volumes.push(name),
-                    None => {}
+                match k {
+                    Key::Claim(c) => by_namespace.entry(c.namespace().to_string()).or_default().push(c.clone()),
+                    Key::Volume(name) => volumes.push(name.clone()),
                 }
             }
             let mut failed = HashSet::new();
             for name in volumes {
                 if let Err(e) = self.sync_volume(&name).await {
                     tracing::debug!(volume = %name, error = %e, "pv-protection: will retry");
-                    failed.insert(Key::Volume(name).encode());
+                    failed.insert(Key::Volume(name));
                 }
             }
             for claims in by_namespace.into_values() {
@@ -392,7 +323,7 @@ impl Protection {
                 for key in claims {
                     if let Err(e) = self.sync_claim(&key, &mut live).await {
                         tracing::debug!(pvc = %key, error = %e, "pvc-protection: will retry");
-                        failed.insert(Key::Claim(key).encode());
+                        failed.insert(Key::Claim(key));
                     }
                 }
             }
@@ -438,7 +369,7 @@ impl Protection {
         live: &mut LivePods,
         test: fn(&PodUse, &PersistentVolumeClaim) -> bool,
     ) -> Result<bool, crate::ApiError> {
-        if self.pods.lock().unwrap().any(claim, test) {
+        if self.pods.lock().unwrap().using(&ObjectKey::of(&claim.metadata)).any(|p| test(p, claim)) {
             return Ok(true);
         }
         // The pod watch may not have delivered a pod that uses the claim yet: ask the server, as
@@ -607,20 +538,5 @@ mod tests {
         let types: Vec<_> =
             c.status.unwrap().conditions.unwrap().iter().map(|c| (c.type_.clone(), c.status.clone())).collect();
         assert_eq!(types, [("Resizing".into(), "True".into()), ("Unused".into(), "False".into())]);
-    }
-
-    #[test]
-    fn the_pod_index_says_which_claims_a_change_concerns() {
-        let mut pods = Pods::default();
-        let key = ObjectKey::new("ns", "p");
-        let a = pod_use(&pod(json!({"containers": [], "volumes": [pvc_volume("a")]})));
-        let b = pod_use(&pod(json!({"containers": [], "volumes": [pvc_volume("b")]})));
-        assert_eq!(pods.set(&key, Some(a)), [ObjectKey::new("ns", "a")]);
-        // Re-created under the same name with another claim: both are looked at again.
-        assert_eq!(pods.set(&key, Some(b)), [ObjectKey::new("ns", "a"), ObjectKey::new("ns", "b")]);
-        assert!(!pods.any(&claim("a", None), makes_used));
-        assert!(pods.any(&claim("b", None), makes_used));
-        assert_eq!(pods.set(&key, None), [ObjectKey::new("ns", "b")]);
-        assert!(pods.by_claim.is_empty() && pods.by_key.is_empty());
     }
 }

@@ -17,7 +17,9 @@
 
 use crate::clock::Clock;
 use crate::metrics::Histogram;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,18 +33,34 @@ pub const DURATION_BUCKETS: &[f64] =
 const BASE_DELAY_MS: u64 = 5;
 const MAX_DELAY_MS: u64 = 1_000_000;
 
-#[derive(Default)]
-struct Inner {
-    queue: VecDeque<String>,
-    dirty: HashSet<String>,
-    processing: HashSet<String>,
-    delayed: BTreeMap<(u64, u64), String>,
-    delayed_due: HashMap<String, u64>,
-    failures: HashMap<String, u32>,
-    added_at: HashMap<String, Instant>,
-    started_at: HashMap<String, Instant>,
+struct Inner<K> {
+    queue: VecDeque<K>,
+    dirty: HashSet<K>,
+    processing: HashSet<K>,
+    delayed: BTreeMap<(u64, u64), K>,
+    delayed_due: HashMap<K, u64>,
+    failures: HashMap<K, u32>,
+    added_at: HashMap<K, Instant>,
+    started_at: HashMap<K, Instant>,
     seq: u64,
     shutdown: bool,
+}
+
+impl<K> Default for Inner<K> {
+    fn default() -> Self {
+        Inner {
+            queue: VecDeque::new(),
+            dirty: HashSet::new(),
+            processing: HashSet::new(),
+            delayed: BTreeMap::new(),
+            delayed_due: HashMap::new(),
+            failures: HashMap::new(),
+            added_at: HashMap::new(),
+            started_at: HashMap::new(),
+            seq: 0,
+            shutdown: false,
+        }
+    }
 }
 
 /// Counters a queue exposes for metrics.
@@ -77,10 +95,11 @@ pub struct QueueMetrics {
     pub longest_running_processor_seconds: f64,
 }
 
-/// A de-duplicating, rate-limited work queue of string keys.
-pub struct WorkQueue {
+/// A de-duplicating, rate-limited work queue of keys of one type: a volume's name, a claim's
+/// [`pv_model::ObjectKey`], or a type of the caller's (the protection controllers' volume-or-claim).
+pub struct WorkQueue<K = String> {
     name: &'static str,
-    inner: Mutex<Inner>,
+    inner: Mutex<Inner<K>>,
     notify: tokio::sync::Notify,
     /// Told when a delayed key becomes the earliest due, for the one timer that releases them.
     earlier_due: tokio::sync::Notify,
@@ -89,7 +108,7 @@ pub struct WorkQueue {
     pub stats: QueueStats,
 }
 
-impl WorkQueue {
+impl<K: Clone + Eq + Hash> WorkQueue<K> {
     /// A new queue named `name` (`volumes`, `claims`).
     pub fn new(name: &'static str, clock: Arc<dyn Clock>) -> Self {
         WorkQueue {
@@ -112,24 +131,28 @@ impl WorkQueue {
     }
 
     /// Queues a key unless it is already queued.
-    pub fn add(&self, key: &str) {
+    pub fn add<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let mut q = self.inner.lock().unwrap();
         if q.shutdown || q.dirty.contains(key) {
             return;
         }
         self.stats.adds.fetch_add(1, Ordering::Relaxed);
-        q.dirty.insert(key.to_string());
-        q.added_at.entry(key.to_string()).or_insert_with(Instant::now);
+        q.dirty.insert(key.to_owned());
+        q.added_at.entry(key.to_owned()).or_insert_with(Instant::now);
         if q.processing.contains(key) {
             return;
         }
-        q.queue.push_back(key.to_string());
+        q.queue.push_back(key.to_owned());
         drop(q);
         self.notify.notify_one();
     }
 
     /// Takes the next key, if any, marking it as being processed.
-    pub fn try_get(&self) -> Option<String> {
+    pub fn try_get(&self) -> Option<K> {
         let mut q = self.inner.lock().unwrap();
         let key = q.queue.pop_front()?;
         q.dirty.remove(&key);
@@ -143,7 +166,7 @@ impl WorkQueue {
     }
 
     /// Waits for the next key; `None` after shutdown.
-    pub async fn get(&self) -> Option<String> {
+    pub async fn get(&self) -> Option<K> {
         loop {
             let notified = self.notify.notified();
             if let Some(k) = self.try_get() {
@@ -157,21 +180,29 @@ impl WorkQueue {
     }
 
     /// Marks a key as processed; if it was added meanwhile, it is queued again.
-    pub fn done(&self, key: &str) {
+    pub fn done<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let mut q = self.inner.lock().unwrap();
         if let Some(t) = q.started_at.remove(key) {
             self.stats.work_duration.lock().unwrap().observe(t.elapsed().as_secs_f64());
         }
         q.processing.remove(key);
         if q.dirty.contains(key) && !q.shutdown {
-            q.queue.push_back(key.to_string());
+            q.queue.push_back(key.to_owned());
             drop(q);
             self.notify.notify_one();
         }
     }
 
     /// Queues a key after `delay` (the earliest pending delay wins).
-    pub fn add_after(&self, key: &str, delay: Duration) {
+    pub fn add_after<Q>(&self, key: &Q, delay: Duration)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.stats.retries.fetch_add(1, Ordering::Relaxed);
         if delay.is_zero() {
             return self.add(key);
@@ -185,13 +216,13 @@ impl WorkQueue {
             if old <= due {
                 return;
             }
-            q.delayed.retain(|_, k| k != key);
+            q.delayed.retain(|_, k| <K as Borrow<Q>>::borrow(k) != key);
         }
         q.seq += 1;
         let seq = q.seq;
         let earliest = q.delayed.keys().next().is_none_or(|&(t, _)| due < t);
-        q.delayed.insert((due, seq), key.to_string());
-        q.delayed_due.insert(key.to_string(), due);
+        q.delayed.insert((due, seq), key.to_owned());
+        q.delayed_due.insert(key.to_owned(), due);
         drop(q);
         if earliest {
             self.earlier_due.notify_one();
@@ -199,10 +230,14 @@ impl WorkQueue {
     }
 
     /// Queues a key after its exponential backoff and counts the failure.
-    pub fn add_rate_limited(&self, key: &str) {
+    pub fn add_rate_limited<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let n = {
             let mut q = self.inner.lock().unwrap();
-            let n = q.failures.entry(key.to_string()).or_insert(0);
+            let n = q.failures.entry(key.to_owned()).or_insert(0);
             *n += 1;
             *n
         };
@@ -211,14 +246,18 @@ impl WorkQueue {
     }
 
     /// Clears a key's failure count.
-    pub fn forget(&self, key: &str) {
+    pub fn forget<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.inner.lock().unwrap().failures.remove(key);
     }
 
     /// Moves every delayed key that is due to the queue. Returns how many.
     pub fn promote_due(&self) -> usize {
         let now = self.clock.now_ms();
-        let due: Vec<String> = {
+        let due: Vec<K> = {
             let mut q = self.inner.lock().unwrap();
             let mut out = Vec::new();
             while let Some((&(t, s), _)) = q.delayed.iter().next() {
@@ -232,7 +271,7 @@ impl WorkQueue {
             out
         };
         for k in &due {
-            self.add(k);
+            self.add::<K>(k);
         }
         due.len()
     }
@@ -268,6 +307,16 @@ impl WorkQueue {
         }
     }
 
+    /// Takes every queued key and marks it done unprocessed. Returns how many.
+    pub fn discard(&self) -> usize {
+        let mut n = 0;
+        while let Some(k) = self.try_get() {
+            self.done::<K>(&k);
+            n += 1;
+        }
+        n
+    }
+
     /// Keys waiting to be processed.
     pub fn len(&self) -> usize {
         self.inner.lock().unwrap().queue.len()
@@ -288,6 +337,87 @@ impl WorkQueue {
     pub fn shutdown(&self) {
         self.inner.lock().unwrap().shutdown = true;
         self.notify.notify_waiters();
+    }
+}
+
+/// The part of a queue a [`Timer`] drives: its delayed keys.
+pub trait Delayed: Send + Sync {
+    /// Moves every delayed key that is due to the queue. Returns how many.
+    fn promote_due(&self) -> usize;
+    /// When the next delayed key is due (clock milliseconds).
+    fn next_due(&self) -> Option<u64>;
+    /// Told when a delayed key becomes due sooner than [`Delayed::next_due`] said.
+    fn earlier(&self) -> &tokio::sync::Notify;
+}
+
+impl<K: Clone + Eq + Hash + Send> Delayed for WorkQueue<K> {
+    fn promote_due(&self) -> usize {
+        WorkQueue::promote_due(self)
+    }
+    fn next_due(&self) -> Option<u64> {
+        WorkQueue::next_due(self)
+    }
+    fn earlier(&self) -> &tokio::sync::Notify {
+        &self.earlier_due
+    }
+}
+
+/// Releases the delayed keys of some queues on one clock: "move the due keys to their queues,
+/// then wait until the next is due". The binder's timer, the protection controllers' and the
+/// simulator's stepping are this one loop, in real time ([`Timer::sleep_until`]) or stepped
+/// ([`Timer::step`]).
+pub struct Timer<'a> {
+    clock: &'a dyn Clock,
+    queues: Vec<&'a dyn Delayed>,
+}
+
+impl<'a> Timer<'a> {
+    /// A timer of `queues` on `clock`.
+    pub fn new(clock: &'a dyn Clock, queues: impl IntoIterator<Item = &'a dyn Delayed>) -> Self {
+        Timer { clock, queues: queues.into_iter().collect() }
+    }
+
+    /// Moves every due key to its queue. Returns how many.
+    pub fn promote_due(&self) -> usize {
+        self.queues.iter().map(|q| q.promote_due()).sum()
+    }
+
+    /// When the next delayed key of any queue is due.
+    pub fn next_due(&self) -> Option<u64> {
+        self.queues.iter().filter_map(|q| q.next_due()).min()
+    }
+
+    /// Real time: sleeps on the clock until the next key is due or `until` (clock
+    /// milliseconds), whichever is first, and wakes sooner when a key comes due earlier.
+    pub async fn sleep_until(&self, until: u64) {
+        let wake = self.next_due().map_or(until, |due| due.min(until));
+        let wait = Duration::from_millis(wake.saturating_sub(self.clock.now_ms()));
+        let mut earlier: Vec<_> = self.queues.iter().map(|q| Box::pin(q.earlier().notified())).collect();
+        let any_earlier = std::future::poll_fn(|cx| {
+            for n in earlier.iter_mut() {
+                if std::future::Future::poll(n.as_mut(), cx).is_ready() {
+                    return std::task::Poll::Ready(());
+                }
+            }
+            std::task::Poll::Pending
+        });
+        tokio::select! {
+            _ = self.clock.sleep(wait) => {}
+            _ = any_earlier => {}
+        }
+    }
+
+    /// Stepped: when a key is due no later than `deadline`, moves time there with `advance_to`
+    /// and the due keys to their queues. Returns whether it did.
+    pub fn step(&self, deadline: u64, advance_to: impl FnOnce(u64)) -> bool {
+        match self.next_due().filter(|due| *due <= deadline) {
+            Some(due) => {
+                advance_to(due);
+                self.promote_due();
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -401,5 +531,65 @@ mod tests {
         q.add_after("a", Duration::from_secs(1));
         q.add_after("a", Duration::from_secs(5));
         assert_eq!(q.next_due(), Some(1000));
+    }
+
+    #[test]
+    fn keys_of_any_type_are_queued_once_and_discarded_unprocessed() {
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        enum Key {
+            Volume(String),
+            Claim(pv_model::ObjectKey),
+        }
+        let clock = SimClock::new(jiff::Timestamp::now());
+        let q: WorkQueue<Key> = WorkQueue::new("typed", clock);
+        let claim = Key::Claim(pv_model::ObjectKey::new("ns", "c"));
+        q.add(&Key::Volume("c".into()));
+        q.add(&claim);
+        q.add(&claim);
+        assert_eq!(q.len(), 2, "a volume and a claim of one name are two keys");
+        assert_eq!(q.try_get(), Some(Key::Volume("c".into())));
+        assert_eq!(q.discard(), 1);
+        assert!(q.try_get().is_none());
+        // The key taken before is still being processed; the discarded one is done.
+        assert!(!q.is_idle());
+        q.done(&Key::Volume("c".into()));
+        assert!(q.is_idle());
+    }
+
+    #[test]
+    fn a_stepped_timer_moves_time_to_the_earliest_key_of_its_queues() {
+        let clock = SimClock::new(jiff::Timestamp::now());
+        let volumes: WorkQueue = WorkQueue::new("volumes", clock.clone());
+        let claims: WorkQueue<pv_model::ObjectKey> = WorkQueue::new("claims", clock.clone());
+        volumes.add_after("pv-1", Duration::from_millis(300));
+        claims.add_after(&pv_model::ObjectKey::new("ns", "c"), Duration::from_millis(100));
+        let timer = Timer::new(clock.as_ref(), [&volumes as &dyn Delayed, &claims]);
+        assert_eq!(timer.next_due(), Some(100));
+        assert!(!timer.step(99, |t| clock.advance_to(t)), "nothing is due by the deadline");
+        assert_eq!(clock.now_ms(), 0);
+        assert!(timer.step(1_000, |t| clock.advance_to(t)));
+        assert_eq!((clock.now_ms(), claims.len(), volumes.len()), (100, 1, 0));
+        assert!(timer.step(1_000, |t| clock.advance_to(t)));
+        assert_eq!((clock.now_ms(), volumes.len(), timer.next_due()), (300, 1, None));
+    }
+
+    #[tokio::test]
+    async fn a_sleeping_timer_wakes_when_a_key_of_any_queue_comes_due_sooner() {
+        let clock = crate::clock::SystemClock::new();
+        let volumes: WorkQueue = WorkQueue::new("volumes", clock.clone());
+        let claims: WorkQueue<pv_model::ObjectKey> = WorkQueue::new("claims", clock.clone());
+        let timer = Timer::new(clock.as_ref(), [&volumes as &dyn Delayed, &claims]);
+        let start = std::time::Instant::now();
+        let sleep = timer.sleep_until(clock.now_ms() + 60_000);
+        tokio::pin!(sleep);
+        // Not woken while nothing is delayed.
+        assert!(tokio::time::timeout(Duration::from_millis(50), &mut sleep).await.is_err());
+        claims.add_after(&pv_model::ObjectKey::new("ns", "c"), Duration::from_millis(10));
+        tokio::time::timeout(Duration::from_secs(5), &mut sleep).await.expect("woken by the claim queue");
+        assert!(start.elapsed() < Duration::from_secs(5));
+        // Slept until the key was due; promoted it then.
+        timer.sleep_until(clock.now_ms() + 60_000).await;
+        assert_eq!(timer.promote_due(), 1);
+        assert_eq!(claims.len(), 1);
     }
 }

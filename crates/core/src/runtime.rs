@@ -42,22 +42,16 @@ pub async fn run(controller: Arc<Controller>, workers: usize, shutdown: impl Fut
         let period = c.config().resync_period.as_millis() as u64;
         let clock = c.clock().clone();
         let mut next_resync = clock.now_ms() + period;
+        let timer = c.timer();
         loop {
-            c.volume_queue.promote_due();
-            c.claim_queue.promote_due();
+            timer.promote_due();
             let now = clock.now_ms();
             if now >= next_resync {
                 tracing::debug!("periodic resync");
                 c.resync();
                 next_resync = now + period;
             }
-            let wake =
-                [c.volume_queue.next_due(), c.claim_queue.next_due()].into_iter().flatten().fold(next_resync, u64::min);
-            tokio::select! {
-                _ = clock.sleep(Duration::from_millis(wake.saturating_sub(now))) => {}
-                _ = c.volume_queue.earlier_due() => {}
-                _ = c.claim_queue.earlier_due() => {}
-            }
+            timer.sleep_until(next_resync).await;
         }
     });
     // The sweep of assets interrupted provisionings left behind, three times per resync period

@@ -1,5 +1,6 @@
 //! One writer per object: every write of a volume or a claim goes through
-//! [`Controller::save_volume`] or [`Controller::save_claim`], which take turns per object.
+//! [`crate::Controller`]'s `save_volume` or `save_claim` (`exec/save.rs`), which take turns per
+//! object here.
 //!
 //! Why: several workers write the same object (the volume worker a volume's phase, the claim
 //! worker its claimRef and Bound; the claim worker a claim's phase, a provisioning operation its
@@ -9,11 +10,8 @@
 //! [`crate::Error::Stale`]: its key is synced again at once, from the newer object. The write it
 //! skipped could only have failed: the cache is never ahead of the API server.
 
-use crate::controller::Controller;
 use crate::error::{Error, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use pv_model::helpers;
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -27,7 +25,7 @@ pub(crate) struct Writers {
 impl Writers {
     /// Runs `write` in `key`'s turn, unless `cached` (read in the turn) is newer than `base`: then
     /// nothing is sent and the result is [`Error::Stale`].
-    async fn write<T, F>(
+    pub(crate) async fn write<T, F>(
         &self,
         key: &str,
         base: &ObjectMeta,
@@ -58,49 +56,6 @@ impl Writers {
             turns.remove(key);
         }
         result
-    }
-}
-
-impl Controller {
-    /// Saves `changed`, a modified copy of `base`, in the volume's write turn; `status` picks the
-    /// status subresource. Returns the saved volume, now cached.
-    pub(crate) async fn save_volume(
-        &self,
-        base: &PersistentVolume,
-        changed: &PersistentVolume,
-        status: bool,
-        step: &'static str,
-    ) -> Result<Arc<PersistentVolume>> {
-        let name = helpers::name(&base.metadata);
-        let cached = || self.caches.volume(name).and_then(|v| v.metadata.resource_version.clone());
-        let write = async {
-            let saved = if status {
-                self.api.update_volume_status(changed).await
-            } else {
-                self.api.update_volume(changed).await
-            };
-            saved.map(|v| self.caches.store_volume(v)).map_err(Error::api(step))
-        };
-        self.volume_writers.write(name, &base.metadata, cached, step, write).await
-    }
-
-    /// Saves `changed`, a modified copy of `base`, in the claim's write turn; `status` picks the
-    /// status subresource. Returns the saved claim, now cached.
-    pub(crate) async fn save_claim(
-        &self,
-        base: &PersistentVolumeClaim,
-        changed: &PersistentVolumeClaim,
-        status: bool,
-        step: &'static str,
-    ) -> Result<Arc<PersistentVolumeClaim>> {
-        let key = helpers::claim_key(base);
-        let cached = || self.caches.claim(&key).and_then(|c| c.metadata.resource_version.clone());
-        let write = async {
-            let saved =
-                if status { self.api.update_claim_status(changed).await } else { self.api.update_claim(changed).await };
-            saved.map(|c| self.caches.store_claim(c)).map_err(Error::api(step))
-        };
-        self.claim_writers.write(&key, &base.metadata, cached, step, write).await
     }
 }
 

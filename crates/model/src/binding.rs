@@ -129,6 +129,22 @@ pub fn holder(volume: &PersistentVolume, claim: Option<&PersistentVolumeClaim>) 
     }
 }
 
+/// The phase the volume's next sync gives it before anything else happens, when that differs
+/// from its phase now: Available for an unclaimed volume (a new PV has no phase, or Pending, until
+/// then).
+pub fn phase_after_first_sync(volume: &PersistentVolume) -> Option<&'static str> {
+    (is_volume_unclaimed(volume) && helpers::volume_phase(volume) != helpers::pv_phase::AVAILABLE)
+        .then_some(helpers::pv_phase::AVAILABLE)
+}
+
+/// The phase the binder matches a volume by: its phase as its own sync leaves it
+/// ([`phase_after_first_sync`]), so that a claim synced before a new volume's first sync binds
+/// to that volume instead of provisioning another or reporting that none fits; and
+/// `explain` shows the same.
+pub fn settled_volume_phase(volume: &PersistentVolume) -> &str {
+    phase_after_first_sync(volume).unwrap_or_else(|| helpers::volume_phase(volume))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

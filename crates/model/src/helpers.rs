@@ -146,22 +146,6 @@ pub fn claim_ref(volume: &PersistentVolume) -> Option<&ObjectReference> {
     volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
 }
 
-/// The phase the volume's next sync gives it before anything else happens, when that differs
-/// from its phase now: Available for an unclaimed volume (a new PV has no phase, or Pending, until
-/// then).
-pub fn phase_after_first_sync(volume: &PersistentVolume) -> Option<&'static str> {
-    (crate::binding::is_volume_unclaimed(volume) && volume_phase(volume) != pv_phase::AVAILABLE)
-        .then_some(pv_phase::AVAILABLE)
-}
-
-/// The phase the binder matches a volume by: its phase as its own sync leaves it
-/// ([`phase_after_first_sync`]), so that a claim synced before a new volume's first sync binds
-/// to that volume instead of provisioning another or reporting that none fits; and
-/// `explain` shows the same.
-pub fn settled_volume_phase(volume: &PersistentVolume) -> &str {
-    phase_after_first_sync(volume).unwrap_or_else(|| volume_phase(volume))
-}
-
 /// Reclaim policy of a volume ("" when unset; the API server defaults it to Retain).
 pub fn reclaim_policy(volume: &PersistentVolume) -> &str {
     volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()).unwrap_or("")

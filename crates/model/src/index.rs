@@ -3,7 +3,7 @@
 //!
 //! Upstream scans every volume of every access-mode set that could satisfy a claim. Here:
 //! - free volumes (no claimRef, not being deleted; phase Available, or any phase that the volume's
-//!   own sync turns into Available, [`helpers::settled_volume_phase`]) sit in a `BTreeSet` ordered by
+//!   own sync turns into Available, [`crate::binding::settled_volume_phase`]) sit in a `BTreeSet` ordered by
 //!   `(capacity, name)` under `(access-mode set, class)`; the best free match is the first entry at
 //!   or above the requested size that passes the remaining rules (volume mode, attributes class,
 //!   selector), so only a selector or mode mismatch makes the search walk further;
@@ -76,7 +76,7 @@ pub struct VolumeIndex {
 
 fn is_free(v: &PersistentVolume) -> bool {
     helpers::claim_ref(v).is_none()
-        && helpers::settled_volume_phase(v) == PvPhase::Available.as_str()
+        && crate::binding::settled_volume_phase(v) == PvPhase::Available.as_str()
         && v.metadata.deletion_timestamp.is_none()
 }
 

@@ -164,7 +164,7 @@ pub fn evaluate_in_mode_set(claim: &PersistentVolumeClaim, volume: &PersistentVo
         );
     }
     // As the volume's own sync leaves it: a new volume (no phase yet) counts as Available.
-    let phase = helpers::settled_volume_phase(volume);
+    let phase = crate::binding::settled_volume_phase(volume);
     if phase != helpers::pv_phase::AVAILABLE {
         return Verdict::fail(VerdictKind::Phase, format!("phase {} is not Available", helpers::or_dash(phase)));
     }

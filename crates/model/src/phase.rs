@@ -39,7 +39,7 @@ impl PvPhase {
 
     /// The volume's `status.phase`; `None` when unset or not a phase.
     pub fn of(volume: &PersistentVolume) -> Option<PvPhase> {
-        PvPhase::parse(crate::helpers::volume_phase(volume))
+        PvPhase::parse(volume.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or(""))
     }
 }
 
@@ -78,7 +78,9 @@ impl ReclaimPolicy {
     /// The volume's `spec.persistentVolumeReclaimPolicy`; `None` when unset (the API server
     /// defaults it to Retain) or unknown.
     pub fn of(volume: &PersistentVolume) -> Option<ReclaimPolicy> {
-        ReclaimPolicy::parse(crate::helpers::reclaim_policy(volume))
+        ReclaimPolicy::parse(
+            volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()).unwrap_or(""),
+        )
     }
 }
 

@@ -48,11 +48,8 @@ fn main() {
     // Every Added event queued its key; a synced controller works them off. Count the caches
     // once the queues are empty, as a running controller's steady state.
     let queued = live(&region);
-    for q in [&controller.volume_queue, &controller.claim_queue] {
-        while let Some(k) = q.try_get() {
-            q.done(&k);
-        }
-    }
+    controller.volume_queue.discard();
+    controller.claim_queue.discard();
     let total = live(&region) as f64;
     println!(
         "{n} bound pairs: the controller's caches hold {:.0} bytes per object ({:.1} MiB for {} objects)",

@@ -469,14 +469,7 @@ impl Simulation {
             self.steps += 1;
             return true;
         }
-        let next = [c.volume_queue.next_due(), c.claim_queue.next_due()].into_iter().flatten().min();
-        if let Some(due) = next.filter(|d| *d <= deadline_ms) {
-            self.clock.advance_to(due);
-            c.volume_queue.promote_due();
-            c.claim_queue.promote_due();
-            return true;
-        }
-        false
+        c.timer().step(deadline_ms, |due| self.clock.advance_to(due))
     }
 
     async fn drain(&mut self, deadline_ms: u64) {

@@ -9,9 +9,11 @@
 //! - [`bind`]: the two-way pointer written in upstream's order (`bind`, `unbindVolume`).
 //! - [`provision`]: provisioning operations, in-process and external.
 //! - [`reclaim`]: Retain, Recycle and Delete of released volumes.
+//! - [`save`]: each write of a volume or a claim, in the object's write turn.
 
 pub(crate) mod bind;
 pub(crate) mod claim;
 pub(crate) mod provision;
 pub(crate) mod reclaim;
+pub(crate) mod save;
 pub(crate) mod volume;
