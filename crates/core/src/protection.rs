@@ -36,6 +36,7 @@ use crate::pods::PodIndex;
 use crate::queue::{Delayed, Timer, WorkQueue};
 use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolumeClaimCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use pv_model::finalizers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, Pod};
 use pv_model::ObjectKey;
 use std::collections::{BTreeMap, HashSet};
@@ -44,7 +45,6 @@ use std::sync::{Arc, Mutex};
 /// How long the timer sleeps when no key is delayed (it is woken sooner when one is).
 const IDLE_WAKE_MS: u64 = 3_600_000;
 
-use pv_model::finalizers;
 /// The claim condition that says since when no pod uses the claim.
 pub const UNUSED_CONDITION: &str = "Unused";
 /// Its reason while a pod references the claim (status `False`).
