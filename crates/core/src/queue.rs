@@ -281,13 +281,6 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
         self.inner.lock().unwrap().delayed.keys().next().map(|(t, _)| *t)
     }
 
-    /// Resolves once a delayed key has become due earlier than [`WorkQueue::next_due`] said
-    /// (or at once, if that happened since the last call): the timer that releases delayed keys
-    /// sleeps until the next due one and is woken by this when a new one comes first.
-    pub async fn earlier_due(&self) {
-        self.earlier_due.notified().await
-    }
-
     /// The queue's metrics now.
     pub fn metrics(&self) -> QueueMetrics {
         let (depth, ages) = {
@@ -346,7 +339,8 @@ pub trait Delayed: Send + Sync {
     fn promote_due(&self) -> usize;
     /// When the next delayed key is due (clock milliseconds).
     fn next_due(&self) -> Option<u64>;
-    /// Told when a delayed key becomes due sooner than [`Delayed::next_due`] said.
+    /// Told when a delayed key becomes due sooner than [`Delayed::next_due`] said; a signal given
+    /// while nobody waited is kept for the next wait (one, however many were given).
     fn earlier(&self) -> &tokio::sync::Notify;
 }
 
@@ -502,9 +496,9 @@ mod tests {
         assert_eq!(m.work_duration.buckets.iter().sum::<u64>(), 1);
     }
 
-    /// Whether `earlier_due` resolves without waiting.
+    /// Whether the queue's sooner-due signal fires without waiting.
     async fn woken(q: &WorkQueue) -> bool {
-        tokio::time::timeout(Duration::from_millis(20), q.earlier_due()).await.is_ok()
+        tokio::time::timeout(Duration::from_millis(20), q.earlier().notified()).await.is_ok()
     }
 
     #[tokio::test]

@@ -270,15 +270,8 @@ impl ShadowLog {
 /// (upstream takes the first its index yields). Both must fit the claim.
 pub fn equally_good(claim: &PersistentVolumeClaim, a: &PersistentVolume, b: &PersistentVolume) -> bool {
     use pv_model::{matching, VerdictKind};
-    let fits = |v: &PersistentVolume| {
-        // The claim may already be bound to one of them: judge both as free volumes.
-        let mut free = v.clone();
-        if let Some(s) = free.spec.as_mut() {
-            s.claim_ref = None;
-        }
-        free.status = None;
-        matching::evaluate(claim, &free, false).kind == VerdictKind::Match
-    };
+    // The claim may already be bound to one of them: judge both as free volumes.
+    let fits = |v: &PersistentVolume| matching::evaluate(claim, &as_free(v), false).kind == VerdictKind::Match;
     let size = |v: &PersistentVolume| helpers::volume_capacity(v);
     fits(a) && fits(b) && size(a) == size(b)
 }
@@ -294,11 +287,7 @@ pub const EQUALLY_GOOD_RULE: &str =
 /// bound names its volume only by the binder's choice).
 pub fn equally_entitled(volume: &PersistentVolume, a: &PersistentVolumeClaim, b: &PersistentVolumeClaim) -> bool {
     use pv_model::{matching, VerdictKind};
-    let mut free = volume.clone();
-    if let Some(s) = free.spec.as_mut() {
-        s.claim_ref = None;
-    }
-    free.status = None;
+    let free = as_free(volume);
     let fits = |c: &PersistentVolumeClaim| {
         let by_binder = helpers::annotation(&c.metadata, pv_model::annotations::BOUND_BY_CONTROLLER).is_some();
         let mut unbound = c.clone();
@@ -312,6 +301,17 @@ pub fn equally_entitled(volume: &PersistentVolume, a: &PersistentVolumeClaim, b:
         matching::evaluate(&unbound, &free, false).kind == VerdictKind::Match
     };
     fits(a) && fits(b)
+}
+
+/// The volume as if no claim held it: no `claimRef`, no status (a new volume's first sync makes
+/// it Available).
+fn as_free(volume: &PersistentVolume) -> PersistentVolume {
+    let mut free = volume.clone();
+    if let Some(s) = free.spec.as_mut() {
+        s.claim_ref = None;
+    }
+    free.status = None;
+    free
 }
 
 /// The rule [`equally_entitled`] applies, as a `/shadow` entry names it.

@@ -281,30 +281,37 @@ impl Shadow {
     /// it, the rule. The decisions that follow from that choice are judged by it too: the
     /// claim's own fields, and the event about the claim we left without a volume.
     async fn claims_equally_entitled(&self, t: &Target, ours: &str, theirs: &str) -> Option<String> {
-        let (volume, our_claim, their_claim) = match (t.kind, t.field.as_str()) {
-            ("PersistentVolume", "spec.claimRef") => (t.object.clone(), ours.to_string(), theirs.to_string()),
+        // The volume, the claim we gave it and the claim the incumbent gave it, each read once.
+        let (volume, ours, theirs) = match (t.kind, t.field.as_str()) {
+            ("PersistentVolume", "spec.claimRef") => {
+                if ours.is_empty() || theirs.is_empty() || ours == theirs {
+                    return None;
+                }
+                let v = self.reads.volume(&t.object).await.ok()?;
+                (v, self.claim_by_key(ours).await?, self.claim_by_key(theirs).await?)
+            }
             ("PersistentVolume", _) => return None,
             (_, field) if field.starts_with("event ") => {
                 // We left this claim without a volume; the incumbent bound it to the one we gave another.
-                let volume = self.claim_by_key(&t.object).await?.spec?.volume_name?;
+                let theirs = self.claim_by_key(&t.object).await?;
+                let volume = theirs.spec.as_ref()?.volume_name.clone()?;
                 let ours = self.bound_to.lock().unwrap().get(&volume).cloned()?;
-                (volume, ours, t.object.clone())
+                if ours == t.object {
+                    return None;
+                }
+                (self.reads.volume(&volume).await.ok()?, self.claim_by_key(&ours).await?, theirs)
             }
             _ => {
                 // We bound this claim; the incumbent gave its volume to another.
-                let volume = self.ours_for_claim(&t.object)?;
-                let v = self.reads.volume(&volume).await.ok()?;
+                let v = self.reads.volume(&self.ours_for_claim(&t.object)?).await.ok()?;
                 let theirs = shadow::volume_fields(&v).remove("spec.claimRef")?;
-                (volume, t.object.clone(), theirs)
+                if theirs.is_empty() || theirs == t.object {
+                    return None;
+                }
+                (v, self.claim_by_key(&t.object).await?, self.claim_by_key(&theirs).await?)
             }
         };
-        if our_claim.is_empty() || their_claim.is_empty() || our_claim == their_claim {
-            return None;
-        }
-        let v = self.reads.volume(&volume).await.ok()?;
-        let a = self.claim_by_key(&our_claim).await?;
-        let b = self.claim_by_key(&their_claim).await?;
-        shadow::equally_entitled(&v, &a, &b).then(|| shadow::EQUALLY_ENTITLED_RULE.to_string())
+        shadow::equally_entitled(&volume, &ours, &theirs).then(|| shadow::EQUALLY_ENTITLED_RULE.to_string())
     }
 
     async fn claim_by_key(&self, key: &str) -> Option<PersistentVolumeClaim> {
