@@ -18,7 +18,8 @@
 //! [`Controller::sync_volume_key`] / [`Controller::sync_claim_key`]: each computes a plan
 //! ([`plan`]: pure functions over the caches, through [`View`], deciding by the one rule of who
 //! holds a volume, `pv_model::binding`) and the executor ([`Controller`]) carries the plan's
-//! variant out, writing each object through its writer; long operations (provision, delete,
+//! variant out, writing each object through its writer (the volume sync's plan is a list of
+//! steps, [`steps`]: each write an edit of the volume as the step before left it); long operations (provision, delete,
 //! recycle) go to the [`operations`] scheduler, keyed by name, at most one per key; events go
 //! through a bounded queue that one task writes ([`events`]). A resync enqueues periodically
 //! everything but the bound pairs that are settled.
@@ -40,6 +41,7 @@ pub mod protection;
 pub mod queue;
 pub mod runtime;
 pub mod shadow;
+pub mod steps;
 pub mod view;
 
 mod exec;

@@ -45,6 +45,9 @@ pub const LOST_REFERENCE: &str = "Bound claim has lost reference to PersistentVo
 pub const LOST_VOLUME: &str = "Bound claim has lost its PersistentVolume. Data on the volume is lost!";
 /// A bound claim whose volume is bound to another claim (ClaimMisbound).
 pub const MISBOUND: &str = "Two claims are bound to the same volume, this one is bound incorrectly";
+/// The Failed volume's message (and its VolumeUnknownReclaimPolicy event's) when its reclaim
+/// policy is none of Retain, Recycle and Delete.
+pub const UNKNOWN_RECLAIM_POLICY: &str = "Volume has unrecognized PersistentVolumeReclaimPolicy";
 
 /// A claim of a class that does not exist (ProvisioningFailed).
 pub fn class_not_found(class: &str) -> String {

@@ -7,15 +7,26 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::metrics;
+use crate::steps::Edit;
 use pv_model::annotations as ann;
 use pv_model::binding::{self, Relation};
 use pv_model::helpers;
-use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus, PersistentVolumeStatus};
+use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimStatus};
 use pv_model::phase::PvPhase;
 use pv_model::reasons;
 use std::sync::Arc;
 
 impl Controller {
+    /// Writes the volume as `edit` changes it; no write when it changes nothing.
+    pub(crate) async fn write_volume(&self, volume: &Arc<PersistentVolume>, edit: &Edit) -> Result<Arc<PersistentVolume>> {
+        let Some(changed) = edit.apply(volume) else { return Ok(volume.clone()) };
+        let saved = self.save_volume(volume, &changed, edit.status(), edit.what()).await?;
+        if let Edit::Phase(phase, _) = edit {
+            tracing::info!(target: crate::PROGRESS, volume = %helpers::name(&volume.metadata), phase = phase.as_str(), "volume entered phase");
+        }
+        Ok(saved)
+    }
+
     /// Sets a volume's phase (and message); no write when the phase is already set.
     pub(crate) async fn update_volume_phase(
         &self,
@@ -23,16 +34,7 @@ impl Controller {
         phase: PvPhase,
         message: &str,
     ) -> Result<Arc<PersistentVolume>> {
-        if PvPhase::of(volume) == Some(phase) {
-            return Ok(volume.clone());
-        }
-        let mut clone = (**volume).clone();
-        let status = clone.status.get_or_insert_with(PersistentVolumeStatus::default);
-        status.phase = Some(phase.as_str().to_string());
-        status.message = if message.is_empty() { None } else { Some(message.to_string()) };
-        let saved = self.save_volume(volume, &clone, true, "saving volume phase").await?;
-        tracing::info!(target: crate::PROGRESS, volume = %helpers::name(&volume.metadata), phase = phase.as_str(), "volume entered phase");
-        Ok(saved)
+        self.write_volume(volume, &Edit::Phase(phase, message.to_string())).await
     }
 
     /// Sets a volume's phase and emits an event, both only when the phase changes.
@@ -254,16 +256,7 @@ impl Controller {
     /// Rolls back a binding: a controller-made binding loses its claimRef, a user's pre-binding
     /// keeps the claimRef without UID. Then the volume is Available.
     pub(crate) async fn unbind_volume(&self, volume: &Arc<PersistentVolume>) -> Result<()> {
-        let mut clone = (**volume).clone();
-        if helpers::has_annotation(&volume.metadata, ann::BOUND_BY_CONTROLLER) {
-            if let Some(s) = clone.spec.as_mut() {
-                s.claim_ref = None;
-            }
-            helpers::remove_annotation(&mut clone.metadata, ann::BOUND_BY_CONTROLLER);
-        } else if let Some(r) = clone.spec.as_mut().and_then(|s| s.claim_ref.as_mut()) {
-            r.uid = None;
-        }
-        let saved = self.save_volume(volume, &clone, false, "rolling back volume binding").await?;
+        let saved = self.write_volume(volume, &Edit::RollBackBinding).await?;
         self.update_volume_phase(&saved, PvPhase::Available, "").await?;
         Ok(())
     }

@@ -3,7 +3,8 @@
 //! writer ([`crate::writer`]), handing long operations to [`crate::operations`]. What it reads,
 //! it reads from [`crate::caches::Caches`] or the API; what to do, the plan's variant says.
 //!
-//! - [`volume`]: the volume sync (upstream's `syncVolume`), after [`crate::plan::plan_volume`].
+//! - [`volume`]: the volume sync (upstream's `syncVolume`): the steps [`crate::steps::volume_steps`]
+//!   lists, carried out in order.
 //! - [`claim`]: the claim syncs (`syncUnboundClaim`, `syncBoundClaim`), after
 //!   [`crate::plan::plan_unbound_claim`] and [`crate::plan::plan_bound_claim`].
 //! - [`bind`]: the two-way pointer written in upstream's order (`bind`, `unbindVolume`).

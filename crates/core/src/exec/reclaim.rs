@@ -5,13 +5,14 @@ use crate::error::{Error, Result};
 use crate::metrics;
 use crate::operations::OpKey;
 use crate::plugin::{RecyclerEvents, VolumePlugin};
+use crate::steps::Reclaim;
 use pv_model::annotations as ann;
 use pv_model::binding::{self, Holder};
 use pv_model::finalizers;
 use pv_model::helpers;
 use pv_model::k8s::PersistentVolume;
 use pv_model::messages;
-use pv_model::phase::{PvPhase, ReclaimPolicy};
+use pv_model::phase::PvPhase;
 use pv_model::{csi, reasons, ObjectKey};
 use std::sync::Arc;
 
@@ -43,19 +44,14 @@ impl RecyclerEvents for RecyclerPodEvents<'_> {
 }
 
 impl Controller {
-    /// Starts reclaiming a released volume according to its policy.
-    pub(crate) async fn reclaim_volume(self: &Controller, volume: Arc<PersistentVolume>) -> Result<()> {
-        if helpers::annotation(&volume.metadata, ann::MIGRATED_TO).is_some_and(|d| !d.is_empty()) {
-            // Migrated to CSI: the CSI driver's provisioner reclaims it.
-            return Ok(());
-        }
+    /// Starts reclaiming a released volume as its policy says ([`Reclaim`]).
+    pub(crate) fn reclaim_volume(&self, volume: Arc<PersistentVolume>, how: Reclaim) {
         let name = helpers::name(&volume.metadata).to_string();
         let uid = helpers::uid(&volume.metadata).to_string();
-        match ReclaimPolicy::of(&volume) {
-            Some(ReclaimPolicy::Retain) => {
-                tracing::debug!(volume = %name, "policy is Retain, nothing to do");
-            }
-            Some(ReclaimPolicy::Recycle) => {
+        match how {
+            Reclaim::LeftToCsiDriver => {}
+            Reclaim::Retain => tracing::debug!(volume = %name, "policy is Retain, nothing to do"),
+            Reclaim::Recycle => {
                 let this = self.self_arc();
                 self.operations.schedule(
                     OpKey::Recycle { volume: name.clone(), uid },
@@ -66,7 +62,7 @@ impl Controller {
                     self.sync_volume_again(&name),
                 );
             }
-            Some(ReclaimPolicy::Delete) => {
+            Reclaim::Delete => {
                 // Timed from here to the PV gone (see `metrics`); failures count as errors.
                 let plugin = self.provisioner_name_of(&volume);
                 self.metrics.operation_started(&name, &plugin, metrics::DELETE, self.clock.now_ms());
@@ -84,18 +80,7 @@ impl Controller {
                     self.sync_volume_again(&name),
                 );
             }
-            None => {
-                self.update_volume_phase_with_event(
-                    &volume,
-                    PvPhase::Failed,
-                    reasons::WARNING,
-                    reasons::VOLUME_UNKNOWN_RECLAIM_POLICY,
-                    "Volume has unrecognized PersistentVolumeReclaimPolicy",
-                )
-                .await?;
-            }
         }
-        Ok(())
     }
 
     /// Whether the volume may still be reclaimed, by [`crate::plan::still_released`] over the

@@ -1,34 +1,15 @@
-//! The volume sync: look the claim up, then carry out [`crate::plan::plan_volume`]'s decision.
+//! The volume sync: carry out [`crate::steps::volume_steps`], reading the claim when a step asks.
 
 use crate::controller::Controller;
 use crate::error::{Error, Result};
-use crate::plan::{self, ClaimLookup, VolumePlan};
+use crate::plan::ClaimLookup;
+use crate::steps::{self, Edit, On, Read, VolumeStep};
 use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
-use pv_model::messages;
-use pv_model::phase::PvPhase;
-use pv_model::{csi, reasons, ObjectKey};
+use pv_model::ObjectKey;
 use std::sync::Arc;
 
 impl Controller {
-    /// Keeps `migrated-to` and the deletion-protection finalizer of a provisioned volume right.
-    async fn update_volume_migration_and_finalizers(
-        &self,
-        volume: Arc<PersistentVolume>,
-    ) -> Result<Arc<PersistentVolume>> {
-        let mut clone = (*volume).clone();
-        let mut anns = clone.metadata.annotations.clone().unwrap_or_default();
-        let ann_changed = csi::anneal_migration_annotations(&mut anns, false);
-        if ann_changed {
-            clone.metadata.annotations = if anns.is_empty() { None } else { Some(anns) };
-        }
-        let fin_changed = csi::modify_deletion_finalizers(&mut clone);
-        if !ann_changed && !fin_changed {
-            return Ok(volume);
-        }
-        self.save_volume(&volume, &clone, false, "saving volume migration annotations").await
-    }
-
     /// Looks a claim up by key: cache, then the API server.
     async fn find_claim(&self, namespace: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>> {
         if let Some(c) = self.caches.claim(&ObjectKey::new(namespace, name)) {
@@ -61,53 +42,49 @@ impl Controller {
         Ok(claim)
     }
 
-    /// The volume state machine: keep its migration annotation and finalizer right, look its
-    /// claim up, then carry out [`plan::plan_volume`]'s decision.
+    /// The volume state machine: carries out [`steps::volume_steps`] in order, acting on the
+    /// volume as each write left it, and asks for the rest of the steps once the claim is read.
+    /// Stops at the first error; the next sync resumes where this one stopped.
     pub(crate) async fn sync_volume(&self, volume: Arc<PersistentVolume>) -> Result<()> {
-        let volume = self.update_volume_migration_and_finalizers(volume).await?;
-        let claim = self.look_up_claim(&plan::claim_lookup(&volume)).await?;
-        let name = helpers::name(&volume.metadata).to_string();
-        match plan::plan_volume(&volume, claim.as_ref()) {
-            VolumePlan::Unused | VolumePlan::PreBound => {
-                self.update_volume_phase(&volume, PvPhase::Available, "").await?;
-                Ok(())
-            }
-            VolumePlan::Release { mark_released } => {
-                let mut volume = volume;
-                if mark_released {
-                    tracing::info!(target: crate::PROGRESS, volume = %name, policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
-                    volume = self.update_volume_phase(&volume, PvPhase::Released, "").await?;
-                }
-                self.reclaim_volume(volume).await
-            }
-            VolumePlan::VolumeModeMismatch(claim) => {
-                let cname = helpers::name(&claim.metadata);
-                let vmsg = messages::volume_mode_mismatch_on_volume(cname);
-                self.recorder.event(&*volume, reasons::WARNING, reasons::VOLUME_MISMATCH, vmsg).await;
-                let cmsg = messages::volume_mode_mismatch_on_claim(&name);
-                self.recorder.event(&*claim, reasons::WARNING, reasons::VOLUME_MISMATCH, cmsg).await;
-                Ok(())
-            }
-            VolumePlan::QueueClaim(key) => {
-                self.claim_queue.add(&key);
-                Ok(())
-            }
-            VolumePlan::Bound => {
-                self.update_volume_phase(&volume, PvPhase::Bound, "").await?;
-                if let Some(claim) = &claim {
+        let mut volume = volume;
+        let mut claim = None;
+        let mut read = false;
+        loop {
+            let found = if read { Read::Claim(claim.as_ref()) } else { Read::Nothing };
+            let steps = steps::volume_steps(&volume, found);
+            let mut looked_up = false;
+            for step in steps {
+                match step {
+                    VolumeStep::Write { edit, event } => {
+                        let saved = self.write_volume(&volume, &edit).await?;
+                        if let (Some((type_, reason)), Edit::Phase(_, message)) = (event, &edit) {
+                            if !Arc::ptr_eq(&saved, &volume) {
+                                self.recorder.event(&*saved, type_, reason, message).await;
+                            }
+                        }
+                        volume = saved;
+                    }
+                    VolumeStep::LookUpClaim(lookup) => {
+                        claim = self.look_up_claim(&lookup).await?;
+                        looked_up = true;
+                    }
+                    VolumeStep::Event { on, type_, reason, message } => match on {
+                        On::Volume => self.recorder.event(&*volume, type_, reason, message).await,
+                        On::Claim(claim) => self.recorder.event(&*claim, type_, reason, message).await,
+                    },
+                    VolumeStep::EnqueueClaim(key) => self.claim_queue.add(&key),
                     // Settled unless a write above made a new version (which syncs again).
-                    self.caches.settle_volume(&volume, claim);
+                    VolumeStep::Settle(claim) => self.caches.settle_volume(&volume, &claim),
+                    VolumeStep::Announce => {
+                        tracing::info!(target: crate::PROGRESS, volume = %helpers::name(&volume.metadata), policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
+                    }
+                    VolumeStep::Reclaim(how) => self.reclaim_volume(volume.clone(), how),
                 }
-                Ok(())
             }
-            VolumePlan::DeleteUnneeded { mark_released } => {
-                let mut volume = volume;
-                if mark_released {
-                    volume = self.update_volume_phase(&volume, PvPhase::Released, "").await?;
-                }
-                self.reclaim_volume(volume).await
+            if !looked_up {
+                return Ok(());
             }
-            VolumePlan::Unbind => self.unbind_volume(&volume).await,
+            read = true;
         }
     }
 }
