@@ -58,7 +58,7 @@ pub use caches::Caches;
 pub use clock::{Clock, SimClock, SystemClock};
 pub use controller::{Config, Controller, WATCHED_KINDS};
 pub use error::{Error, Result};
-pub use exec::claim::{waiting_for_consumer_event, FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER};
+pub use steps::claim::{waiting_for_consumer_event, FIRST_CONSUMER_HINT, NO_CLASS_MESSAGE, WAITING_FOR_FIRST_CONSUMER};
 pub use plan::{Provisioning, UnboundClaimPlan};
 pub use plugin::{NoRecyclerEvents, PluginError, PluginRegistry, ProvisionOptions, RecyclerEvents, VolumePlugin};
 pub use protection::Protection;

@@ -52,6 +52,9 @@ impl Controller {
         loop {
             let found = if read { Read::Claim(claim.as_ref()) } else { Read::Nothing };
             let steps = steps::volume_steps(&volume, found);
+            // The volume as the decision read it: what a Settle step settles, which the caches
+            // refuse once a write made a new version.
+            let read_volume = volume.clone();
             let mut looked_up = false;
             for step in steps {
                 match step {
@@ -74,7 +77,7 @@ impl Controller {
                     },
                     VolumeStep::EnqueueClaim(key) => self.claim_queue.add(&key),
                     // Settled unless a write above made a new version (which syncs again).
-                    VolumeStep::Settle(claim) => self.caches.settle_volume(&volume, &claim),
+                    VolumeStep::Settle(claim) => self.caches.settle_volume(&read_volume, &claim),
                     VolumeStep::Announce => {
                         tracing::info!(target: crate::PROGRESS, volume = %helpers::name(&volume.metadata), policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
                     }

@@ -1,18 +1,10 @@
-//! The volume sync as a list of steps: what the sync reads, writes, records and hands on, in
-//! upstream's order, computed by a pure function of the volume and what the sync has read so
-//! far. The executor (`exec/volume.rs`) only carries the steps out; tests and tools read the same
-//! list without an API.
-//!
-//! Each write is an [`Edit`] of the volume *as the step before it left it*, never a whole object
-//! made up front, so a step list stays right whatever version an earlier write saved. A
-//! [`VolumeStep::LookUpClaim`] ends the list: the rest depends on what the lookup finds, and
-//! [`volume_steps`] is asked again with the answer (the writes before it are then done, so the
-//! second list starts where the first stopped).
-//!
-//! Layer: above [`crate::plan`] (whose decision it spells out), below `exec/` (which runs it).
+//! The volume sync's steps. A [`VolumeStep::LookUpClaim`] ends its list: the rest depends on
+//! what the lookup finds, and [`volume_steps`] is asked again with the answer (the writes before
+//! it are then done, so the second list starts where the first stopped).
 
 use crate::plan::{self, ClaimLookup, VolumePlan};
 use pv_model::annotations as ann;
+use pv_model::binding::{self, Relation};
 use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, PersistentVolumeStatus};
 use pv_model::messages;
@@ -29,6 +21,10 @@ pub enum Edit {
     MigrationAndFinalizers,
     /// The phase (status subresource), with this message (empty: none).
     Phase(PvPhase, String),
+    /// Point the claimRef at this claim (name, namespace, uid), marking the volume
+    /// `bound-by-controller` unless a user pre-bound it to the claim (upstream's
+    /// `bindVolumeToClaim`).
+    ClaimRef(Arc<PersistentVolumeClaim>),
     /// Roll the binding back: drop the claimRef and `bound-by-controller` of a volume the binder
     /// bound, or only the claimRef's uid of one a user pre-bound (upstream's `unbindVolume`).
     RollBackBinding,
@@ -57,6 +53,24 @@ impl Edit {
                 status.message = if message.is_empty() { None } else { Some(message.clone()) };
                 Some(clone)
             }
+            Edit::ClaimRef(claim) => {
+                let should_mark = !matches!(binding::classify(volume, claim), Relation::ThisClaim { .. });
+                let same = helpers::claim_ref(volume).is_some_and(|r| {
+                    r.name.as_deref() == claim.metadata.name.as_deref()
+                        && r.namespace.as_deref() == claim.metadata.namespace.as_deref()
+                        && r.uid.as_deref() == claim.metadata.uid.as_deref()
+                });
+                let mut dirty = false;
+                if !same {
+                    clone.spec.get_or_insert_with(Default::default).claim_ref = Some(helpers::claim_reference(claim));
+                    dirty = true;
+                }
+                if should_mark && !helpers::has_annotation(&clone.metadata, ann::BOUND_BY_CONTROLLER) {
+                    helpers::set_annotation(&mut clone.metadata, ann::BOUND_BY_CONTROLLER, "yes");
+                    dirty = true;
+                }
+                dirty.then_some(clone)
+            }
             Edit::RollBackBinding => {
                 if helpers::has_annotation(&volume.metadata, ann::BOUND_BY_CONTROLLER) {
                     if let Some(s) = clone.spec.as_mut() {
@@ -81,6 +95,7 @@ impl Edit {
         match self {
             Edit::MigrationAndFinalizers => "saving volume migration annotations",
             Edit::Phase(..) => "saving volume phase",
+            Edit::ClaimRef(_) => "saving volume claimRef",
             Edit::RollBackBinding => "rolling back volume binding",
         }
     }
@@ -136,7 +151,8 @@ pub enum VolumeStep {
     },
     /// Queue the claim's sync now rather than at resync.
     EnqueueClaim(ObjectKey),
-    /// The volume and its claim are settled: nothing to do until either changes.
+    /// The volume, as the decision read it, and its claim are settled: nothing to do until
+    /// either changes (refused by the caches when a write since made a new version).
     Settle(Arc<PersistentVolumeClaim>),
     /// Log that the volume is released and its reclaim policy will be executed.
     Announce,
