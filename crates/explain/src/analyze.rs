@@ -108,6 +108,9 @@ pub struct Explanation {
     pub message: String,
     /// What the user could change, when that helps.
     pub hint: Option<String>,
+    /// What the controller's next sync of the claim would write and record, in order, each in a
+    /// few words (`pv_core::steps::dry_run`): empty when it would change nothing.
+    pub steps: Vec<String>,
     /// The external provisioner the claim waits for and the claim's class, when it waits for one.
     pub external: Option<(String, String)>,
     /// What was found past the binder about that provisioner (see [`crate::provisioner`]).
@@ -144,6 +147,7 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
         reason: "bound",
         message: String::new(),
         hint: None,
+        steps: Vec::new(),
         external: None,
         provisioner: None,
         omitted: Vec::new(),
@@ -157,6 +161,8 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
     } else {
         explain_unbound(view, volumes, claim, &mut e);
     }
+    // Upstream's event texts: `explain` does not know whether the controller details them.
+    e.steps = pv_core::steps::dry_run(claim, &pv_core::steps::claim_steps(view, claim, false));
     e
 }
 

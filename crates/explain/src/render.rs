@@ -26,7 +26,7 @@ pub const NEAR_MISSES: usize = 10;
 /// The JSON document the README documents, keys in the documented order: `claim`, `phase`,
 /// `volumeName`, `candidates` (each `volume`, `verdict`, `detail`), `bestMatch`, `next`,
 /// `reason` (the stable code, as `pv_controller_pending_claims{reason}`), `message`, `hint`,
-/// `summary` (verdict → count) and, for a claim waiting for an external provisioner (or whose
+/// `steps` (what the controller's next sync would write and record, in order), `summary` (verdict → count) and, for a claim waiting for an external provisioner (or whose
 /// provisioning for its first consumer failed), `provisioner`. Serialize it with `serde_json`.
 #[derive(Serialize, Debug)]
 #[serde(rename_all = "camelCase")]
@@ -40,6 +40,7 @@ pub struct JsonDoc<'a> {
     reason: &'static str,
     message: &'a str,
     hint: Option<&'a str>,
+    steps: &'a [String],
     summary: serde_json::Map<String, serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     provisioner: Option<JsonProvisioner<'a>>,
@@ -150,6 +151,7 @@ pub fn to_json(e: &Explanation) -> JsonDoc<'_> {
         reason: e.reason,
         message: &e.message,
         hint: e.hint.as_deref(),
+        steps: &e.steps,
         summary: counts(e).into_iter().map(|(k, n)| (k.as_str().to_string(), n.into())).collect(),
         provisioner: e.provisioner.as_ref().map(json_provisioner),
         candidates_not_listed: None,
@@ -306,6 +308,10 @@ pub fn to_text_with(e: &Explanation, color: bool, width: usize, all: bool) -> St
     ));
     if let Some(h) = &e.hint {
         out.push_str(&format!("{} {}\n", st.bold("Hint:"), wrap(h, width, 6)));
+    }
+    for (i, step) in e.steps.iter().enumerate() {
+        let label = if i == 0 { st.bold("Steps:") } else { "      ".to_string() };
+        out.push_str(&format!("{label} {}. {}\n", i + 1, wrap(step, width, 10)));
     }
     out
 }

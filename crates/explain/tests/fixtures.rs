@@ -115,7 +115,7 @@ fn check_shape(v: &Value) -> Result<(), String> {
     let o = v.as_object().ok_or("not an object")?;
     let keys: Vec<&str> = o.keys().map(String::as_str).filter(|k| *k != "provisioner").collect();
     let mut want =
-        vec!["bestMatch", "candidates", "claim", "hint", "message", "next", "phase", "reason", "summary", "volumeName"];
+        vec!["bestMatch", "candidates", "claim", "hint", "message", "next", "phase", "reason", "steps", "summary", "volumeName"];
     want.sort();
     if o.contains_key("provisioner")
         && !["wait-external-provisioner", "wait-first-consumer"].contains(&o["next"].as_str().unwrap_or(""))
@@ -127,6 +127,9 @@ fn check_shape(v: &Value) -> Result<(), String> {
     }
     if !(o["hint"].is_null() || o["hint"].is_string()) {
         return Err("hint is neither null nor a string".into());
+    }
+    if !o["steps"].as_array().is_some_and(|s| s.iter().all(Value::is_string)) {
+        return Err("steps is not a list of strings".into());
     }
     let counted: u64 = o["summary"].as_object().ok_or("summary")?.values().filter_map(Value::as_u64).sum();
     if counted as usize != o["candidates"].as_array().map_or(0, Vec::len) {
@@ -210,6 +213,16 @@ pub fn check_consistent(text: &str) -> Result<(), String> {
         return Ok(());
     }
     let bound = simulated_volume(text);
+    // The steps of the next sync name the volume the claim's volumeName is written with.
+    let written = e.steps.iter().find_map(|s| s.strip_prefix("claim: spec.volumeName ")?.split(',').next());
+    if written.is_some_and(|w| w != bound) {
+        return Err(format!("explain's steps write volumeName {written:?}, the controller bound {bound:?}"));
+    }
+    // (Unless this sync first gives the claim the default class: the next one binds.)
+    let default_class_first = e.steps.first().is_some_and(|s| s.starts_with("claim: spec.storageClassName "));
+    if e.next == Next::Bind && written.is_none() && !default_class_first {
+        return Err(format!("next=bind without a volumeName step: {:?}", e.steps));
+    }
     let input_volumes: Vec<&str> = snap.volumes.iter().map(|v| helpers::name(&v.metadata)).collect();
     match &e.best_match {
         Some(best) if *best != bound => Err(format!("explain says {best}, the controller bound {bound:?}")),

@@ -13,6 +13,95 @@ use pv_model::phase::PvPhase;
 use pv_model::{binding, csi, messages, reasons};
 use std::sync::Arc;
 
+/// The steps of `plan` that would do something, each in a few words, found by carrying the
+/// writes out on copies of `claim` and the plan's volume (nothing is written): what `explain`
+/// shows as the controller's next sync. Writes that change nothing and the closing settle are
+/// left out.
+pub fn dry_run(claim: &PersistentVolumeClaim, plan: &ClaimSteps) -> Vec<String> {
+    let mut c = claim.clone();
+    let mut v = plan.volume.as_deref().cloned();
+    let vname = v.as_ref().map(|v| helpers::name(&v.metadata).to_string()).unwrap_or_default();
+    let mut out = Vec::new();
+    for step in &plan.steps {
+        match step {
+            ClaimStep::WriteClaim(edit) => match edit.apply(&c, v.as_ref()) {
+                Ok(Some(changed)) => {
+                    out.push(format!("claim: {}", claim_change(edit, &changed, &vname)));
+                    c = changed;
+                }
+                Ok(None) => {}
+                Err(why) => {
+                    out.push(format!("stop: {why}"));
+                    break;
+                }
+            },
+            ClaimStep::WriteVolume(edit) => {
+                let Some(cur) = v.as_ref() else { continue };
+                if let Some(changed) = edit.apply(cur) {
+                    out.push(format!("volume {vname}: {}", volume_change(edit)));
+                    v = Some(changed);
+                }
+            }
+            ClaimStep::Reserve => out.push(format!("promise volume {vname} to the claim while the bind runs")),
+            ClaimStep::Event { type_, reason, message, .. } => out.push(format!("event on the claim: {type_} {reason}: {message}")),
+            ClaimStep::VolumeEvent { type_, reason, message } => {
+                out.push(format!("event on volume {vname}: {type_} {reason}: {message}"))
+            }
+            ClaimStep::Provision(how) => out.extend(provision_words(&c, how)),
+            ClaimStep::Enqueue => out.push("sync the claim again".into()),
+            ClaimStep::Settle => {}
+            ClaimStep::Fail(why) => {
+                out.push(format!("stop: {why}"));
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn claim_change(edit: &ClaimEdit, changed: &PersistentVolumeClaim, vname: &str) -> String {
+    match edit {
+        ClaimEdit::Migration => "migrated-to annotation".into(),
+        ClaimEdit::Status { phase, .. } => {
+            let cap = changed.status.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage"));
+            match cap {
+                Some(q) if *phase == pvc_phase::BOUND => format!("status.phase {phase}, capacity {}", q.0),
+                _ => format!("status.phase {phase}"),
+            }
+        }
+        ClaimEdit::VolumeName => format!("spec.volumeName {vname}, annotations bound-by-controller and bind-completed"),
+        ClaimEdit::DefaultClass(class) => format!("spec.storageClassName {class} (the default class)"),
+    }
+}
+
+fn volume_change(edit: &Edit) -> String {
+    match edit {
+        Edit::MigrationAndFinalizers => "migrated-to annotation and deletion finalizer".into(),
+        Edit::Phase(phase, _) => format!("status.phase {}", phase.as_str()),
+        Edit::ClaimRef(claim) => format!("spec.claimRef to {}", helpers::claim_key(claim)),
+        Edit::RollBackBinding => "claimRef rolled back".into(),
+    }
+}
+
+fn provision_words(claim: &PersistentVolumeClaim, how: &Provisioning) -> Vec<String> {
+    let failed = |why: String| vec![format!("event on the claim: Warning {}: {why}", reasons::PROVISIONING_FAILED)];
+    match how {
+        Provisioning::Disabled => vec!["nothing: dynamic provisioning is switched off".into()],
+        Provisioning::Internal { refusal: Some(r), plugin, class, .. } => failed(r.message(plugin.name(), class)),
+        Provisioning::Internal { plugin, .. } => vec![format!("provision a volume with {} (an operation)", plugin.name())],
+        Provisioning::External { provisioner, .. } => {
+            let mut out = Vec::new();
+            if helpers::annotation(&claim.metadata, ann::STORAGE_PROVISIONER) != Some(provisioner) {
+                out.push(format!("claim: annotation {} {provisioner}", ann::STORAGE_PROVISIONER));
+            }
+            let message = messages::external_provisioning(provisioner);
+            out.push(format!("event on the claim: Normal {}: {message}", reasons::EXTERNAL_PROVISIONING));
+            out
+        }
+        Provisioning::Failed(why) => failed(why.clone()),
+    }
+}
+
 /// Upstream's message when a claim with no class finds no volume.
 pub const NO_CLASS_MESSAGE: &str = messages::NO_CLASS;
 
@@ -467,6 +556,26 @@ mod tests {
         assert!(matches!(again.steps.last(), Some(ClaimStep::Settle)));
         let (c, v) = run(&bound_claim, &again);
         assert_eq!((c, v.unwrap()), (bound_claim, bound_volume));
+    }
+
+    #[test]
+    fn the_dry_run_lists_what_the_next_sync_would_change_and_nothing_for_a_settled_pair() {
+        let view = Objects::new(PluginRegistry::new()).volume(pv(json!(null), "Available"));
+        let claim = pvc(json!({}), json!({}), "Pending");
+        let plan = claim_steps(&view, &claim, false);
+        assert_eq!(
+            dry_run(&claim, &plan),
+            [
+                "promise volume pv1 to the claim while the bind runs",
+                "volume pv1: spec.claimRef to ns/c1",
+                "volume pv1: status.phase Bound",
+                "claim: spec.volumeName pv1, annotations bound-by-controller and bind-completed",
+                "claim: status.phase Bound, capacity 1Gi",
+            ]
+        );
+        let (c, v) = run(&claim, &plan);
+        let view = Objects::new(PluginRegistry::new()).volume(v.unwrap());
+        assert!(dry_run(&c, &claim_steps(&view, &c, false)).is_empty(), "a bound pair's sync changes nothing");
     }
 
     #[test]

@@ -16,5 +16,5 @@
 pub mod claim;
 pub mod volume;
 
-pub use claim::{claim_steps, ClaimEdit, ClaimStep, ClaimSteps, Detail};
+pub use claim::{claim_steps, dry_run, ClaimEdit, ClaimStep, ClaimSteps, Detail};
 pub use volume::{volume_steps, Edit, On, Read, Reclaim, VolumeStep};
