@@ -200,6 +200,101 @@ fn with_condition(
     claim
 }
 
+/// Which use of a claim by a pod a protection sync asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// A pod that has not terminated names it: the claim is used (its `Unused` condition).
+    MakesUsed,
+    /// A scheduled pod that may still run names it: it keeps the claim from deletion.
+    KeepsFromDeletion,
+}
+
+impl Use {
+    fn test(self) -> fn(&PodUse, &PersistentVolumeClaim) -> bool {
+        match self {
+            Use::MakesUsed => makes_used,
+            Use::KeepsFromDeletion => keeps_from_deletion,
+        }
+    }
+}
+
+/// One step of a protection sync, over the object read from the server.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProtectionStep {
+    /// Find out whether a pod uses the claim so (delivered pods, else the server's list); the
+    /// rest is planned again with the answer.
+    Ask(Use),
+    /// Write the claim's status with this `Unused` condition in place of its own.
+    Unused(PersistentVolumeClaimCondition),
+    /// Add the finalizer.
+    AddFinalizer(&'static str),
+    /// Remove the finalizer: the object may go.
+    RemoveFinalizer(&'static str),
+    /// Keep the finalizer on an object being deleted: a scheduled pod uses the claim.
+    Keep,
+}
+
+/// What a claim's protection sync has found out so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Answers {
+    /// [`Use::MakesUsed`], once asked.
+    pub used: Option<bool>,
+    /// [`Use::KeepsFromDeletion`], once asked.
+    pub kept: Option<bool>,
+}
+
+/// The pv-protection sync's step for a volume, if any (upstream's `processPV`): the finalizer
+/// added to a volume not being deleted, removed from one being deleted that is not Bound.
+pub fn volume_protection_step(volume: &PersistentVolume) -> Option<ProtectionStep> {
+    let bound = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+    let deleting = volume.metadata.deletion_timestamp.is_some();
+    let protected = has(&volume.metadata.finalizers, finalizers::PV_PROTECTION);
+    if deleting && protected && !bound {
+        Some(ProtectionStep::RemoveFinalizer(finalizers::PV_PROTECTION))
+    } else if !deleting && !protected {
+        Some(ProtectionStep::AddFinalizer(finalizers::PV_PROTECTION))
+    } else {
+        None
+    }
+}
+
+/// The pvc-protection sync's steps for a claim as it is now, given what has been found out
+/// (upstream's `processPVC`): a Bound claim's `Unused` condition kept true, then the finalizer
+/// added to a claim not being deleted, removed from one being deleted that no scheduled pod
+/// uses. An [`ProtectionStep::Ask`] ends the list.
+pub fn claim_protection_steps(claim: &PersistentVolumeClaim, answers: Answers, now: Time) -> Vec<ProtectionStep> {
+    let mut steps = Vec::new();
+    let deleting = claim.metadata.deletion_timestamp.is_some();
+    let bound = claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+    if !deleting && bound {
+        let Some(used) = answers.used else { return vec![ProtectionStep::Ask(Use::MakesUsed)] };
+        if let Some(condition) = unused_update(claim, used, now) {
+            steps.push(ProtectionStep::Unused(condition));
+        }
+    }
+    let protected = has(&claim.metadata.finalizers, finalizers::PVC_PROTECTION);
+    if deleting && protected {
+        match answers.kept {
+            None => steps.push(ProtectionStep::Ask(Use::KeepsFromDeletion)),
+            Some(true) => steps.push(ProtectionStep::Keep),
+            Some(false) => steps.push(ProtectionStep::RemoveFinalizer(finalizers::PVC_PROTECTION)),
+        }
+    } else if !deleting && !protected {
+        steps.push(ProtectionStep::AddFinalizer(finalizers::PVC_PROTECTION));
+    }
+    steps
+}
+
+/// `finalizers` with `step`'s change made.
+fn change_finalizers(finalizers: &mut Option<Vec<String>>, step: &ProtectionStep) {
+    let list = finalizers.get_or_insert_with(Vec::new);
+    match step {
+        ProtectionStep::AddFinalizer(f) => list.push(f.to_string()),
+        ProtectionStep::RemoveFinalizer(f) => list.retain(|x| x != f),
+        _ => {}
+    }
+}
+
 /// A namespace's pods listed from the server at most once for a batch of its claims (upstream's
 /// `LazyLivePodList`).
 #[derive(Default)]
@@ -343,18 +438,13 @@ impl Protection {
             Err(e) if e.is_not_found() => return Ok(()),
             other => other?,
         };
-        let bound = v.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
-        let deleting = v.metadata.deletion_timestamp.is_some();
-        let protected = has(&v.metadata.finalizers, finalizers::PV_PROTECTION);
-        let finalizers = v.metadata.finalizers.get_or_insert_with(Vec::new);
-        if deleting && protected && !bound {
-            finalizers.retain(|x| x != finalizers::PV_PROTECTION);
-            tracing::info!(target: crate::PROGRESS, volume = %name, "removed the pv-protection finalizer: the volume is not bound");
-        } else if !deleting && !protected {
-            finalizers.push(finalizers::PV_PROTECTION.to_string());
-            tracing::info!(target: crate::PROGRESS, volume = %name, "added the pv-protection finalizer");
-        } else {
-            return Ok(());
+        let Some(step) = volume_protection_step(&v) else { return Ok(()) };
+        change_finalizers(&mut v.metadata.finalizers, &step);
+        match step {
+            ProtectionStep::RemoveFinalizer(_) => {
+                tracing::info!(target: crate::PROGRESS, volume = %name, "removed the pv-protection finalizer: the volume is not bound")
+            }
+            _ => tracing::info!(target: crate::PROGRESS, volume = %name, "added the pv-protection finalizer"),
         }
         match self.api.update_volume(&v).await {
             Err(e) if e.is_not_found() => Ok(()),
@@ -362,13 +452,14 @@ impl Protection {
         }
     }
 
-    /// Whether a pod uses `claim` by `test`: a delivered pod, else one the server lists now.
+    /// Whether a pod uses `claim` so: a delivered pod, else one the server lists now.
     async fn used(
         &self,
         claim: &PersistentVolumeClaim,
         live: &mut LivePods,
-        test: fn(&PodUse, &PersistentVolumeClaim) -> bool,
+        how: Use,
     ) -> Result<bool, crate::ApiError> {
+        let test = how.test();
         if self.pods.lock().unwrap().using(&ObjectKey::of(&claim.metadata)).any(|p| test(p, claim)) {
             return Ok(true);
         }
@@ -381,40 +472,49 @@ impl Protection {
         Ok(live.0.iter().flatten().any(|p| test(p, claim)))
     }
 
+    /// Carries out [`claim_protection_steps`], asking what a step asks and planning the rest with
+    /// the answer.
     async fn sync_claim(&self, key: &ObjectKey, live: &mut LivePods) -> Result<(), crate::ApiError> {
         let mut c = match self.api.get_claim(key.namespace(), key.name()).await {
             Err(e) if e.is_not_found() => return Ok(()),
             other => other?,
         };
-        let deleting = c.metadata.deletion_timestamp.is_some();
-        let bound = c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
-        if !deleting && bound {
-            let used = self.used(&c, live, makes_used).await?;
-            if let Some(condition) = unused_update(&c, used, Time(self.clock.now())) {
-                tracing::info!(pvc = %key, unused = %condition.status, "updated the claim's Unused condition");
-                c = match self.api.update_claim_status(&with_condition(c, condition)).await {
-                    Err(e) if e.is_not_found() => return Ok(()),
-                    other => other?,
-                };
+        let mut answers = Answers::default();
+        let now = Time(self.clock.now());
+        'plan: loop {
+            for step in claim_protection_steps(&c, answers, now.clone()) {
+                match step {
+                    ProtectionStep::Ask(how) => {
+                        let yes = self.used(&c, live, how).await?;
+                        match how {
+                            Use::MakesUsed => answers.used = Some(yes),
+                            Use::KeepsFromDeletion => answers.kept = Some(yes),
+                        }
+                        continue 'plan;
+                    }
+                    ProtectionStep::Unused(condition) => {
+                        tracing::info!(pvc = %key, unused = %condition.status, "updated the claim's Unused condition");
+                        c = match self.api.update_claim_status(&with_condition(c, condition)).await {
+                            Err(e) if e.is_not_found() => return Ok(()),
+                            other => other?,
+                        };
+                    }
+                    ProtectionStep::Keep => tracing::debug!(pvc = %key, "kept: a scheduled pod uses the claim"),
+                    step @ (ProtectionStep::AddFinalizer(_) | ProtectionStep::RemoveFinalizer(_)) => {
+                        change_finalizers(&mut c.metadata.finalizers, &step);
+                        if let ProtectionStep::RemoveFinalizer(_) = step {
+                            tracing::info!(target: crate::PROGRESS, pvc = %key, "removed the pvc-protection finalizer: no pod uses the claim");
+                        } else {
+                            tracing::info!(target: crate::PROGRESS, pvc = %key, "added the pvc-protection finalizer");
+                        }
+                        return match self.api.update_claim(&c).await {
+                            Err(e) if e.is_not_found() => Ok(()),
+                            other => other.map(drop),
+                        };
+                    }
+                }
             }
-        }
-        let protected = has(&c.metadata.finalizers, finalizers::PVC_PROTECTION);
-        if deleting && protected {
-            if self.used(&c, live, keeps_from_deletion).await? {
-                tracing::debug!(pvc = %key, "kept: a scheduled pod uses the claim");
-                return Ok(());
-            }
-            c.metadata.finalizers.get_or_insert_with(Vec::new).retain(|x| x != finalizers::PVC_PROTECTION);
-            tracing::info!(target: crate::PROGRESS, pvc = %key, "removed the pvc-protection finalizer: no pod uses the claim");
-        } else if !deleting && !protected {
-            c.metadata.finalizers.get_or_insert_with(Vec::new).push(finalizers::PVC_PROTECTION.to_string());
-            tracing::info!(target: crate::PROGRESS, pvc = %key, "added the pvc-protection finalizer");
-        } else {
             return Ok(());
-        }
-        match self.api.update_claim(&c).await {
-            Err(e) if e.is_not_found() => Ok(()),
-            other => other.map(drop),
         }
     }
 }
@@ -450,6 +550,74 @@ mod tests {
             c,
             unused_update(&claim("data", None), status == "False", Time(jiff::Timestamp::UNIX_EPOCH)).unwrap(),
         )
+    }
+
+    fn at(claim: &PersistentVolumeClaim, bound: bool, deleting: bool, protected: bool) -> PersistentVolumeClaim {
+        let mut c = claim.clone();
+        if bound {
+            c.status.get_or_insert_with(Default::default).phase = Some("Bound".into());
+        }
+        if deleting {
+            c.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        }
+        if protected {
+            c.metadata.finalizers = Some(vec![finalizers::PVC_PROTECTION.into()]);
+        }
+        c
+    }
+
+    #[test]
+    fn a_claims_protection_asks_only_what_it_needs_and_plans_the_rest_with_the_answer() {
+        let now = Time(jiff::Timestamp::UNIX_EPOCH);
+        let none = Answers::default();
+        let c = claim("data", None);
+        // Neither bound nor deleting: only the finalizer, nothing asked.
+        assert_eq!(
+            claim_protection_steps(&at(&c, false, false, false), none, now.clone()),
+            [ProtectionStep::AddFinalizer(finalizers::PVC_PROTECTION)]
+        );
+        assert!(claim_protection_steps(&at(&c, false, false, true), none, now.clone()).is_empty());
+        // Bound: whether a pod uses it comes first; then the condition, then the finalizer.
+        let bound = at(&c, true, false, false);
+        assert_eq!(claim_protection_steps(&bound, none, now.clone()), [ProtectionStep::Ask(Use::MakesUsed)]);
+        let steps = claim_protection_steps(&bound, Answers { used: Some(false), kept: None }, now.clone());
+        assert!(
+            matches!(&steps[..], [ProtectionStep::Unused(u), ProtectionStep::AddFinalizer(_)] if u.status == "True")
+        );
+        // Being deleted: kept while a scheduled pod uses it, else let go.
+        let deleting = at(&c, true, true, true);
+        assert_eq!(claim_protection_steps(&deleting, none, now.clone()), [ProtectionStep::Ask(Use::KeepsFromDeletion)]);
+        let kept = Answers { used: None, kept: Some(true) };
+        assert_eq!(claim_protection_steps(&deleting, kept, now.clone()), [ProtectionStep::Keep]);
+        let gone = Answers { used: None, kept: Some(false) };
+        assert_eq!(
+            claim_protection_steps(&deleting, gone, now),
+            [ProtectionStep::RemoveFinalizer(finalizers::PVC_PROTECTION)]
+        );
+    }
+
+    #[test]
+    fn a_volume_keeps_its_finalizer_while_bound_and_not_being_deleted() {
+        let v = |phase: &str, deleting: bool, protected: bool| -> PersistentVolume {
+            let mut v: PersistentVolume =
+                serde_json::from_value(json!({"metadata": {"name": "pv1"}, "status": {"phase": phase}})).unwrap();
+            if deleting {
+                v.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+            }
+            if protected {
+                v.metadata.finalizers = Some(vec![finalizers::PV_PROTECTION.into()]);
+            }
+            v
+        };
+        let add = Some(ProtectionStep::AddFinalizer(finalizers::PV_PROTECTION));
+        let remove = ProtectionStep::RemoveFinalizer(finalizers::PV_PROTECTION);
+        assert_eq!(volume_protection_step(&v("Available", false, false)), add);
+        assert_eq!(volume_protection_step(&v("Bound", false, true)), None);
+        assert_eq!(volume_protection_step(&v("Bound", true, true)), None, "a bound volume stays");
+        assert_eq!(volume_protection_step(&v("Released", true, true)), Some(remove.clone()));
+        let mut f = Some(vec![finalizers::PV_PROTECTION.to_string(), "other".into()]);
+        change_finalizers(&mut f, &remove);
+        assert_eq!(f, Some(vec!["other".to_string()]));
     }
 
     #[test]

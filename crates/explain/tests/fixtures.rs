@@ -114,8 +114,19 @@ fn fixtures_match_their_golden_json_and_text() {
 fn check_shape(v: &Value) -> Result<(), String> {
     let o = v.as_object().ok_or("not an object")?;
     let keys: Vec<&str> = o.keys().map(String::as_str).filter(|k| *k != "provisioner").collect();
-    let mut want =
-        vec!["bestMatch", "candidates", "claim", "hint", "message", "next", "phase", "reason", "steps", "summary", "volumeName"];
+    let mut want = vec![
+        "bestMatch",
+        "candidates",
+        "claim",
+        "hint",
+        "message",
+        "next",
+        "phase",
+        "reason",
+        "steps",
+        "summary",
+        "volumeName",
+    ];
     want.sort();
     if o.contains_key("provisioner")
         && !["wait-external-provisioner", "wait-first-consumer"].contains(&o["next"].as_str().unwrap_or(""))

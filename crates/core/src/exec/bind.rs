@@ -17,7 +17,11 @@ use std::sync::Arc;
 
 impl Controller {
     /// Writes the volume as `edit` changes it; no write when it changes nothing.
-    pub(crate) async fn write_volume(&self, volume: &Arc<PersistentVolume>, edit: &Edit) -> Result<Arc<PersistentVolume>> {
+    pub(crate) async fn write_volume(
+        &self,
+        volume: &Arc<PersistentVolume>,
+        edit: &Edit,
+    ) -> Result<Arc<PersistentVolume>> {
         let Some(changed) = edit.apply(volume) else { return Ok(volume.clone()) };
         let saved = self.save_volume(volume, &changed, edit.status(), edit.what()).await?;
         let name = helpers::name(&volume.metadata);

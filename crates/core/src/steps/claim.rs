@@ -43,7 +43,9 @@ pub fn dry_run(claim: &PersistentVolumeClaim, plan: &ClaimSteps) -> Vec<String> 
                 }
             }
             ClaimStep::Reserve => out.push(format!("promise volume {vname} to the claim while the bind runs")),
-            ClaimStep::Event { type_, reason, message, .. } => out.push(format!("event on the claim: {type_} {reason}: {message}")),
+            ClaimStep::Event { type_, reason, message, .. } => {
+                out.push(format!("event on the claim: {type_} {reason}: {message}"))
+            }
             ClaimStep::VolumeEvent { type_, reason, message } => {
                 out.push(format!("event on volume {vname}: {type_} {reason}: {message}"))
             }
@@ -88,7 +90,9 @@ fn provision_words(claim: &PersistentVolumeClaim, how: &Provisioning) -> Vec<Str
     match how {
         Provisioning::Disabled => vec!["nothing: dynamic provisioning is switched off".into()],
         Provisioning::Internal { refusal: Some(r), plugin, class, .. } => failed(r.message(plugin.name(), class)),
-        Provisioning::Internal { plugin, .. } => vec![format!("provision a volume with {} (an operation)", plugin.name())],
+        Provisioning::Internal { plugin, .. } => {
+            vec![format!("provision a volume with {} (an operation)", plugin.name())]
+        }
         Provisioning::External { provisioner, .. } => {
             let mut out = Vec::new();
             if helpers::annotation(&claim.metadata, ann::STORAGE_PROVISIONER) != Some(provisioner) {
@@ -250,8 +254,8 @@ fn status(
             dirty = true;
         } else {
             let ccap = old.capacity.as_ref().and_then(|c| c.get("storage"));
-            let same = ccap
-                .is_some_and(|c| pv_model::Quantity::parse(&c.0).ok() == pv_model::Quantity::parse(&vcap.0).ok());
+            let same =
+                ccap.is_some_and(|c| pv_model::Quantity::parse(&c.0).ok() == pv_model::Quantity::parse(&vcap.0).ok());
             if !same {
                 status.capacity = spec.capacity.clone();
                 dirty = true;
@@ -595,7 +599,10 @@ mod tests {
         let view = Objects::new(PluginRegistry::new()).volume(taken);
         let claim = pvc(json!({"volumeName": "pv1"}), json!({}), "Pending");
         let plan = claim_steps(&view, &claim, false);
-        assert_eq!(names(&plan.steps), ["event FailedBinding", "claim Status { phase: \"Pending\", from_volume: false }"]);
+        assert_eq!(
+            names(&plan.steps),
+            ["event FailedBinding", "claim Status { phase: \"Pending\", from_volume: false }"]
+        );
         assert!(plan.volume.is_none(), "nothing is written to a volume the claim does not get");
         let ours = pvc(json!({"volumeName": "pv1"}), json!({"pv.kubernetes.io/bound-by-controller": "yes"}), "Pending");
         let plan = claim_steps(&view, &ours, false);

@@ -315,7 +315,8 @@ mod tests {
 
     #[test]
     fn an_in_tree_provisioned_volume_gets_its_finalizer_first_and_the_second_list_starts_after_it() {
-        let v = pv(json!({"metadata": {"annotations": {"pv.kubernetes.io/provisioned-by": "kubernetes.io/host-path"}}}));
+        let v =
+            pv(json!({"metadata": {"annotations": {"pv.kubernetes.io/provisioned-by": "kubernetes.io/host-path"}}}));
         let first = volume_steps(&v, Read::Nothing);
         assert_eq!(first[0], VolumeStep::Write { edit: Edit::MigrationAndFinalizers, event: None });
         assert!(matches!(first[1], VolumeStep::LookUpClaim(_)));
@@ -365,7 +366,10 @@ mod tests {
             "spec": {"persistentVolumeReclaimPolicy": "Retain"}}));
         let elsewhere = pvc("pv2");
         let steps = volume_steps(&ours, Read::Claim(Some(&elsewhere)));
-        assert_eq!(steps, vec![VolumeStep::Write { edit: Edit::RollBackBinding, event: None }, phase(PvPhase::Available)]);
+        assert_eq!(
+            steps,
+            vec![VolumeStep::Write { edit: Edit::RollBackBinding, event: None }, phase(PvPhase::Available)]
+        );
         let after = run_writes(&ours, &steps);
         assert!(after.spec.as_ref().unwrap().claim_ref.is_none());
         assert_eq!(PvPhase::of(&after), Some(PvPhase::Available));
@@ -375,7 +379,8 @@ mod tests {
         let r = after.spec.as_ref().unwrap().claim_ref.clone().unwrap();
         assert_eq!((r.name.as_deref(), r.uid), (Some("c1"), None));
         // Provisioned for it with Delete: released and deleted, without the release announcement.
-        let provisioned = pv(json!({"metadata": {"annotations": {"pv.kubernetes.io/provisioned-by": "csi.example.com"}}}));
+        let provisioned =
+            pv(json!({"metadata": {"annotations": {"pv.kubernetes.io/provisioned-by": "csi.example.com"}}}));
         assert_eq!(
             volume_steps(&provisioned, Read::Claim(Some(&elsewhere))),
             vec![phase(PvPhase::Released), VolumeStep::Reclaim(Reclaim::Delete)]
@@ -385,7 +390,10 @@ mod tests {
     #[test]
     fn a_claim_not_bound_yet_is_queued_or_told_its_volume_mode_differs() {
         let v = pv(json!({"status": {"phase": "Available"}}));
-        assert_eq!(volume_steps(&v, Read::Claim(Some(&pvc("")))), vec![VolumeStep::EnqueueClaim(ObjectKey::new("ns", "c1"))]);
+        assert_eq!(
+            volume_steps(&v, Read::Claim(Some(&pvc("")))),
+            vec![VolumeStep::EnqueueClaim(ObjectKey::new("ns", "c1"))]
+        );
         let block: Arc<PersistentVolumeClaim> = Arc::new(
             serde_json::from_value(json!({"metadata": {"name": "c1", "namespace": "ns", "uid": "u1"},
                 "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Block"}}))
