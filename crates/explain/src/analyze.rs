@@ -162,7 +162,8 @@ pub fn explain(view: &impl View, volumes: &[PersistentVolume], claim: &Persisten
         explain_unbound(view, volumes, claim, &mut e);
     }
     // Upstream's event texts: `explain` does not know whether the controller details them.
-    e.steps = pv_core::steps::dry_run(claim, &pv_core::steps::claim_steps(view, claim, false));
+    let steps = pv_core::steps::claim_steps(view, &std::sync::Arc::new(claim.clone()), false);
+    e.steps = pv_core::steps::dry_run(claim, &steps);
     e
 }
 

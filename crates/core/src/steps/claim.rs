@@ -158,35 +158,41 @@ impl ClaimEdit {
         claim: &PersistentVolumeClaim,
         volume: Option<&PersistentVolume>,
     ) -> Result<Option<PersistentVolumeClaim>, String> {
-        let mut clone = claim.clone();
+        // Each branch decides on the claim as it is and copies it only to change it.
         Ok(match self {
             ClaimEdit::Migration => {
                 let mut anns = claim.metadata.annotations.clone().unwrap_or_default();
                 csi::anneal_migration_annotations(&mut anns, true).then(|| {
+                    let mut clone = claim.clone();
                     clone.metadata.annotations = Some(anns);
                     clone
                 })
             }
             ClaimEdit::Status { phase, from_volume } => {
+                let mut clone = claim.clone();
                 status(&mut clone, claim, phase, if *from_volume { volume } else { None })?.then_some(clone)
             }
             ClaimEdit::VolumeName => {
                 let vname = volume.map(|v| helpers::name(&v.metadata)).unwrap_or_default();
-                let mut dirty = false;
-                if helpers::claim_volume_name(claim) != vname {
+                let name_differs = helpers::claim_volume_name(claim) != vname;
+                let complete = helpers::has_annotation(&claim.metadata, ann::BIND_COMPLETED);
+                if !name_differs && complete {
+                    return Ok(None);
+                }
+                let mut clone = claim.clone();
+                if name_differs {
                     clone.spec.get_or_insert_with(Default::default).volume_name = Some(vname.to_string());
-                    dirty = true;
                     if !helpers::has_annotation(&clone.metadata, ann::BOUND_BY_CONTROLLER) {
                         helpers::set_annotation(&mut clone.metadata, ann::BOUND_BY_CONTROLLER, "yes");
                     }
                 }
-                if !helpers::has_annotation(&clone.metadata, ann::BIND_COMPLETED) {
+                if !complete {
                     helpers::set_annotation(&mut clone.metadata, ann::BIND_COMPLETED, "yes");
-                    dirty = true;
                 }
-                dirty.then_some(clone)
+                Some(clone)
             }
             ClaimEdit::DefaultClass(class) => {
+                let mut clone = claim.clone();
                 clone.spec.get_or_insert_with(Default::default).storage_class_name = Some(class.clone());
                 Some(clone)
             }
@@ -338,10 +344,10 @@ pub struct ClaimSteps {
 
 /// The claim sync's steps for `claim` as it is now, over the caches as `view` shows them;
 /// `detailed`: events say more than upstream's where no one else explains (`up`).
-pub fn claim_steps(view: &impl View, claim: &PersistentVolumeClaim, detailed: bool) -> ClaimSteps {
-    let mut steps = Vec::new();
+pub fn claim_steps(view: &impl View, claim: &Arc<PersistentVolumeClaim>, detailed: bool) -> ClaimSteps {
+    let mut steps = Vec::with_capacity(5);
     // The decisions read the claim as the migration write will leave it.
-    let migrated = ClaimEdit::Migration.apply(claim, None).ok().flatten();
+    let migrated = ClaimEdit::Migration.apply(claim, None).ok().flatten().map(Arc::new);
     if migrated.is_some() {
         steps.push(ClaimStep::WriteClaim(ClaimEdit::Migration));
     }
@@ -364,9 +370,9 @@ fn warning(reason: &'static str, message: String) -> ClaimStep {
 
 /// The bind's writes, PV first, and the events of a volume bound again to a re-created claim of
 /// the same name.
-fn bind(volume: &PersistentVolume, claim: &PersistentVolumeClaim, steps: &mut Vec<ClaimStep>) {
+fn bind(volume: &PersistentVolume, claim: &Arc<PersistentVolumeClaim>, steps: &mut Vec<ClaimStep>) {
     let earlier = binding::rebinds_same_name(volume, claim).then(|| helpers::claim_ref(volume).cloned()).flatten();
-    steps.push(ClaimStep::WriteVolume(Edit::ClaimRef(Arc::new(claim.clone()))));
+    steps.push(ClaimStep::WriteVolume(Edit::ClaimRef(claim.clone())));
     steps.push(ClaimStep::WriteVolume(Edit::Phase(PvPhase::Bound, String::new())));
     steps.push(ClaimStep::WriteClaim(ClaimEdit::VolumeName));
     steps.push(ClaimStep::WriteClaim(ClaimEdit::Status { phase: pvc_phase::BOUND, from_volume: true }));
@@ -384,7 +390,7 @@ fn bind(volume: &PersistentVolume, claim: &PersistentVolumeClaim, steps: &mut Ve
 
 fn unbound_claim(
     view: &impl View,
-    claim: &PersistentVolumeClaim,
+    claim: &Arc<PersistentVolumeClaim>,
     detailed: bool,
     steps: &mut Vec<ClaimStep>,
 ) -> Option<Arc<PersistentVolume>> {
@@ -442,7 +448,7 @@ fn unbound_claim(
 
 fn bound_claim(
     view: &impl View,
-    claim: &PersistentVolumeClaim,
+    claim: &Arc<PersistentVolumeClaim>,
     steps: &mut Vec<ClaimStep>,
 ) -> Option<Arc<PersistentVolume>> {
     let volume = view.volume(helpers::claim_volume_name(claim));
@@ -535,7 +541,7 @@ mod tests {
         let free = pv(json!(null), "Available");
         let view = Objects::new(PluginRegistry::new()).volume(free.clone());
         let claim = pvc(json!({}), json!({}), "Pending");
-        let plan = claim_steps(&view, &claim, false);
+        let plan = claim_steps(&view, &Arc::new(claim.clone()), false);
         assert_eq!(
             names(&plan.steps),
             [
@@ -556,7 +562,7 @@ mod tests {
         assert_eq!(bound_claim.status.as_ref().unwrap().capacity, bound_volume.spec.as_ref().unwrap().capacity);
         // The bound pair's next sync: the same four edits, none changing anything, then settle.
         let view = Objects::new(PluginRegistry::new()).volume(bound_volume.clone());
-        let again = claim_steps(&view, &bound_claim, false);
+        let again = claim_steps(&view, &Arc::new(bound_claim.clone()), false);
         assert!(matches!(again.steps.last(), Some(ClaimStep::Settle)));
         let (c, v) = run(&bound_claim, &again);
         assert_eq!((c, v.unwrap()), (bound_claim, bound_volume));
@@ -566,7 +572,7 @@ mod tests {
     fn the_dry_run_lists_what_the_next_sync_would_change_and_nothing_for_a_settled_pair() {
         let view = Objects::new(PluginRegistry::new()).volume(pv(json!(null), "Available"));
         let claim = pvc(json!({}), json!({}), "Pending");
-        let plan = claim_steps(&view, &claim, false);
+        let plan = claim_steps(&view, &Arc::new(claim.clone()), false);
         assert_eq!(
             dry_run(&claim, &plan),
             [
@@ -579,18 +585,21 @@ mod tests {
         );
         let (c, v) = run(&claim, &plan);
         let view = Objects::new(PluginRegistry::new()).volume(v.unwrap());
-        assert!(dry_run(&c, &claim_steps(&view, &c, false)).is_empty(), "a bound pair's sync changes nothing");
+        assert!(
+            dry_run(&c, &claim_steps(&view, &Arc::new(c.clone()), false)).is_empty(),
+            "a bound pair's sync changes nothing"
+        );
     }
 
     #[test]
     fn a_bound_claim_whose_volume_is_gone_is_lost_once_status_before_warning() {
         let claim = pvc(json!({"volumeName": "pv9"}), json!({"pv.kubernetes.io/bind-completed": "yes"}), "Bound");
         let view = Objects::new(PluginRegistry::new());
-        let plan = claim_steps(&view, &claim, false);
+        let plan = claim_steps(&view, &Arc::new(claim.clone()), false);
         assert_eq!(names(&plan.steps), ["claim Status { phase: \"Lost\", from_volume: false }", "event ClaimLost"]);
         let (lost, _) = run(&claim, &plan);
         assert_eq!(helpers::claim_phase(&lost), pvc_phase::LOST);
-        assert!(claim_steps(&view, &lost, false).steps.is_empty(), "Lost is written once");
+        assert!(claim_steps(&view, &Arc::new(lost.clone()), false).steps.is_empty(), "Lost is written once");
     }
 
     #[test]
@@ -598,14 +607,14 @@ mod tests {
         let taken = pv(json!({"namespace": "ns", "name": "other", "uid": "u9"}), "Bound");
         let view = Objects::new(PluginRegistry::new()).volume(taken);
         let claim = pvc(json!({"volumeName": "pv1"}), json!({}), "Pending");
-        let plan = claim_steps(&view, &claim, false);
+        let plan = claim_steps(&view, &Arc::new(claim.clone()), false);
         assert_eq!(
             names(&plan.steps),
             ["event FailedBinding", "claim Status { phase: \"Pending\", from_volume: false }"]
         );
         assert!(plan.volume.is_none(), "nothing is written to a volume the claim does not get");
         let ours = pvc(json!({"volumeName": "pv1"}), json!({"pv.kubernetes.io/bound-by-controller": "yes"}), "Pending");
-        let plan = claim_steps(&view, &ours, false);
+        let plan = claim_steps(&view, &Arc::new(ours.clone()), false);
         assert!(matches!(plan.steps[..], [ClaimStep::Event { .. }, ClaimStep::Fail(_)]));
     }
 
@@ -614,7 +623,7 @@ mod tests {
         let view = Objects::new(PluginRegistry::new());
         let claim = pvc(json!({}), json!({}), "Pending");
         for (detailed, want) in [(false, Detail::None), (true, Detail::RejectionBreakdown)] {
-            let plan = claim_steps(&view, &claim, detailed);
+            let plan = claim_steps(&view, &Arc::new(claim.clone()), detailed);
             let ClaimStep::Event { message, detail, .. } = &plan.steps[0] else { panic!("{:?}", plan.steps) };
             assert_eq!((message.as_str(), *detail), (NO_CLASS_MESSAGE, want));
         }

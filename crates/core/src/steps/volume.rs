@@ -33,11 +33,17 @@ pub enum Edit {
 impl Edit {
     /// The edited copy, or `None` when the edit changes nothing.
     pub fn apply(&self, volume: &PersistentVolume) -> Option<PersistentVolume> {
-        let mut clone = volume.clone();
+        // Each branch decides on the volume as it is and copies it only to change it.
         match self {
             Edit::MigrationAndFinalizers => {
-                let mut anns = clone.metadata.annotations.clone().unwrap_or_default();
+                let mut anns = volume.metadata.annotations.clone().unwrap_or_default();
                 let ann_changed = csi::anneal_migration_annotations(&mut anns, false);
+                // Only a provisioned volume's finalizers are kept by its reclaim policy.
+                let provisioned = helpers::has_annotation(&volume.metadata, ann::PROVISIONED_BY);
+                if !ann_changed && !provisioned {
+                    return None;
+                }
+                let mut clone = volume.clone();
                 if ann_changed {
                     clone.metadata.annotations = if anns.is_empty() { None } else { Some(anns) };
                 }
@@ -48,6 +54,7 @@ impl Edit {
                 if PvPhase::of(volume) == Some(*phase) {
                     return None;
                 }
+                let mut clone = volume.clone();
                 let status = clone.status.get_or_insert_with(PersistentVolumeStatus::default);
                 status.phase = Some(phase.as_str().to_string());
                 status.message = if message.is_empty() { None } else { Some(message.clone()) };
@@ -60,18 +67,21 @@ impl Edit {
                         && r.namespace.as_deref() == claim.metadata.namespace.as_deref()
                         && r.uid.as_deref() == claim.metadata.uid.as_deref()
                 });
-                let mut dirty = false;
+                let mark = should_mark && !helpers::has_annotation(&volume.metadata, ann::BOUND_BY_CONTROLLER);
+                if same && !mark {
+                    return None;
+                }
+                let mut clone = volume.clone();
                 if !same {
                     clone.spec.get_or_insert_with(Default::default).claim_ref = Some(helpers::claim_reference(claim));
-                    dirty = true;
                 }
-                if should_mark && !helpers::has_annotation(&clone.metadata, ann::BOUND_BY_CONTROLLER) {
+                if mark {
                     helpers::set_annotation(&mut clone.metadata, ann::BOUND_BY_CONTROLLER, "yes");
-                    dirty = true;
                 }
-                dirty.then_some(clone)
+                Some(clone)
             }
             Edit::RollBackBinding => {
+                let mut clone = volume.clone();
                 if helpers::has_annotation(&volume.metadata, ann::BOUND_BY_CONTROLLER) {
                     if let Some(s) = clone.spec.as_mut() {
                         s.claim_ref = None;
