@@ -425,4 +425,4 @@ fn internal_refusal(
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]
-mod tests;
+pub(crate) mod tests;

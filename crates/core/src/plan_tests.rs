@@ -18,7 +18,8 @@ fn pvc(v: serde_json::Value) -> PersistentVolumeClaim {
     serde_json::from_value(base).unwrap()
 }
 
-fn merge(a: &mut serde_json::Value, b: serde_json::Value) {
+/// Merges `b` into `a`, objects key by key (the test objects' builders).
+pub(crate) fn merge(a: &mut serde_json::Value, b: serde_json::Value) {
     match (a, b) {
         (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
             for (k, v) in b {

@@ -270,6 +270,7 @@ fn reclaim(volume: &PersistentVolume) -> VolumeStep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::tests::merge;
     use serde_json::json;
 
     fn pv(extra: serde_json::Value) -> PersistentVolume {
@@ -286,17 +287,6 @@ mod tests {
                 "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": volume_name}}))
             .unwrap(),
         )
-    }
-
-    fn merge(a: &mut serde_json::Value, b: serde_json::Value) {
-        match (a, b) {
-            (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
-                for (k, v) in b {
-                    merge(a.entry(k).or_insert(serde_json::Value::Null), v);
-                }
-            }
-            (a, b) => *a = b,
-        }
     }
 
     /// Carries the writes out on the object alone, as the executor does on what each save returns.
