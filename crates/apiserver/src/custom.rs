@@ -12,7 +12,7 @@
 //! so (`NamesAccepted`, `Established`, the accepted names); once one is deleted, every object
 //! of it is deleted, then its cleanup finalizer removed, and it is served no more.
 
-use crate::decode::{check_type_fields, field_problems, Decoded, FieldValidation};
+use crate::decoded::{cannot_handle, check_type_fields, field_problems, Decoded, FieldValidation};
 use crate::error::{ApiError, Result};
 use crate::resources::Served;
 use pv_store::validation::{crd, schema};
@@ -69,7 +69,7 @@ pub fn check(
     }
     check_type_fields(served, &mut value)?;
     if value.get("metadata").is_some_and(|m| !m.is_object() && !m.is_null()) {
-        return Err(crate::decode::cannot_handle(served, "metadata must be an object".into()));
+        return Err(cannot_handle(served, "metadata must be an object".into()));
     }
     let mut unknown = Vec::new();
     if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -190,7 +190,7 @@ pub fn openapi_v2_negotiate(accept: &str) -> Option<OpenApiV2> {
     let mut clauses: Vec<(f32, String)> = accept
         .split(',')
         .filter_map(|entry| {
-            let (media, params) = crate::handlers::accept_entry(entry);
+            let (media, params) = crate::format::accept_entry(entry);
             let q = params.get("q").and_then(|v| v.parse::<f32>().ok()).unwrap_or(1.0);
             (q > 0.0).then_some((q, media))
         })

@@ -8,7 +8,9 @@
 
 use crate::discovery;
 use crate::error::{ApiError, Result};
-use crate::handlers::{self, Format, Query, Reply};
+use crate::format::Format;
+use crate::handlers::{self, Reply};
+use crate::query::{self, Query};
 use crate::routes::{self, Route};
 use crate::{auth, health, limits, protobuf, watch, AppState};
 use axum::body::Body;
@@ -75,7 +77,7 @@ pub async fn dispatch(State(st): State<Arc<AppState>>, req: Request) -> Response
     let wire = Format::new(header_str(req.headers(), header::ACCEPT), &Query::new())
         .map(|f| Format { table: None, partial: None, ..f })
         .unwrap_or_default();
-    let is_watch = handlers::parse_query(req.uri()).is_ok_and(|q| handlers::flag(&q, "watch"));
+    let is_watch = query::parse_query(req.uri()).is_ok_and(|q| query::flag(&q, "watch"));
     let timeout = st.limits.request_timeout;
     let result = if is_watch {
         handle(st, req).await
@@ -145,7 +147,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
         _ => return Err(ApiError::Unauthorized),
     }
     let route = route.ok_or_else(|| unrouted(&st, req.uri().path()))?;
-    let q = handlers::parse_query(req.uri())?;
+    let q = query::parse_query(req.uri())?;
     let method = req.method().clone();
     let headers = req.headers().clone();
     let accept = header_str(&headers, header::ACCEPT);
@@ -187,7 +189,7 @@ async fn handle(st: Arc<AppState>, req: Request) -> Result<Response> {
             let events_v1 = t.served.events_v1;
             let answer: Result<Response> = async {
                 let format = Format::new(accept, &q)?;
-                let is_watch = handlers::flag(&q, "watch");
+                let is_watch = query::flag(&q, "watch");
                 let body: Body = req.into_body();
                 let mut bytes = read_body(&headers, body, st.limits.max_body).await?;
                 let mut ct = ct;

@@ -17,121 +17,21 @@ use crate::listopts;
 use crate::patch::{self, PatchKind};
 use crate::routes::Target;
 use crate::select::{self, FieldSelector, LabelSelector, Selectors};
-use crate::tables::{self, IncludeObject};
+use crate::tables;
 use crate::AppState;
 use axum::http::StatusCode;
 use pv_store::{FieldError, FieldErrorKind, ListOptions, Object, Pending, StoreError};
 use serde_json::{json, Value};
-use std::collections::HashMap;
 
-/// Query parameters: the first value of each name, as kube-apiserver converts `url.Values` into
-/// its options (`Convert_Slice_string_To_string` takes the first).
-pub type Query = HashMap<String, String>;
-
-/// The query of `uri` (the first value of a repeated name wins).
-pub fn parse_query(uri: &axum::http::Uri) -> Result<Query> {
-    let pairs = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(uri)
-        .map_err(|e| ApiError::BadRequest(format!("invalid query: {e}")))?;
-    let mut q = Query::new();
-    for (k, v) in pairs.0 {
-        q.entry(k).or_insert(v);
-    }
-    Ok(q)
-}
-
-/// A boolean parameter as kube-apiserver reads one (`Convert_Slice_string_To_bool`): absent is
-/// false, and so are `0` and `false` in any case; any other value, the empty one included, is
-/// true.
-pub fn flag(q: &Query, name: &str) -> bool {
-    q.get(name).is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
-}
+// Where these lived before; the verbs use them from here too.
+pub use crate::format::Format;
+pub use crate::query::{flag, parse_query, Query};
 
 /// A JSON answer with its status code.
 pub type Reply = (StatusCode, Value);
 
 /// A write's answer and the `Warning` header texts that go with it.
 pub type Written = (Reply, Vec<String>);
-
-/// How the client wants objects back.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Format {
-    /// Some: as a Table, with this row object.
-    pub table: Option<IncludeObject>,
-    /// Objects in protobuf (Tables are JSON only).
-    pub protobuf: bool,
-    /// Objects in YAML.
-    pub yaml: bool,
-    /// Some: only the metadata, as `PartialObjectMetadata` of this `meta.k8s.io` version.
-    pub partial: Option<&'static str>,
-}
-
-/// One `Accept` entry: the media type and its `as`/`v`/`g` parameters.
-pub(crate) fn accept_entry(entry: &str) -> (String, HashMap<String, String>) {
-    let mut parts = entry.split(';');
-    let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-    let params = parts
-        .filter_map(|p| p.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
-        .collect();
-    (media, params)
-}
-
-impl Format {
-    /// From the Accept header and query: the first entry the server can produce, as
-    /// kube-apiserver negotiates (JSON, YAML or protobuf, optionally as a `meta.k8s.io` Table
-    /// or PartialObjectMetadata); 406 when it can produce none of them.
-    pub fn new(accept: &str, q: &Query) -> Result<Self> {
-        if accept.trim().is_empty() {
-            return Ok(Format::default());
-        }
-        for entry in accept.split(',') {
-            let (media, params) = accept_entry(entry);
-            let (json, yaml, proto) = match media.as_str() {
-                "application/json" | "application/*" | "*/*" | "*" => (true, false, false),
-                "application/yaml" => (false, true, false),
-                m if m == crate::protobuf::MEDIA_TYPE => (false, false, true),
-                _ => continue,
-            };
-            let group_ok = params.get("g").is_none_or(|g| g == "meta.k8s.io");
-            let version = match params.get("v").map(String::as_str) {
-                None | Some("v1") => "v1",
-                Some("v1beta1") => "v1beta1",
-                Some(_) => continue,
-            };
-            let mut f = Format { yaml, protobuf: proto, ..Format::default() };
-            match params.get("as").map(String::as_str) {
-                None => {}
-                Some("Table") if group_ok && !yaml => {
-                    let include = q.get("includeObject").map_or("", String::as_str);
-                    if !matches!(include, "" | "Metadata" | "Object" | "None") {
-                        return Err(ApiError::BadRequest(format!(
-                            "Unable to convert to Table as requested: includeObject: Invalid value: {include:?}: must be 'Metadata', 'Object', 'None', or empty"
-                        )));
-                    }
-                    f.table = Some(IncludeObject::parse(Some(include)));
-                    f.protobuf = false;
-                }
-                Some("PartialObjectMetadata" | "PartialObjectMetadataList") if group_ok && json => {
-                    f.partial = Some(version);
-                }
-                Some(_) => continue,
-            }
-            return Ok(f);
-        }
-        Err(ApiError::NotAcceptable)
-    }
-
-    /// The media type of an answer in this format.
-    pub fn media_type(&self) -> &'static str {
-        if self.protobuf {
-            crate::protobuf::MEDIA_TYPE
-        } else if self.yaml {
-            "application/yaml"
-        } else {
-            "application/json"
-        }
-    }
-}
 
 /// An object as `PartialObjectMetadata` of `meta.k8s.io/<version>`.
 pub fn partial_metadata(obj: &Value, version: &str) -> Value {
@@ -743,38 +643,4 @@ pub fn delete_collection(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> R
         json!({"kind": format!("{}List", t.served.kind()), "apiVersion": t.served.api_version(),
                "metadata": {"resourceVersion": rv}, "items": deleted}),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn q(query: &str) -> Query {
-        parse_query(&format!("/api/v1/pods?{query}").parse().unwrap()).unwrap()
-    }
-
-    #[test]
-    fn the_first_value_of_a_repeated_parameter_wins() {
-        assert_eq!(q("limit=5&limit=7")["limit"], "5");
-        assert_eq!(q("labelSelector=a%3Db&labelSelector=c")["labelSelector"], "a=b");
-    }
-
-    #[test]
-    fn a_flag_is_false_only_when_absent_zero_or_false() {
-        for (query, want) in [
-            ("", false),
-            ("watch=0", false),
-            ("watch=false", false),
-            ("watch=FALSE", false),
-            ("watch=true", true),
-            ("watch=1", true),
-            ("watch=yes", true),
-            ("watch=", true),
-            ("watch", true),
-            ("watch=true&watch=false", true),
-            ("watch=false&watch=true", false),
-        ] {
-            assert_eq!(flag(&q(query), "watch"), want, "?{query}");
-        }
-    }
 }

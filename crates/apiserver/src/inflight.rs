@@ -16,7 +16,7 @@
 //! Unlike upstream, no client is exempt: `up` has a single credential, the administrator's, that
 //! kube-apiserver would exempt as `system:masters`.
 
-use crate::{auth, handlers};
+use crate::{auth, query};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -53,7 +53,7 @@ impl InFlight {
     /// limit is reached.
     fn admit(&self, req: &Request) -> Result<Option<OwnedSemaphorePermit>, ()> {
         let read_only = matches!(*req.method(), Method::GET | Method::HEAD);
-        let watch = read_only && handlers::parse_query(req.uri()).is_ok_and(|q| handlers::flag(&q, "watch"));
+        let watch = read_only && query::parse_query(req.uri()).is_ok_and(|q| query::flag(&q, "watch"));
         let authenticated = matches!(auth::credential(req.headers(), &self.token), auth::Credential::Valid);
         let limit = match (watch, read_only) {
             _ if !authenticated => None,

@@ -25,7 +25,7 @@
 //! clock or a count.
 
 use crate::error::{ApiError, Result};
-use crate::handlers::Query;
+use crate::query::Query;
 use pv_store::StoreLimits;
 use std::time::Duration;
 

@@ -18,7 +18,7 @@
 //! 500 can still be answered) and again as it is written.
 
 use crate::error::{ApiError, Result};
-use crate::handlers::Format;
+use crate::format::Format;
 use crate::protobuf::{self, ListEncoder};
 use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};

@@ -14,7 +14,7 @@
 //! answers 410 `Expired`, as kube-apiserver does for a version etcd has compacted away.
 
 use crate::error::{ApiError, Result};
-use crate::handlers::Query;
+use crate::query::Query;
 use pv_store::{FieldError, FieldErrorKind, Store, StoreError};
 
 /// The options of a list or watch that change what is served.

@@ -28,7 +28,9 @@
 //! below the bookmarked version was sent before the bookmark.
 
 use crate::error::{ApiError, Result};
-use crate::handlers::{self, Format, Query};
+use crate::format::Format;
+use crate::handlers;
+use crate::query::{self, Query};
 use crate::routes::Target;
 use crate::select::{self, Selectors};
 use crate::tables;
@@ -231,7 +233,7 @@ pub fn watch(st: Arc<AppState>, t: &Target, q: &Query, format: Format) -> Result
         sel.fields = select::FieldSelector::parse(&format!("metadata.name={name}"))?;
     }
     let coll = Target { name: None, ..t.clone() };
-    let flag = |k: &str| handlers::flag(q, k);
+    let flag = |k: &str| query::flag(q, k);
     let rv_param = q.get("resourceVersion").map(String::as_str).unwrap_or("");
     // Initial events when asked for, or by default from "" and "0"; `sendInitialEvents=false`
     // starts at the newest version with none, as kube-apiserver does.
