@@ -24,8 +24,8 @@
 //!    [`tables`], [`listopts`], [`inflight`];
 //! 3. bounds and shared state: [`limits`], then [`shape`], [`conn`], [`state`] ([`AppState`])
 //!    and [`health`];
-//! 4. bodies and encodings: [`protobuf`], [`format`] (content negotiation), [`discovery`],
-//!    [`listing`], [`custom`], [`decode`], [`patch`];
+//! 4. bodies and encodings: [`protobuf`], [`format`](mod@format) (content negotiation),
+//!    [`discovery`], [`listing`], [`custom`], [`decode`], [`patch`];
 //! 5. verbs: [`handlers`], then [`watch`];
 //! 6. [`dispatch`], then [`server`].
 
