@@ -15,8 +15,18 @@
 //! into the cache for good (no event ever removes it again): wrong FailedBinding counts, wrong
 //! `pv_collector_*` metrics, memory that grows with every deleted volume. So both caches treat
 //! an object with a deletionTimestamp and no finalizers as gone (the API server deletes it in
-//! that write; PVs and PVCs have no graceful deletion), and remember the resourceVersion each
-//! deleted object had ([`Tombstones`]), refusing any copy of it that is not newer.
+//! that write; PVs and PVCs have no graceful deletion), and remember the resourceVersion and uid
+//! each deleted object had ([`Tombstones`]), refusing any copy of it that is not newer.
+//!
+//! A deletion a relist reports (the watch was down when it happened; see [`crate::informer`])
+//! carries only the version the informer last saw, which may be older than the answer of a write
+//! still in flight: the Delete reclaim's finalizer write answered after a relist that no longer
+//! lists the volume would pass the version check and stay cached for good. So the answer of a
+//! write or a read ([`Source::Answer`]) is also refused when the informer reported its object
+//! deleted — the same uid: an object, once deleted, has no later version, so the informer has
+//! passed every version any answer can hold. A copy the informer itself delivers
+//! ([`Source::Informer`]) is only held to the version: a relist served from a lagging cache may
+//! miss an object that still exists, and the watch that follows brings it back.
 
 use pv_model::helpers;
 use pv_model::helpers::AccessModes;
@@ -57,9 +67,20 @@ pub enum Stored<T> {
     Cached(Arc<T>),
     /// The cache holds a newer version; it is kept.
     Older,
-    /// The object no longer exists (deleted in the write that produced it, or reported deleted
-    /// at this version or later): it is not cached, and any older copy was removed.
+    /// The object no longer exists (deleted in the write that produced it, reported deleted
+    /// at this version or later, or — for an answer — reported deleted at all): it is not
+    /// cached, and any older copy was removed.
     Gone(Arc<T>),
+}
+
+/// Where a copy of an object that a cache is given comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The informer: a watch event or a listed object.
+    Informer,
+    /// The answer of the controller's own write or read, which may reach the cache after the
+    /// informer reported the object deleted.
+    Answer,
 }
 
 impl<T> Stored<T> {
@@ -76,20 +97,31 @@ impl<T> Stored<T> {
 /// of writes that were in flight when the object went, so a bounded number is plenty.
 const TOMBSTONES: usize = 4096;
 
-/// The resourceVersions deleted objects had, newest last; the oldest are forgotten first.
+/// The resourceVersions and uids deleted objects had, newest last; the oldest are forgotten first.
 #[derive(Default)]
 pub struct Tombstones {
-    by_key: HashMap<String, u64>,
+    by_key: HashMap<String, Grave>,
     order: VecDeque<String>,
 }
 
+/// What is remembered of a deleted object.
+struct Grave {
+    /// The version it was deleted at, or the last one the informer saw when a relist reported
+    /// it gone (unparsable versions are not remembered).
+    rv: Option<u64>,
+    /// Its uid: no copy of that object can be newer than its deletion.
+    uid: Option<Box<str>>,
+}
+
 impl Tombstones {
-    /// Remembers that `key` was deleted at `rv` (unparsable versions are not remembered).
-    fn bury(&mut self, key: &str, rv: Option<&str>) {
-        let Some(rv) = rv.and_then(|r| r.parse::<u64>().ok()) else {
+    /// Remembers that `key` (the object `uid`) was deleted at `rv`.
+    fn bury(&mut self, key: &str, rv: Option<&str>, uid: Option<&str>) {
+        let grave =
+            Grave { rv: rv.and_then(|r| r.parse::<u64>().ok()), uid: uid.filter(|u| !u.is_empty()).map(Into::into) };
+        if grave.rv.is_none() && grave.uid.is_none() {
             return;
-        };
-        if self.by_key.insert(key.to_string(), rv).is_none() {
+        }
+        if self.by_key.insert(key.to_string(), grave).is_none() {
             self.order.push_back(key.to_string());
         }
         while self.order.len() > TOMBSTONES {
@@ -99,12 +131,16 @@ impl Tombstones {
         }
     }
 
-    /// True when `key` was deleted at `rv` or later, so a copy at `rv` is a ghost.
-    fn buried(&self, key: &str, rv: Option<&str>) -> bool {
-        match (self.by_key.get(key), rv.and_then(|r| r.parse::<u64>().ok())) {
-            (Some(gone), Some(rv)) => rv <= *gone,
-            _ => false,
-        }
+    /// True when the copy of `key` with metadata `m` from `source` is a ghost: `key` was
+    /// deleted at its version or later, or, for an answer, its object (its uid) was deleted.
+    fn buried(&self, key: &str, m: &pv_model::k8s::ObjectMeta, source: Source) -> bool {
+        let Some(grave) = self.by_key.get(key) else {
+            return false;
+        };
+        let rv = m.resource_version.as_deref().and_then(|r| r.parse::<u64>().ok());
+        let older = matches!((grave.rv, rv), (Some(gone), Some(rv)) if rv <= gone);
+        let same_object = grave.uid.is_some() && grave.uid.as_deref() == m.uid.as_deref();
+        older || (source == Source::Answer && same_object)
     }
 
     /// Forgets `key` (a newer object of that name exists).
@@ -195,7 +231,7 @@ pub struct VolumeCache {
 impl VolumeCache {
     /// Stores `v`, whose plugin (as `pv_collector_total_pv_count` names it) is `plugin`, unless the
     /// cache holds a newer version or `v` no longer exists (see the module note).
-    pub fn store(&mut self, v: PersistentVolume, plugin: &str) -> Stored<PersistentVolume> {
+    pub fn store(&mut self, v: PersistentVolume, plugin: &str, source: Source) -> Stored<PersistentVolume> {
         let name = helpers::name(&v.metadata).to_string();
         let rv = v.metadata.resource_version.as_deref();
         if let Some(old_rv) = self.index.resource_version(&name) {
@@ -205,11 +241,11 @@ impl VolumeCache {
             if same_version(old_rv, rv) {
                 return Stored::Cached(Arc::new(v));
             }
-        } else if self.gone.buried(&name, rv) {
+        } else if self.gone.buried(&name, &v.metadata, source) {
             return Stored::Gone(Arc::new(v));
         }
         if is_deleted(&v.metadata) {
-            self.gone.bury(&name, rv);
+            self.gone.bury(&name, rv, v.metadata.uid.as_deref());
             self.index.delete(&name);
             return Stored::Gone(Arc::new(v));
         }
@@ -236,9 +272,10 @@ impl VolumeCache {
         self.index.get(name)
     }
 
-    /// Removes a volume that was deleted at resourceVersion `rv`.
-    pub fn delete(&mut self, name: &str, rv: Option<&str>) -> Option<Arc<PersistentVolume>> {
-        self.gone.bury(name, rv);
+    /// Removes the volume `uid` that was deleted at resourceVersion `rv` (or that a relist
+    /// reported gone, `rv` being the last version the informer saw).
+    pub fn delete(&mut self, name: &str, rv: Option<&str>, uid: Option<&str>) -> Option<Arc<PersistentVolume>> {
+        self.gone.bury(name, rv, uid);
         self.index.delete(name)
     }
 
@@ -288,7 +325,7 @@ fn unbound_class(c: &PersistentVolumeClaim) -> Option<String> {
 
 impl ClaimCache {
     /// Stores `c` unless a newer version is cached or `c` no longer exists (see the module note).
-    pub fn store(&mut self, c: PersistentVolumeClaim) -> Stored<PersistentVolumeClaim> {
+    pub fn store(&mut self, c: PersistentVolumeClaim, source: Source) -> Stored<PersistentVolumeClaim> {
         let key = helpers::claim_key(&c);
         let rv = c.metadata.resource_version.as_deref();
         if let Some(old) = self.claims.get(&key) {
@@ -298,12 +335,13 @@ impl ClaimCache {
             if same_version(old.resource_version.as_deref(), rv) {
                 return Stored::Cached(Arc::new(c));
             }
-        } else if self.gone.buried(&key, rv) {
+        } else if self.gone.buried(&key, &c.metadata, source) {
             return Stored::Gone(Arc::new(c));
         }
         if is_deleted(&c.metadata) {
             let rv = rv.map(str::to_string);
-            self.delete(&key, rv.as_deref());
+            let uid = c.metadata.uid.clone();
+            self.delete(&key, rv.as_deref(), uid.as_deref());
             return Stored::Gone(Arc::new(c));
         }
         self.gone.lift(&key);
@@ -345,9 +383,10 @@ impl ClaimCache {
         self.claims.get(key).map(|e| e.claim.get(&self.dictionary))
     }
 
-    /// Removes a claim that was deleted at resourceVersion `rv`.
-    pub fn delete(&mut self, key: &str, rv: Option<&str>) -> Option<Arc<PersistentVolumeClaim>> {
-        self.gone.bury(key, rv);
+    /// Removes the claim `uid` that was deleted at resourceVersion `rv` (or that a relist
+    /// reported gone, `rv` being the last version the informer saw).
+    pub fn delete(&mut self, key: &str, rv: Option<&str>, uid: Option<&str>) -> Option<Arc<PersistentVolumeClaim>> {
+        self.gone.bury(key, rv, uid);
         self.unindex(key);
         self.claims.remove(key).map(|e| e.claim.get(&self.dictionary))
     }
@@ -475,24 +514,24 @@ mod tests {
     #[test]
     fn a_volume_at_the_version_cached_is_not_stored_again_an_older_one_is_refused_a_newer_one_replaces_it() {
         let mut c = VolumeCache::default();
-        assert!(matches!(c.store(volume("5", "first"), "plugin"), Stored::Cached(_)));
-        assert!(matches!(c.store(volume("5", "same-version"), "plugin"), Stored::Cached(_)));
+        assert!(matches!(c.store(volume("5", "first"), "plugin", Source::Informer), Stored::Cached(_)));
+        assert!(matches!(c.store(volume("5", "same-version"), "plugin", Source::Informer), Stored::Cached(_)));
         assert_eq!(class_of_volume(&c), "first");
-        assert!(matches!(c.store(volume("4", "older"), "plugin"), Stored::Older));
+        assert!(matches!(c.store(volume("4", "older"), "plugin", Source::Informer), Stored::Older));
         assert_eq!(class_of_volume(&c), "first");
-        assert!(matches!(c.store(volume("6", "newer"), "plugin"), Stored::Cached(_)));
+        assert!(matches!(c.store(volume("6", "newer"), "plugin", Source::Informer), Stored::Cached(_)));
         assert_eq!(class_of_volume(&c), "newer");
     }
 
     #[test]
     fn a_claim_at_the_version_cached_is_not_stored_again_an_older_one_is_refused_a_newer_one_replaces_it() {
         let mut c = ClaimCache::default();
-        assert!(matches!(c.store(claim("5", "first")), Stored::Cached(_)));
-        assert!(matches!(c.store(claim("5", "same-version")), Stored::Cached(_)));
+        assert!(matches!(c.store(claim("5", "first"), Source::Informer), Stored::Cached(_)));
+        assert!(matches!(c.store(claim("5", "same-version"), Source::Informer), Stored::Cached(_)));
         assert_eq!(class_of_claim(&c), "first");
-        assert!(matches!(c.store(claim("4", "older")), Stored::Older));
+        assert!(matches!(c.store(claim("4", "older"), Source::Informer), Stored::Older));
         assert_eq!(class_of_claim(&c), "first");
-        assert!(matches!(c.store(claim("6", "newer")), Stored::Cached(_)));
+        assert!(matches!(c.store(claim("6", "newer"), Source::Informer), Stored::Cached(_)));
         assert_eq!(class_of_claim(&c), "newer");
     }
 }

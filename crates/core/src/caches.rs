@@ -14,7 +14,7 @@
 //! stuck claim (and everything else) is synced at every resync, its events emitted again, as
 //! upstream does. When both locks are taken, the volumes' is taken first.
 
-use crate::cache::{ClaimCache, Counts, ObjectEvent, Stored, VolumeCache};
+use crate::cache::{ClaimCache, Counts, ObjectEvent, Source, Stored, VolumeCache};
 use crate::plan;
 use crate::plugin::{PluginRegistry, VolumePlugin};
 use crate::pods::PodIndex;
@@ -85,16 +85,14 @@ impl Caches {
         match ev {
             ObjectEvent::Applied(v) => {
                 let name = helpers::name(&v.metadata).to_string();
-                let Some(v) = self.store_volume_version(v, false).0.cached() else {
+                let Some(v) = self.store_volume_version(v, Source::Informer).0.cached() else {
                     return Wake::default();
                 };
                 Wake { volumes: vec![name], claims: self.claims_woken_by(&v) }
             }
             ObjectEvent::Deleted(v) => {
-                self.volumes
-                    .write()
-                    .unwrap()
-                    .delete(helpers::name(&v.metadata), v.metadata.resource_version.as_deref());
+                let m = &v.metadata;
+                self.volumes.write().unwrap().delete(helpers::name(m), m.resource_version.as_deref(), m.uid.as_deref());
                 // Its claim goes Lost without waiting for resync.
                 let claims: Vec<ObjectKey> = helpers::claim_ref(&v).map(helpers::claim_ref_key).into_iter().collect();
                 self.unsettle_claims(&claims);
@@ -124,12 +122,13 @@ impl Caches {
         match ev {
             ObjectEvent::Applied(c) => {
                 let key = helpers::claim_key(&c);
-                let stored = self.store_claim_version(c, false).0.cached().is_some();
+                let stored = self.store_claim_version(c, Source::Informer).0.cached().is_some();
                 Wake { volumes: Vec::new(), claims: if stored { vec![key] } else { Vec::new() } }
             }
             ObjectEvent::Deleted(c) => {
                 let key = helpers::claim_key(&c);
-                self.claims.write().unwrap().delete(&key, c.metadata.resource_version.as_deref());
+                let m = &c.metadata;
+                self.claims.write().unwrap().delete(&key, m.resource_version.as_deref(), m.uid.as_deref());
                 // Its volume is Released without waiting for resync, and so is any other
                 // volume still claiming it.
                 let mut volumes: Vec<String> = Some(helpers::claim_volume_name(&c))
@@ -233,12 +232,12 @@ impl Caches {
     }
 
     /// Stores a version of a volume; a new one unsettles the claims its claimRef named and names.
-    /// With the outcome, and when `newer_if_older`, the volume cached when this one was older
-    /// (read under the same lock; a watch event does not ask, since a packed one is decoded).
+    /// With the outcome, and for an answer, the volume cached when this one was older (read under
+    /// the same lock; a watch event does not ask, since a packed one is decoded).
     fn store_volume_version(
         &self,
         v: PersistentVolume,
-        newer_if_older: bool,
+        source: Source,
     ) -> (Stored<PersistentVolume>, Option<Arc<PersistentVolume>>) {
         let name = helpers::name(&v.metadata).to_string();
         let plugin = volume_plugin_name(&v);
@@ -246,8 +245,9 @@ impl Caches {
         let (stored, newer) = {
             let mut volumes = self.volumes.write().unwrap();
             claims.extend(volumes.index.claim_key_of(&name).cloned());
-            let stored = volumes.store(v, &plugin);
-            let newer = (newer_if_older && matches!(stored, Stored::Older)).then(|| volumes.get(&name)).flatten();
+            let stored = volumes.store(v, &plugin, source);
+            let newer =
+                (source == Source::Answer && matches!(stored, Stored::Older)).then(|| volumes.get(&name)).flatten();
             (stored, newer)
         };
         if !matches!(stored, Stored::Older) {
@@ -257,17 +257,18 @@ impl Caches {
     }
 
     /// Stores a version of a claim; a new one unsettles the volumes whose claimRef names it.
-    /// With the outcome, and when `newer_if_older`, the claim cached when this one was older.
+    /// With the outcome, and for an answer, the claim cached when this one was older.
     fn store_claim_version(
         &self,
         c: PersistentVolumeClaim,
-        newer_if_older: bool,
+        source: Source,
     ) -> (Stored<PersistentVolumeClaim>, Option<Arc<PersistentVolumeClaim>>) {
         let key = helpers::claim_key(&c);
         let (stored, newer) = {
             let mut claims = self.claims.write().unwrap();
-            let stored = claims.store(c);
-            let newer = (newer_if_older && matches!(stored, Stored::Older)).then(|| claims.get(&key)).flatten();
+            let stored = claims.store(c, source);
+            let newer =
+                (source == Source::Answer && matches!(stored, Stored::Older)).then(|| claims.get(&key)).flatten();
             (stored, newer)
         };
         if !matches!(stored, Stored::Older) {
@@ -279,18 +280,20 @@ impl Caches {
 
     // ---- the controller's own writes ------------------------------------------------------
 
-    /// Caches a volume a write returned; the cached one if the watch already brought a newer one.
+    /// Caches a volume a write (or a read) returned; the cached one if the watch already brought a
+    /// newer one. Not cached when the informer has reported it deleted (see [`crate::cache`]).
     pub(crate) fn store_volume(&self, v: PersistentVolume) -> Arc<PersistentVolume> {
-        match self.store_volume_version(v, true) {
+        match self.store_volume_version(v, Source::Answer) {
             (Stored::Cached(v) | Stored::Gone(v), _) => v,
             // Older than the cache (a watch event overtook the write's response): the newer one.
             (Stored::Older, newer) => newer.expect("a volume older than the cache is cached"),
         }
     }
 
-    /// Caches a claim a write (or a read) returned; the cached one if it is newer.
+    /// Caches a claim a write (or a read) returned; the cached one if it is newer. Not cached
+    /// when the informer has reported it deleted.
     pub(crate) fn store_claim(&self, c: PersistentVolumeClaim) -> Arc<PersistentVolumeClaim> {
-        match self.store_claim_version(c, true) {
+        match self.store_claim_version(c, Source::Answer) {
             (Stored::Cached(c) | Stored::Gone(c), _) => c,
             // Older than the cache (a watch event overtook the write's response): the newer one.
             (Stored::Older, newer) => newer.expect("a claim older than the cache is cached"),
@@ -472,4 +475,149 @@ pub fn volume_plugin_name(v: &PersistentVolume) -> String {
         crate::metrics::NOT_AVAILABLE
     };
     name.into()
+}
+
+#[cfg(test)]
+mod tests {
+    //! The caches against a relisting informer: what a relist reports gone must stay gone, even
+    //! when the controller's own write or read of the object is answered after the relist.
+
+    use super::*;
+    use crate::informer::{Informer, Step};
+    use pv_model::finalizers;
+    use serde_json::json;
+
+    fn caches() -> Caches {
+        Caches::new(PluginRegistry::new(), true, 8)
+    }
+
+    /// A Released Delete volume `name` (uid `uid`) at `rv`, with the finalizers given, being
+    /// deleted when `terminating`.
+    fn pv(name: &str, uid: &str, rv: u64, finalizers: &[&str], terminating: bool) -> PersistentVolume {
+        let mut v: PersistentVolume = serde_json::from_value(json!({
+            "metadata": {"name": name, "uid": uid, "resourceVersion": rv.to_string(), "finalizers": finalizers},
+            "spec": {"persistentVolumeReclaimPolicy": "Delete", "hostPath": {"path": format!("/tmp/{name}")},
+                     "claimRef": {"namespace": "ns", "name": "gone", "uid": "claim-uid"}},
+            "status": {"phase": "Released"},
+        }))
+        .unwrap();
+        if terminating {
+            v.metadata.deletion_timestamp = Some(pv_model::k8s::Time(jiff::Timestamp::UNIX_EPOCH));
+        }
+        v
+    }
+
+    fn pvc(name: &str, uid: &str, rv: u64) -> PersistentVolumeClaim {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv.to_string()},
+            "spec": {"storageClassName": "fast"},
+            "status": {"phase": "Pending"},
+        }))
+        .unwrap()
+    }
+
+    /// Feeds `steps` through `informer` into the caches' volume handler.
+    fn volumes(c: &Caches, informer: &mut Informer<PersistentVolume>, steps: Vec<Step<PersistentVolume>>) {
+        for s in steps {
+            informer.step(s, |e| {
+                c.on_volume(e);
+            });
+        }
+    }
+
+    fn claims(c: &Caches, informer: &mut Informer<PersistentVolumeClaim>, steps: Vec<Step<PersistentVolumeClaim>>) {
+        for s in steps {
+            informer.step(s, |e| {
+                c.on_claim(e);
+            });
+        }
+    }
+
+    const BOTH: [&str; 2] = [finalizers::PV_CONTROLLER, finalizers::PV_PROTECTION];
+
+    /// The informer knew the volume at 600; the controller's Delete reclaim removed its finalizer
+    /// (answer 619, pv-protection's finalizer still on), and the watch expired before the
+    /// deletion (620) was seen. The relist's list lacks the volume whether it was taken before
+    /// or after the write's version (the other volume listed at 610 or 700 stands for the
+    /// list's version): the cache drops it, as client-go's Replace does, whatever the version
+    /// the write cached.
+    #[test]
+    fn a_relist_that_lacks_a_volume_drops_it_whatever_version_a_write_cached() {
+        for list_version in [610, 700] {
+            let c = caches();
+            let mut informer = Informer::new();
+            volumes(
+                &c,
+                &mut informer,
+                vec![Step::Listing, Step::Applied(pv("pvc-61ea", "u1", 600, &BOTH, false)), Step::Listed],
+            );
+            c.store_volume(pv("pvc-61ea", "u1", 619, &[finalizers::PV_PROTECTION], true));
+            assert_eq!(c.volume("pvc-61ea").unwrap().metadata.resource_version.as_deref(), Some("619"));
+            let other = pv("other", "u2", list_version, &[], false);
+            volumes(&c, &mut informer, vec![Step::Listing, Step::Applied(other), Step::Listed]);
+            assert!(c.volume("pvc-61ea").is_none(), "list at {list_version}: the deleted volume is dropped");
+            assert_eq!(c.volume_names(), ["other"]);
+        }
+    }
+
+    /// The same Delete reclaim, with the other order: the relist (taken after the deletion at
+    /// 620) reports the volume gone *before* the answer of the finalizer write (619) is handled.
+    /// The relist only knows the version the informer last saw (600), but it has passed every
+    /// version the volume ever had: neither that answer nor a read answered as late may bring
+    /// it back, or the cache holds a volume that no event will ever remove.
+    #[test]
+    fn a_write_answered_after_a_relist_reported_the_volume_gone_does_not_bring_it_back() {
+        let c = caches();
+        let mut informer = Informer::new();
+        volumes(
+            &c,
+            &mut informer,
+            vec![Step::Listing, Step::Applied(pv("pvc-61ea", "u1", 600, &BOTH, false)), Step::Listed],
+        );
+        // Read before the finalizer write: cached at 618, being deleted.
+        c.store_volume(pv("pvc-61ea", "u1", 618, &BOTH, true));
+        volumes(
+            &c,
+            &mut informer,
+            vec![Step::Listing, Step::Applied(pv("other", "u2", 700, &[], false)), Step::Listed],
+        );
+        assert!(c.volume("pvc-61ea").is_none());
+        let answer = c.store_volume(pv("pvc-61ea", "u1", 619, &[finalizers::PV_PROTECTION], true));
+        assert_eq!(answer.metadata.resource_version.as_deref(), Some("619"), "the caller still gets its answer");
+        assert!(c.volume("pvc-61ea").is_none(), "the finalizer write's late answer does not bring the volume back");
+        assert_eq!(c.volume_names(), ["other"]);
+        // A new volume of the same name is another object: its create's answer is cached.
+        c.store_volume(pv("pvc-61ea", "u3", 720, &[finalizers::PV_PROTECTION], false));
+        assert_eq!(c.volume("pvc-61ea").unwrap().metadata.uid.as_deref(), Some("u3"));
+    }
+
+    /// A relist may be older than what the informer saw before (a list served from another API
+    /// server's watch cache), so a volume it lacks may still exist: the watch that follows
+    /// brings its later versions back, since the informer's own events are not answers of
+    /// writes. Only the controller's writes and reads are refused for a uid reported gone.
+    #[test]
+    fn the_watch_brings_back_a_volume_a_stale_relist_reported_gone() {
+        let c = caches();
+        let mut informer = Informer::new();
+        volumes(&c, &mut informer, vec![Step::Listing, Step::Applied(pv("v", "u1", 600, &BOTH, false)), Step::Listed]);
+        volumes(&c, &mut informer, vec![Step::Listing, Step::Listed]);
+        assert!(c.volume("v").is_none());
+        volumes(&c, &mut informer, vec![Step::Applied(pv("v", "u1", 630, &BOTH, false))]);
+        assert_eq!(c.volume("v").unwrap().metadata.resource_version.as_deref(), Some("630"));
+    }
+
+    /// Claims alike: a claim a relist reported gone is not brought back by the late answer of a
+    /// write (or read) of it.
+    #[test]
+    fn a_write_answered_after_a_relist_reported_the_claim_gone_does_not_bring_it_back() {
+        let c = caches();
+        let mut informer = Informer::new();
+        claims(&c, &mut informer, vec![Step::Listing, Step::Applied(pvc("data", "c1", 500)), Step::Listed]);
+        claims(&c, &mut informer, vec![Step::Listing, Step::Applied(pvc("other", "c2", 700)), Step::Listed]);
+        assert!(c.claim("ns/data").is_none());
+        c.store_claim(pvc("data", "c1", 510));
+        assert!(c.claim("ns/data").is_none(), "the late answer does not bring the claim back");
+        c.store_claim(pvc("data", "c3", 720));
+        assert_eq!(c.claim("ns/data").unwrap().metadata.uid.as_deref(), Some("c3"), "a new claim of that name is");
+    }
 }
