@@ -20,7 +20,7 @@ fn circles(args: &[&str], dir: &Path) -> (bool, String) {
 fn the_core_and_the_model_have_no_import_circle_and_the_others_do_not_grow() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // The store's and the API server's largest circles as they are now: they may only shrink.
-    let limits = ["crates/core=0", "crates/model=0", "crates/sim=0", "crates/store=39", "crates/apiserver=0"];
+    let limits = ["crates/core=0", "crates/model=0", "crates/sim=0", "crates/store=3", "crates/apiserver=0"];
     let (ok, out) = circles(&limits, root);
     assert!(ok, "{out}");
     let core = out.lines().find(|l| l.starts_with("crates/core: ")).unwrap_or_default();

@@ -8,7 +8,7 @@
 
 use crate::kinds::ResourceType;
 use crate::meta::meta;
-use crate::registry::Strategy;
+use crate::registry::strategy::Strategy;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex};

@@ -165,15 +165,6 @@ pub fn aggregate(errors: &[FieldError]) -> String {
     }
 }
 
-/// The kind as upstream names it in messages: `StorageClass.storage.k8s.io` for a kind of a
-/// named group, the bare kind for the core group.
-pub fn qualified_kind(kind: &str) -> String {
-    match crate::kinds::ResourceType::by_kind(kind).map(|r| r.group) {
-        Some(g) if !g.is_empty() => format!("{kind}.{g}"),
-        _ => kind.to_string(),
-    }
-}
-
 /// Why a store request failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -214,9 +205,10 @@ pub enum StoreError {
         message: String,
     },
     /// 422.
-    #[error("{} {} is invalid: {}", qualified_kind(kind), go_quote(name), aggregate(errors))]
+    #[error("{kind} {} is invalid: {}", go_quote(name), aggregate(errors))]
     Invalid {
-        /// Kind (`PersistentVolume`).
+        /// Kind qualified by its group, as upstream names it in the message (`PersistentVolume`,
+        /// `StorageClass.storage.k8s.io`).
         kind: String,
         /// Object name.
         name: String,

@@ -1,4 +1,5 @@
-//! The resource types the store knows, with the facts the API layers need about each.
+//! One resource type the store serves, with the facts the API layers need about it. The list of
+//! them, and the lookups by kind and by plural, are in `registry/mod.rs`, beside their strategies.
 
 /// One resource type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,44 +54,8 @@ impl ResourceType {
         }
     }
 
-    /// Looks up a built-in resource by plural name (its store key).
-    pub fn by_plural(plural: &str) -> Option<&'static ResourceType> {
-        RESOURCE_TYPES.iter().find(|r| r.plural == plural)
-    }
-
     /// True for a resource that a CustomResourceDefinition defines.
     pub fn is_custom(&self) -> bool {
         self.key.contains('.')
     }
-
-    /// Looks up by kind.
-    pub fn by_kind(kind: &str) -> Option<&'static ResourceType> {
-        RESOURCE_TYPES.iter().find(|r| r.kind == kind)
-    }
 }
-
-/// Every resource type the store serves, each declared beside its strategy in
-/// [`crate::registry`]. `events.k8s.io/v1` Events share the `events` storage.
-pub const RESOURCE_TYPES: &[ResourceType] = {
-    use crate::registry::*;
-    &[
-        persistent_volume::RESOURCE,
-        persistent_volume_claim::RESOURCE,
-        pod::RESOURCE,
-        node::RESOURCE,
-        namespace::RESOURCE,
-        service::RESOURCE,
-        event::RESOURCE,
-        storage_class::RESOURCE,
-        csi_driver::RESOURCE,
-        csi_node::RESOURCE,
-        volume_attachment::RESOURCE,
-        csi_storage_capacity::RESOURCE,
-        volume_attributes_class::RESOURCE,
-        lease::RESOURCE,
-        secret::RESOURCE,
-        config_map::RESOURCE,
-        service_account::RESOURCE,
-        custom_resource_definition::RESOURCE,
-    ]
-};

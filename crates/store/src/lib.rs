@@ -29,8 +29,9 @@ pub use admission::Admission;
 pub use error::{FieldError, FieldErrorKind, StoreError};
 pub use faults::{FaultKind, FaultSpec};
 pub use finisher::NamespaceFinisher;
-pub use kinds::{ResourceType, RESOURCE_TYPES};
+pub use kinds::ResourceType;
 pub use object::Object;
+pub use registry::RESOURCE_TYPES;
 pub use store::{
     format_time, Backend, Deciding, ListOptions, Mutation, Pending, PendingWrite, Snapshot, Store, StoreBuilder,
     UidMode, WatchEvent, WatchEventType, Written,

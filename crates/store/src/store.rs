@@ -9,6 +9,7 @@ use crate::object::Object;
 use crate::registry;
 use crate::validation;
 use crate::watch::{self, History, StoreLimits, Watcher};
+pub use crate::watch::{WatchEvent, WatchEventType};
 use crate::Result;
 use jiff::Timestamp;
 use serde_json::{Map, Value};
@@ -19,48 +20,11 @@ mod builder;
 mod commit;
 mod content;
 mod delete;
+mod sweep;
 
 pub use builder::StoreBuilder;
 use commit::Durability;
 pub use commit::{Deciding, Pending, Written};
-pub(crate) use content::Standing;
-
-/// Type of a watch event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WatchEventType {
-    /// Object created.
-    Added,
-    /// Object changed.
-    Modified,
-    /// Object removed.
-    Deleted,
-}
-
-impl WatchEventType {
-    /// The wire name (`ADDED`, `MODIFIED`, `DELETED`).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            WatchEventType::Added => "ADDED",
-            WatchEventType::Modified => "MODIFIED",
-            WatchEventType::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One change, as watchers receive it.
-#[derive(Clone, Debug)]
-pub struct WatchEvent {
-    /// What happened.
-    pub kind: WatchEventType,
-    /// Resource (plural).
-    pub resource: &'static str,
-    /// Namespace ("" for cluster-scoped).
-    pub namespace: String,
-    /// The object after the change (for deletions: its last state, with the deletion's version).
-    pub object: Object,
-    /// resourceVersion of the change.
-    pub rv: u64,
-}
 
 /// A durable write, as the persistence layer receives it.
 #[derive(Debug)]
@@ -247,7 +211,7 @@ pub struct Store {
     /// How long a commit under load waits for more writes to join its batch.
     commit_delay: std::time::Duration,
     /// Namespaces the finisher should look at.
-    pub(crate) finish: crate::finisher::Queue,
+    pub(crate) finish: crate::finisher::queue::Queue,
     /// The custom resources served, by store key: each served version, the storage version
     /// first.
     custom: std::sync::RwLock<HashMap<&'static str, Served>>,
@@ -480,8 +444,7 @@ impl Store {
         if errs.is_empty() {
             Ok(())
         } else {
-            let kind = if rt.is_custom() { rt.qualified_kind() } else { rt.kind.into() };
-            Err(StoreError::Invalid { kind, name: name.into(), errors: errs })
+            Err(StoreError::Invalid { kind: rt.qualified_kind(), name: name.into(), errors: errs })
         }
     }
 
@@ -749,7 +712,7 @@ impl Store {
             let (of, nf) = (finalizers(&old), finalizers(&new));
             if nf.iter().any(|f| !of.contains(f)) {
                 return Err(StoreError::Invalid {
-                    kind: rt.kind.into(),
+                    kind: rt.qualified_kind(),
                     name,
                     errors: vec![FieldError::forbidden(
                         "metadata.finalizers",

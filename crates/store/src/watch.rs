@@ -17,7 +17,7 @@
 //! their own loop, are never closed. `pv-controller up` sets the bounds (see the API server's
 //! `open_store`).
 
-use crate::store::WatchEvent;
+use crate::object::Object;
 use jiff::Timestamp;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -26,6 +26,43 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::{TryRecvError, TrySendError};
+
+/// Type of a watch event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchEventType {
+    /// Object created.
+    Added,
+    /// Object changed.
+    Modified,
+    /// Object removed.
+    Deleted,
+}
+
+impl WatchEventType {
+    /// The wire name (`ADDED`, `MODIFIED`, `DELETED`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WatchEventType::Added => "ADDED",
+            WatchEventType::Modified => "MODIFIED",
+            WatchEventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as watchers receive it.
+#[derive(Clone, Debug)]
+pub struct WatchEvent {
+    /// What happened.
+    pub kind: WatchEventType,
+    /// Resource (plural).
+    pub resource: &'static str,
+    /// Namespace ("" for cluster-scoped).
+    pub namespace: String,
+    /// The object after the change (for deletions: its last state, with the deletion's version).
+    pub object: Object,
+    /// resourceVersion of the change.
+    pub rv: u64,
+}
 
 /// The bounds a store applies. [`StoreLimits::default`] is unbounded but for the history's
 /// event count (100,000), as the in-memory store has always been.

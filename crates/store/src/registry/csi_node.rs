@@ -26,7 +26,7 @@ pub(crate) const RESET_FOR_STATUS: &[&str] =
 
 pub(crate) struct Strategy;
 
-impl super::Strategy for Strategy {
+impl super::strategy::Strategy for Strategy {
     fn resource(&self) -> &'static ResourceType {
         &RESOURCE
     }

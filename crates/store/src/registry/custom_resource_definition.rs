@@ -24,7 +24,7 @@ use crate::custom::CLEANUP_FINALIZER;
 
 pub(crate) struct Strategy;
 
-impl super::Strategy for Strategy {
+impl super::strategy::Strategy for Strategy {
     fn resource(&self) -> &'static ResourceType {
         &RESOURCE
     }

@@ -20,7 +20,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
 
 pub(crate) struct Strategy;
 
-impl super::Strategy for Strategy {
+impl super::strategy::Strategy for Strategy {
     fn resource(&self) -> &'static ResourceType {
         &RESOURCE
     }

@@ -94,7 +94,7 @@ impl StoreBuilder {
             }
         }
         let (namespaces, terminating) = Namespaces::loaded(&objects, self.snapshot.rv);
-        let finish = crate::finisher::Queue::default();
+        let finish = crate::finisher::queue::Queue::default();
         for ns in &terminating {
             finish.push(ns);
         }

@@ -1,12 +1,12 @@
 //! How a write is recorded, made durable through the backend (group commit, in batches,
 //! without a thread) and published to readers and watchers.
 
-use super::{Inner, PendingWrite, Store, WatchEvent, WatchEventType};
+use super::{Inner, PendingWrite, Store};
 use crate::error::StoreError;
 use crate::faults::FaultKind;
 use crate::kinds::ResourceType;
 use crate::object::Object;
-use crate::watch::Refused;
+use crate::watch::{Refused, WatchEvent, WatchEventType};
 use crate::Result;
 use serde_json::Value;
 use std::sync::Arc;

@@ -7,11 +7,13 @@
 //! latest object added. A sweep scans a namespace only when something was added since its last
 //! scan (or it never had one); otherwise it waits for the count to reach zero.
 
-use super::{Inner, Key, Store, WatchEventType};
-use crate::kinds::{ResourceType, RESOURCE_TYPES};
+use super::{Inner, Key, Store};
+use crate::kinds::ResourceType;
 use crate::meta::{finalizers, meta};
 use crate::namespaces::is_terminating;
 use crate::object::Object;
+use crate::registry::RESOURCE_TYPES;
+use crate::watch::WatchEventType;
 use crate::Result;
 use std::collections::{HashMap, HashSet};
 

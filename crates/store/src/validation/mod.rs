@@ -10,6 +10,7 @@
 pub mod cel;
 pub(crate) mod config;
 pub mod crd;
+mod dispatch;
 mod godiff;
 pub(crate) mod meta;
 pub mod names;
@@ -24,11 +25,10 @@ pub mod storage;
 pub(crate) mod storage_class;
 
 use crate::error::FieldError;
-use crate::kinds::ResourceType;
-use crate::registry;
 use pv_model::quantity::Quantity;
 use serde_json::{Map, Value};
 
+pub use dispatch::{default, prepare_create, prepare_update, validate, validate_status_update, validate_update};
 pub use other::initial_pod_status;
 pub use pv::PV_SOURCES;
 
@@ -109,43 +109,6 @@ fn validate_quantity_positive(path: &str, v: &Value, errs: &mut Vec<FieldError>)
     }
 }
 
-/// Validates an object being created: its metadata, then the kind's rules.
-pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if !obj.is_object() {
-        errs.push(FieldError::invalid("", obj.to_string(), "must be an object"));
-        return errs;
-    }
-    registry::of(rt).validate(obj, &mut errs);
-    errs
-}
-
-/// Validates a write of the main resource against the stored object: the create rules, then
-/// what the kind forbids to change.
-pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    registry::of(rt).validate_update(old, new, &mut errs);
-    errs
-}
-
-/// Validates a status write (the spec is the stored one).
-pub fn validate_status_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    registry::of(rt).validate_status_update(old, new, &mut errs);
-    errs
-}
-
-/// The kind's normalisation of a new object's spec (the claim strategy normalises its data
-/// sources), before validation.
-pub fn prepare_create(rt: &ResourceType, obj: &mut Value) {
-    registry::of(rt).normalize(None, obj);
-}
-
-/// The kind's normalisation of an updated object's spec, given the stored one.
-pub fn prepare_update(rt: &ResourceType, old: &Value, obj: &mut Value) {
-    registry::of(rt).normalize(Some(old), obj);
-}
-
 pub(crate) fn obj_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
     let o = v.as_object_mut().expect("object");
     let e = o.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
@@ -163,14 +126,6 @@ pub(crate) fn default_if_unset(m: &mut Map<String, Value>, key: &str, value: &st
     };
     if unset {
         m.insert(key.into(), value.into());
-    }
-}
-
-/// Applies kube-apiserver's defaults (reclaim policy Retain, volume mode Filesystem, phase
-/// Pending, class defaults, ...).
-pub fn default(rt: &ResourceType, obj: &mut Value) {
-    if obj.is_object() {
-        registry::of(rt).default(obj);
     }
 }
 
