@@ -396,7 +396,7 @@ pub fn create(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
         match result {
             Ok((o, pending)) => {
                 let mut warnings = decoded.warnings;
-                warnings.extend(crate::warnings::for_write(t.served.kind(), None, &o));
+                warnings.extend(pv_store::warnings(t.served.rt, None, &o));
                 return Ok((((StatusCode::CREATED, out(t, &o)), warnings), pending));
             }
             Err(StoreError::AlreadyExists { .. }) if !named && !prefix.is_empty() => continue,
@@ -429,7 +429,7 @@ pub fn update(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Re
     };
     let mut warnings = decoded.warnings;
     if !status {
-        warnings.extend(crate::warnings::for_write(t.served.kind(), old.as_ref(), &o));
+        warnings.extend(pv_store::warnings(t.served.rt, old.as_ref(), &o));
     }
     Ok((((StatusCode::OK, out(t, &o)), warnings), pending))
 }
@@ -505,7 +505,7 @@ pub fn patch(st: &AppState, t: &Target, q: &Query, ct: &str, body: &[u8]) -> Res
             Ok((o, pending)) => {
                 let mut warnings = decoded.warnings;
                 if !status {
-                    warnings.extend(crate::warnings::for_write(t.served.kind(), Some(&current), &o));
+                    warnings.extend(pv_store::warnings(t.served.rt, Some(&current), &o));
                 }
                 return Ok((((StatusCode::OK, out(t, &o)), warnings), pending));
             }

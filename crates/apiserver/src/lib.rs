@@ -19,7 +19,7 @@
 //!
 //! Layers, bottom to top; a module uses only modules of its own layer or below, and no source
 //! file reaches back to one that uses it (`scripts/import-circles.py` finds no circle):
-//! 1. leaves: [`error`], [`resources`], [`auth`], [`events`], [`warnings`], [`durable`];
+//! 1. leaves: [`error`], [`resources`], [`auth`], [`events`], [`durable`];
 //! 2. request pieces: [`query`], [`decoded`], [`paging`], [`routes`], [`select`], [`tls`],
 //!    [`tables`], [`listopts`], [`inflight`];
 //! 3. bounds and shared state: [`limits`], then [`shape`], [`conn`], [`state`] ([`AppState`])
@@ -58,7 +58,6 @@ pub mod shape;
 pub mod state;
 pub mod tables;
 pub mod tls;
-pub mod warnings;
 pub mod watch;
 
 pub use error::ApiError;

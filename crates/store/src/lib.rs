@@ -22,6 +22,7 @@ pub mod namespaces;
 mod object;
 mod registry;
 pub mod store;
+pub mod typed;
 pub mod validation;
 pub mod watch;
 
@@ -31,7 +32,7 @@ pub use faults::{FaultKind, FaultSpec};
 pub use finisher::NamespaceFinisher;
 pub use kinds::ResourceType;
 pub use object::Object;
-pub use registry::RESOURCE_TYPES;
+pub use registry::{roundtrip, warnings, RESOURCE_TYPES};
 pub use store::{
     format_time, Backend, Deciding, ListOptions, Mutation, Pending, PendingWrite, Snapshot, Store, StoreBuilder,
     UidMode, WatchEvent, WatchEventType, Written,

@@ -27,6 +27,14 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::storage::v1::CSIDriver>(value)
+    }
+
+    fn warnings(&self, old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
+        crate::validation::storage::csi_driver_warnings(old, obj)
+    }
+
     /// kube-apiserver's strategy refuses an update without a resourceVersion (422).
     fn allow_unconditional_update(&self) -> bool {
         false

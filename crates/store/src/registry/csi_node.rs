@@ -31,6 +31,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::storage::v1::CSINode>(value)
+    }
+
     /// kube-apiserver's strategy refuses an update without a resourceVersion (422).
     fn allow_unconditional_update(&self) -> bool {
         false

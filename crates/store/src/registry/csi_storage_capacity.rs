@@ -26,6 +26,14 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::storage::v1::CSIStorageCapacity>(value)
+    }
+
+    fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
+        crate::validation::warnings::storage_capacity(obj)
+    }
+
     /// kube-apiserver's strategy refuses an update without a resourceVersion (422).
     fn allow_unconditional_update(&self) -> bool {
         false

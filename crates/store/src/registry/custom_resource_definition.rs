@@ -29,6 +29,12 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(value)
+    }
+
     fn reset_status_for_create(&self, obj: &mut Value) {
         // PrepareForCreate: a fresh status holding only the storage version.
         let stored: Vec<Value> = crd::storage_version(obj).map(|v| json!(v)).into_iter().collect();

@@ -24,6 +24,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::coordination::v1::Lease>(value)
+    }
+
     fn allow_unconditional_update(&self) -> bool {
         false
     }

@@ -3,8 +3,11 @@
 //! own file decides what that kind adds to a write — its defaults, its validation, what an update
 //! may change, what its status write keeps, what marking it deleted means.
 //!
-//! Adding a kind is adding a file here: its [`ResourceType`] and its `impl Strategy`, listed in
-//! [`STRATEGIES`] and [`RESOURCE_TYPES`]. The files form three layers: [`strategy`] (the trait)
+//! Adding a kind is adding a file here: its [`ResourceType`] and its `impl Strategy` (with its
+//! typed round trip, the k8s-openapi type the API server decodes it through, and the warnings
+//! its writes get), listed in [`STRATEGIES`] and [`RESOURCE_TYPES`]. The API server matches no
+//! kind name for them; only its table columns (`tables.rs`) and the generated discovery and
+//! OpenAPI data are kept apart. The files form three layers: [`strategy`] (the trait)
 //! below the kinds' files, and this file, the lists and the lookups, above them.
 
 pub(crate) mod strategy;
@@ -103,6 +106,18 @@ pub(crate) fn of(rt: &ResourceType) -> &'static dyn Strategy {
         .unwrap_or_else(|| panic!("no strategy for {}", rt.qualified()))
 }
 
+/// The object as the k8s-openapi type of its served resource reads and writes it (see
+/// [`Strategy::roundtrip`]).
+pub fn roundtrip(rt: &ResourceType, value: &Value) -> Result<Value, String> {
+    of(rt).roundtrip(value)
+}
+
+/// The `Warning` headers for an accepted create (`old` None) or update of `obj` (see
+/// [`Strategy::warnings`]).
+pub fn warnings(rt: &ResourceType, old: Option<&Value>, obj: &Value) -> Vec<String> {
+    of(rt).warnings(old, obj)
+}
+
 /// An update before it is stored: the generation counts a spec change of a kind that tracks
 /// it, then the kind's own step.
 pub(crate) fn updated(rt: &ResourceType, old: &Value, new: &mut Value, status: bool, now: &str) {
@@ -125,5 +140,16 @@ mod tests {
             assert_eq!(n, 1, "{}", rt.qualified());
         }
         assert_eq!(STRATEGIES.len(), RESOURCE_TYPES.len());
+    }
+
+    #[test]
+    fn every_served_kind_has_its_typed_round_trip() {
+        for rt in RESOURCE_TYPES {
+            let obj = serde_json::json!({"apiVersion": rt.api_version(), "kind": rt.kind, "metadata": {"name": "x"}});
+            let back = roundtrip(rt, &obj).unwrap_or_else(|e| panic!("{}: {e}", rt.qualified()));
+            assert_eq!(back["metadata"]["name"], "x", "{}", rt.qualified());
+            let unknown = serde_json::json!({"metadata": {"name": "x"}, "notAField": 1});
+            assert!(roundtrip(rt, &unknown).unwrap().get("notAField").is_none(), "{}", rt.qualified());
+        }
     }
 }

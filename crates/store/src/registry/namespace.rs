@@ -25,6 +25,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::Namespace>(value)
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         namespaces::prepare_for_create(obj);
     }

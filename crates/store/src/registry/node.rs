@@ -24,6 +24,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::Node>(value)
+    }
+
     /// A kubelet creates its Node with its status.
     fn reset_status_for_create(&self, _obj: &mut Value) {}
 

@@ -25,6 +25,14 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::PersistentVolume>(value)
+    }
+
+    fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
+        crate::validation::warnings::persistent_volume(obj)
+    }
+
     fn default(&self, obj: &mut Value) {
         let spec = obj_mut(obj, "spec");
         // An empty reclaim policy is defaulted too (the v1 defaulting treats "" as unset).

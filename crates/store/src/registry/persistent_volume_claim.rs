@@ -25,6 +25,14 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::PersistentVolumeClaim>(value)
+    }
+
+    fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
+        crate::validation::warnings::annotation_warnings(obj, &[crate::validation::warnings::STORAGE_CLASS_ANNOTATION])
+    }
+
     fn default(&self, obj: &mut Value) {
         default_if_unset(obj_mut(obj, "spec"), "volumeMode", "Filesystem", false);
         default_if_unset(obj_mut(obj, "status"), "phase", "Pending", false);

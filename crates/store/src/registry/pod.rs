@@ -25,6 +25,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::Pod>(value)
+    }
+
     fn reset_status_for_create(&self, obj: &mut Value) {
         let status = other::initial_pod_status(obj);
         if let Some(o) = obj.as_object_mut() {

@@ -28,6 +28,14 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::Secret>(value)
+    }
+
+    fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
+        crate::validation::warnings::tls_secret(obj)
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         config::merge_string_data(obj);
     }

@@ -24,6 +24,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::Service>(value)
+    }
+
     fn default(&self, obj: &mut Value) {
         service::default_service(obj);
     }

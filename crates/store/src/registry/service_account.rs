@@ -24,6 +24,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::core::v1::ServiceAccount>(value)
+    }
+
     fn default(&self, obj: &mut Value) {
         config::trim_secret_references(obj);
     }

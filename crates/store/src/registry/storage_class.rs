@@ -25,6 +25,14 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::storage::v1::StorageClass>(value)
+    }
+
+    fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
+        crate::validation::warnings::storage_class(obj)
+    }
+
     fn default(&self, obj: &mut Value) {
         if let Some(o) = obj.as_object_mut() {
             // Only an unset policy is defaulted; an empty one is kept as given.

@@ -13,6 +13,19 @@ pub(crate) trait Strategy: Sync {
     /// The resource served.
     fn resource(&self) -> &'static ResourceType;
 
+    /// The object decoded into the kind's k8s-openapi type and encoded back ([`crate::typed`]):
+    /// what kube-apiserver's decoding keeps of it. A kind without a type (a custom resource's is
+    /// its schema) cannot be decoded this way.
+    fn roundtrip(&self, _value: &Value) -> Result<Value, String> {
+        Err(format!("no type is known for kind {}", self.resource().kind))
+    }
+
+    /// The `Warning` headers an accepted create (`old` None) or update of the main resource
+    /// gets (upstream's `WarningsOnCreate` and `WarningsOnUpdate`).
+    fn warnings(&self, _old: Option<&Value>, _obj: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether injected faults hit writes of the kind.
     fn faulted(&self) -> bool {
         true

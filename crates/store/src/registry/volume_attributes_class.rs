@@ -27,6 +27,10 @@ impl super::strategy::Strategy for Strategy {
         &RESOURCE
     }
 
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::storage::v1::VolumeAttributesClass>(value)
+    }
+
     fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
         storage::validate_volume_attributes_class(obj, errs);
     }

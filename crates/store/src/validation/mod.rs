@@ -23,6 +23,7 @@ mod selectors;
 pub(crate) mod service;
 pub mod storage;
 pub(crate) mod storage_class;
+pub(crate) mod warnings;
 
 use crate::error::FieldError;
 use pv_model::quantity::Quantity;

@@ -3,7 +3,8 @@
 //! deprecated volume plugins and deprecated node labels in a volume's node affinity or a
 //! class's allowed topologies or a CSIStorageCapacity's node topology; a CSIDriver that requests
 //! tokens without `serviceAccountTokenInSecrets`. They are sent on create and update of the main resource (not
-//! on status writes), for the object as written, in upstream's order and wording.
+//! on status writes), for the object as written, in upstream's order and wording. Each kind's
+//! strategy ([`crate::registry`]) says which of them its writes get.
 
 use serde_json::Value;
 
@@ -21,7 +22,7 @@ const DEPRECATED_NODE_LABELS: &[(&str, &str)] = &[
     ("node-role.kubernetes.io/master", "use \"node-role.kubernetes.io/control-plane\" instead"),
 ];
 
-const STORAGE_CLASS_ANNOTATION: (&str, &str) =
+pub(crate) const STORAGE_CLASS_ANNOTATION: (&str, &str) =
     ("volume.beta.kubernetes.io/storage-class", "deprecated since v1.8; use \"storageClassName\" attribute instead");
 const MOUNT_OPTIONS_ANNOTATION: (&str, &str) =
     ("volume.beta.kubernetes.io/mount-options", "deprecated since v1.31; use \"mountOptions\" attribute instead");
@@ -39,7 +40,7 @@ fn node_label_message(key: &str) -> Option<&'static str> {
     DEPRECATED_NODE_LABELS.iter().find(|(k, _)| *k == key).map(|(_, m)| *m)
 }
 
-fn annotation_warnings(obj: &Value, which: &[(&str, &str)]) -> Vec<String> {
+pub(crate) fn annotation_warnings(obj: &Value, which: &[(&str, &str)]) -> Vec<String> {
     let annotations = obj.pointer("/metadata/annotations");
     which
         .iter()
@@ -52,7 +53,7 @@ fn items(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
-fn persistent_volume(pv: &Value) -> Vec<String> {
+pub(crate) fn persistent_volume(pv: &Value) -> Vec<String> {
     let mut out = annotation_warnings(pv, &[STORAGE_CLASS_ANNOTATION, MOUNT_OPTIONS_ANNOTATION]);
     let spec = pv.get("spec").unwrap_or(&Value::Null);
     if spec.get("persistentVolumeReclaimPolicy").and_then(Value::as_str) == Some("Recycle") {
@@ -79,7 +80,7 @@ fn persistent_volume(pv: &Value) -> Vec<String> {
     out
 }
 
-fn storage_class(sc: &Value) -> Vec<String> {
+pub(crate) fn storage_class(sc: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for (i, topo) in items(sc.get("allowedTopologies")).iter().enumerate() {
         for (j, expr) in items(topo.get("matchLabelExpressions")).iter().enumerate() {
@@ -94,7 +95,7 @@ fn storage_class(sc: &Value) -> Vec<String> {
 
 /// A CSIStorageCapacity's node topology (upstream's `GetWarningsForNodeSelector`): deprecated
 /// node labels in its expressions, then in its labels.
-fn storage_capacity(csc: &Value) -> Vec<String> {
+pub(crate) fn storage_capacity(csc: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for (i, expr) in items(csc.pointer("/nodeTopology/matchExpressions")).iter().enumerate() {
         let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
@@ -112,7 +113,7 @@ fn storage_capacity(csc: &Value) -> Vec<String> {
 
 /// A `kubernetes.io/tls` Secret whose certificate or key holds no PEM block: upstream warns
 /// (`tls: failed to find any PEM data in certificate input`) and stores it.
-fn tls_secret(obj: &Value) -> Vec<String> {
+pub(crate) fn tls_secret(obj: &Value) -> Vec<String> {
     use base64::Engine;
     if obj.get("type").and_then(Value::as_str) != Some("kubernetes.io/tls") {
         return Vec::new();
@@ -131,23 +132,14 @@ fn tls_secret(obj: &Value) -> Vec<String> {
     }
 }
 
-/// The warnings for a create (`old` None) or update of `obj` (a stored object of `kind`).
-pub fn for_write(kind: &str, old: Option<&Value>, obj: &Value) -> Vec<String> {
-    match kind {
-        "PersistentVolume" => persistent_volume(obj),
-        "PersistentVolumeClaim" => annotation_warnings(obj, &[STORAGE_CLASS_ANNOTATION]),
-        "StorageClass" => storage_class(obj),
-        "CSIDriver" => pv_store::validation::storage::csi_driver_warnings(old, obj),
-        "CSIStorageCapacity" => storage_capacity(obj),
-        "Secret" => tls_secret(obj),
-        _ => Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use serde_json::json;
+    use crate::kinds::ResourceType;
+    use serde_json::{json, Value};
+
+    fn for_write(kind: &str, old: Option<&Value>, obj: &Value) -> Vec<String> {
+        crate::registry::warnings(ResourceType::by_kind(kind).unwrap(), old, obj)
+    }
 
     #[test]
     fn volumes_warn_about_recycle_beta_annotations_plugins_and_node_labels() {
