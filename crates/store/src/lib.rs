@@ -10,6 +10,17 @@
 //! adapters and the HTTP API for any kind it knows, at a fraction of a JSON tree's memory. Persistence sits *under* the store through [`Backend`]: the
 //! in-memory mode has none, `up` plugs a durable database in. Faults (409, 500, timeouts, lost
 //! responses) are injected here, at the API boundary, so every client sees them the same way.
+//!
+//! The files form layers, each calling only those below it (`scripts/import-circles.py`):
+//! 1. leaves: [`error`], `meta`, `object`, [`kinds`] (one [`ResourceType`]), [`faults`],
+//!    [`typed`], [`namespaces`] (the lifecycle's rules), the finisher's queue;
+//! 2. the kinds' validation, defaults and warnings (`validation/`);
+//! 3. the strategies: the `Strategy` trait, each kind's file, [`custom`] resources' strategy,
+//!    then `registry/mod.rs` with the lists of them ([`RESOURCE_TYPES`]) and the lookups;
+//! 4. what goes through a kind's strategy: [`validation`]'s dispatch, [`admission`], [`watch`];
+//! 5. the [`store`]: `store.rs` with `commit.rs` and `content.rs`, one type over three files
+//!    (the one circle left), and its builder, deletion and namespace sweep;
+//! 6. the [`NamespaceFinisher`], the thread that drives the sweep.
 
 pub mod admission;
 pub mod custom;
