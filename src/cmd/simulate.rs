@@ -17,7 +17,8 @@ pub enum Format {
     /// YAML.
     Yaml,
     /// What the controller would do to the input, for a person: claims bound, volumes
-    /// provisioned, phase changes, deletions, events by reason; one line each.
+    /// provisioned, phase changes, deletions, events by reason; one line each. Then the steps:
+    /// each sync that acted, in order, with its virtual time and its steps.
     Changes,
 }
 
@@ -68,7 +69,9 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
             (t.path().to_path_buf(), Some(t))
         }
     };
-    let mut options = SimulationOptions { max_rounds: a.max_rounds, faults, ..Default::default() };
+    // `-o changes` lists the syncs that acted, with their steps, after the changes.
+    let record_steps = a.output == Format::Changes;
+    let mut options = SimulationOptions { max_rounds: a.max_rounds, faults, record_steps, ..Default::default() };
     options.config.detailed_events = a.detailed_events;
     let mut sim = Simulation::new(objects, pv_plugins::registry(Some(root)), options).map_err(|e| match e {
         SimulationError::Load { .. } => user(format!("{}: {e}", a.file)),
@@ -88,7 +91,8 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<ExitCode> {
         Format::Yaml => pv_sim::output::write_yaml(&mut out, &list)?,
         Format::Changes => {
             let after: Vec<serde_json::Value> = list.items().collect();
-            write!(out, "{}", pv_sim::Changes::between(&before, &after).to_text())?;
+            let changes = pv_sim::Changes::between(&before, &after).with_steps(&sim.take_synced());
+            write!(out, "{}", changes.to_text())?;
         }
     }
     if a.output != Format::Changes {

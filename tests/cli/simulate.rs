@@ -238,6 +238,24 @@ fn changes_output_says_what_the_controller_would_do_one_line_each() {
     }
     assert!(t.lines().any(|l| l.starts_with("  pvc-") && l.ends_with("(1Gi, class local) for data/logs")), "{t}");
     assert!(t.contains("Normal ProvisioningSucceeded ×1, first on PersistentVolumeClaim data/logs: "), "{t}");
+    // Then the syncs that acted, each with its steps: the volumes made Available first, then
+    // data/small's bind, the volume promised and written before the claim.
+    let (_, steps) = t.split_once("\nSteps:\n").unwrap_or_else(|| panic!("no Steps section:\n{t}"));
+    let lines: Vec<&str> = steps.lines().map(|l| l.trim_start()).collect();
+    assert!(lines.iter().all(|l| l.starts_with("+0s ")), "all at the start, before any resync:\n{t}");
+    let small = "+0s claim data/small: reserve volume pv-5g; write volume pv-5g: spec.claimRef to data/small; \
+                 write volume pv-5g: status.phase Bound; \
+                 write claim data/small: spec.volumeName pv-5g, annotations bound-by-controller and bind-completed; \
+                 write claim data/small: status.phase Bound";
+    let at = |want: &str| lines.iter().position(|l| *l == want).unwrap_or_else(|| panic!("{want:?} missing:\n{t}"));
+    assert!(at("+0s volume pv-5g: write volume pv-5g: status.phase Available") < at(small), "{t}");
+    assert_eq!(
+        lines.iter().find(|l| l.starts_with("+0s claim data/logs: ")),
+        Some(&"+0s claim data/logs: provision a volume with kubernetes.io/host-path (an operation)"),
+        "{t}"
+    );
+    // The same input, the same lines.
+    assert_eq!(text(&simulate(&input, &["-o", "changes"]).stdout), t);
     // Fed its own output back, the controller would change nothing.
     let full = simulate(&input, &[]);
     let again = simulate(&full.stdout, &["-o", "changes"]);

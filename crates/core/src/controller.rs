@@ -14,6 +14,7 @@ use crate::metrics::Metrics;
 use crate::operations::{Mode, OpKey, Operations};
 use crate::plugin::PluginRegistry;
 use crate::queue::{Delayed, Timer, WorkQueue};
+use crate::steps::SyncReport;
 use crate::writer::Writers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_model::ObjectKey;
@@ -47,6 +48,33 @@ pub struct Config {
     /// writers of `source: persistentvolume-controller` events can be told apart. Empty (as
     /// kube-controller-manager's binder leaves it) where there is one writer.
     pub reporting_instance: String,
+    /// Told of every volume and claim sync, once it ends, with the steps it carried out
+    /// (`simulate -o changes` lists them). None: the syncs record nothing.
+    pub observer: Option<Observer>,
+}
+
+/// What is told of each sync the controller carries out ([`Config::observer`]): the object
+/// synced and its steps, in order, with what came of each ([`SyncReport`]). Called on the
+/// worker that ran the sync, after its last step; it must not block.
+#[derive(Clone)]
+pub struct Observer(Arc<dyn Fn(SyncReport) + Send + Sync>);
+
+impl Observer {
+    /// An observer that calls `f` with each sync's report.
+    pub fn new(f: impl Fn(SyncReport) + Send + Sync + 'static) -> Self {
+        Observer(Arc::new(f))
+    }
+
+    /// Tells of one sync.
+    pub fn synced(&self, report: SyncReport) {
+        (self.0)(report)
+    }
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
 }
 
 impl Default for Config {
@@ -60,6 +88,7 @@ impl Default for Config {
             wake_limit: 8,
             detailed_events: false,
             reporting_instance: String::new(),
+            observer: None,
         }
     }
 }

@@ -56,7 +56,7 @@ pub use api::{ApiError, Call, ClusterApi, Intercepted, Interceptor};
 pub use cache::{Counts, ObjectEvent};
 pub use caches::Caches;
 pub use clock::{Clock, SimClock, SystemClock};
-pub use controller::{Config, Controller, WATCHED_KINDS};
+pub use controller::{Config, Controller, Observer, WATCHED_KINDS};
 pub use error::{Error, Result};
 pub use plan::{Provisioning, UnboundClaimPlan};
 pub use plugin::{NoRecyclerEvents, PluginError, PluginRegistry, ProvisionOptions, RecyclerEvents, VolumePlugin};

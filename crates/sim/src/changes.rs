@@ -5,7 +5,10 @@
 //! hand to see what the controller would change. [`Changes::between`] does that diff on the
 //! objects before and after the run and groups it the way the controller acts: claims bound to
 //! volumes, volumes provisioned, phases changed, objects deleted, events by reason, one line each.
+//! [`Changes::with_steps`] adds how it got there: each sync that acted, in the order the
+//! simulation ran them, with its steps ([`pv_core::steps::SyncReport`]).
 
+use crate::driver::SyncRecord;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -43,6 +46,17 @@ pub struct Changes {
     pub deleted: Vec<String>,
     /// `Type Reason ×count, first on Kind ns/name: message` per event reason.
     pub events: Vec<String>,
+    /// `+time object: step; step; …` for each sync that acted (wrote, recorded an event, reserved
+    /// a volume, started an operation), in the order they ran: [`Changes::with_steps`].
+    pub steps: Vec<String>,
+}
+
+/// The virtual time since the run began: `+15s`, `+1.25s`.
+fn elapsed(ms: u64) -> String {
+    match ms % 1000 {
+        0 => format!("+{}s", ms / 1000),
+        frac => format!("+{}.{}s", ms / 1000, format!("{frac:03}").trim_end_matches('0')),
+    }
 }
 
 impl Changes {
@@ -106,17 +120,38 @@ impl Changes {
         c
     }
 
-    /// True when the run changed nothing and emitted no event.
+    /// These changes with the syncs of the run that acted (`synced`, as
+    /// [`crate::Simulation::take_synced`] gives them): one line each, its virtual time, the
+    /// object synced and its steps in order. Syncs that only looked, queued or settled, and the
+    /// writes that changed nothing, are left out.
+    pub fn with_steps(mut self, synced: &[SyncRecord]) -> Changes {
+        let acted: Vec<&SyncRecord> = synced.iter().filter(|r| r.report.acted()).collect();
+        let times: Vec<String> = acted.iter().map(|r| elapsed(r.elapsed_ms)).collect();
+        let width = times.iter().map(String::len).max().unwrap_or(0);
+        self.steps = acted.iter().zip(times).map(|(r, t)| format!("{t:<width$} {}", r.report)).collect();
+        self
+    }
+
+    /// True when the run changed nothing, emitted no event and no sync acted.
     pub fn is_empty(&self) -> bool {
         *self == Changes::default()
     }
 
     /// The text form: a count line, then one heading and one line per change in each group that
-    /// has any.
+    /// has any; then the steps, when there are any.
     pub fn to_text(&self) -> String {
-        if self.is_empty() {
-            return "No changes: the controller would leave this state as it is.\n".into();
+        let mut out = self.groups_text();
+        if !self.steps.is_empty() {
+            out.push_str("\nSteps:\n");
+            for line in &self.steps {
+                out.push_str(&format!("  {line}\n"));
+            }
         }
+        out
+    }
+
+    /// The count line and the groups (not the steps).
+    fn groups_text(&self) -> String {
         let groups: [(&str, &Vec<String>); 6] = [
             ("Bound", &self.bound),
             ("Provisioned", &self.provisioned),
@@ -125,6 +160,9 @@ impl Changes {
             ("Deleted", &self.deleted),
             ("Events", &self.events),
         ];
+        if groups.iter().all(|(_, v)| v.is_empty()) {
+            return "No changes: the controller would leave this state as it is.\n".into();
+        }
         let counts: Vec<String> = groups
             .iter()
             .filter(|(_, v)| !v.is_empty())
@@ -178,6 +216,31 @@ mod tests {
         let text = c.to_text();
         assert!(text.starts_with("1 bound, 1 provisioned, 1 phase changes, 1 deleted, 1 events\n"), "{text}");
         assert!(text.contains("\nBound (1):\n  demo/small → pv-5g\n"), "{text}");
+    }
+
+    #[test]
+    fn the_syncs_that_acted_follow_in_order_with_their_virtual_time() {
+        use pv_core::steps::{Outcome, Reclaim, Step, SyncReport, Synced, Taken, VolumeStep};
+        let sync = |ms: u64, how: Reclaim| SyncRecord {
+            elapsed_ms: ms,
+            at: crate::driver::default_start(),
+            report: SyncReport {
+                object: Synced::Volume("pv1".into()),
+                volume: "pv1".into(),
+                steps: vec![Taken { step: Step::Volume(VolumeStep::Reclaim(how)), outcome: Outcome::Done }],
+            },
+        };
+        // A Retain does nothing: that sync is left out.
+        let synced = [sync(0, Reclaim::Delete), sync(15_000, Reclaim::Retain), sync(31_250, Reclaim::Delete)];
+        let c = Changes::default().with_steps(&synced);
+        assert_eq!(c.steps, ["+0s     volume pv1: reclaim: Delete", "+31.25s volume pv1: reclaim: Delete"]);
+        // Objects unchanged (a volume an external deleter owns): said, and the steps after.
+        assert_eq!(
+            c.to_text(),
+            "No changes: the controller would leave this state as it is.\n\nSteps:\n  \
+             +0s     volume pv1: reclaim: Delete\n  +31.25s volume pv1: reclaim: Delete\n"
+        );
+        assert!(!c.is_empty());
     }
 
     #[test]

@@ -13,8 +13,9 @@ use jiff::Timestamp;
 use k8s_openapi::{Metadata, Resource};
 use pv_core::informer::{Handles, Informer, Tombstone};
 use pv_core::operations::Mode;
+use pv_core::steps::SyncReport;
 use pv_core::ObjectEvent;
-use pv_core::{Clock, Config, Controller, PluginRegistry, SimClock};
+use pv_core::{Clock, Config, Controller, Observer, PluginRegistry, SimClock};
 use pv_local::{deliver, list_into, step_of, MemApi};
 use pv_model::k8s::{Node, ObjectMeta, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
 use pv_model::key::meta_str;
@@ -23,7 +24,7 @@ use pv_store::{FaultSpec, Store, StoreError, UidMode, WatchEvent, Watcher};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Settings of one simulation.
@@ -50,6 +51,22 @@ pub struct SimulationOptions {
     /// the API server has them, the controller's cache does not, as with a watch that lags or a
     /// relist in progress.
     pub hidden_from_cache: Vec<(String, ObjectKey)>,
+    /// Record every sync the controller carries out, with its steps and the virtual time
+    /// ([`Simulation::take_synced`]; `simulate -o changes` lists them). Off by default: nothing
+    /// is recorded or copied.
+    pub record_steps: bool,
+}
+
+/// One sync the controller carried out in a simulation ([`SimulationOptions::record_steps`]):
+/// when, on the virtual clock, and what it did.
+#[derive(Clone, Debug)]
+pub struct SyncRecord {
+    /// Virtual milliseconds since the simulation's clock started.
+    pub elapsed_ms: u64,
+    /// The virtual time.
+    pub at: Timestamp,
+    /// The object synced and its steps, in order.
+    pub report: SyncReport,
 }
 
 impl Default for SimulationOptions {
@@ -63,6 +80,7 @@ impl Default for SimulationOptions {
             watch_before_response: false,
             claims_first: false,
             hidden_from_cache: Vec::new(),
+            record_steps: false,
         }
     }
 }
@@ -192,6 +210,8 @@ pub struct Simulation {
     pub rounds: usize,
     /// Sync steps run.
     pub steps: u64,
+    /// The syncs carried out, in order, with [`SimulationOptions::record_steps`].
+    synced: Arc<Mutex<Vec<SyncRecord>>>,
 }
 
 /// The start of virtual time: the latest timestamp in the input, else a fixed instant, so output
@@ -288,6 +308,17 @@ impl Simulation {
         let api = Arc::new(SimApi { inner: MemApi::new(store.clone()), interceptor: Hooks::default() });
         let mut config = options.config.clone();
         config.operations = Mode::Deferred;
+        let synced: Arc<Mutex<Vec<SyncRecord>>> = Arc::default();
+        if options.record_steps {
+            let (log, clock, theirs) = (synced.clone(), clock.clone(), config.observer.take());
+            config.observer = Some(Observer::new(move |report: SyncReport| {
+                if let Some(o) = &theirs {
+                    o.synced(report.clone());
+                }
+                let record = SyncRecord { elapsed_ms: clock.now_ms(), at: clock.now(), report };
+                log.lock().unwrap().push(record);
+            }));
+        }
         let controller = Controller::new(api.clone(), plugins, clock.clone(), config);
         let watch_rng = options
             .faults
@@ -305,7 +336,15 @@ impl Simulation {
             delivered_early: Default::default(),
             rounds: 0,
             steps: 0,
+            synced,
         }
+    }
+
+    /// The syncs carried out so far, in order, each with its steps and virtual time (empty
+    /// unless [`SimulationOptions::record_steps`]); taken, so the next call returns only later
+    /// ones.
+    pub fn take_synced(&self) -> Vec<SyncRecord> {
+        std::mem::take(&mut *self.synced.lock().unwrap())
     }
 
     /// The settings this simulation runs with.
@@ -497,7 +536,7 @@ impl Simulation {
             self.clock.advance_to(next_resync);
             let before = self.api.interceptor.write_attempts.load(Ordering::SeqCst);
             let skips = self.controller.operations().backoff_skips();
-            self.controller.resync();
+            self.resync();
             self.controller.sweep_unused_assets().await;
             self.drain(next_resync + period - 1).await;
             let after = self.api.interceptor.write_attempts.load(Ordering::SeqCst);
@@ -516,6 +555,21 @@ impl Simulation {
         }
         self.store.set_faults(None);
         Ok(())
+    }
+
+    /// The periodic resync: what [`Controller::resync`] enqueues, in a fixed order (volumes by
+    /// name, then claims by key). The caches keep their objects in hash maps, whose order
+    /// differs from run to run; sorted, the same input gives the same run, event for event.
+    fn resync(&self) {
+        let mut wake = self.controller.caches().unsettled();
+        wake.volumes.sort();
+        wake.claims.sort();
+        for v in &wake.volumes {
+            self.controller.volume_queue.add(v);
+        }
+        for c in &wake.claims {
+            self.controller.claim_queue.add(c);
+        }
     }
 
     /// Advances virtual time (tests use it to let backoffs expire).

@@ -16,6 +16,6 @@ pub mod scenario;
 pub mod workload;
 
 pub use changes::Changes;
-pub use driver::{Simulation, SimulationError, SimulationOptions};
+pub use driver::{Simulation, SimulationError, SimulationOptions, SyncRecord};
 pub use input::{load, load_documents, InputError, InputObject, Loaded};
 pub use pv_local::MemApi;

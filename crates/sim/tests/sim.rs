@@ -12,6 +12,7 @@ mod protection;
 mod regressions;
 mod settled;
 mod soak_deletes;
+mod steps_reported;
 mod sweep;
 mod write_race;
 

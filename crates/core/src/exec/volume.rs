@@ -3,7 +3,7 @@
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::plan::ClaimLookup;
-use crate::steps::{self, Edit, On, Read, VolumeStep};
+use crate::steps::{self, Edit, On, Outcome, Read, Step, SyncReport, Synced, Taken, VolumeStep};
 use pv_model::helpers;
 use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim};
 use pv_model::ObjectKey;
@@ -44,8 +44,21 @@ impl Controller {
 
     /// The volume state machine: carries out [`steps::volume_steps`] in order, acting on the
     /// volume as each write left it, and asks for the rest of the steps once the claim is read.
-    /// Stops at the first error; the next sync resumes where this one stopped.
+    /// Stops at the first error; the next sync resumes where this one stopped. An observer
+    /// ([`crate::Config::observer`]) is told of the steps carried out.
     pub(crate) async fn sync_volume(&self, volume: Arc<PersistentVolume>) -> Result<()> {
+        let Some(observer) = &self.config.observer else { return self.run_volume_steps(volume, &mut None).await };
+        let name = helpers::name(&volume.metadata).to_string();
+        let mut taken = Some(Vec::new());
+        let result = self.run_volume_steps(volume, &mut taken).await;
+        let steps = taken.unwrap_or_default();
+        observer.synced(SyncReport { object: Synced::Volume(name.clone()), volume: name, steps });
+        result
+    }
+
+    /// [`Controller::sync_volume`]'s steps, each noted in `taken` (when it is `Some`) with what
+    /// came of it.
+    async fn run_volume_steps(&self, volume: Arc<PersistentVolume>, taken: &mut Option<Vec<Taken>>) -> Result<()> {
         let mut volume = volume;
         let mut claim = None;
         let mut read = false;
@@ -57,32 +70,55 @@ impl Controller {
             let read_volume = volume.clone();
             let mut looked_up = false;
             for step in steps {
-                match step {
-                    VolumeStep::Write { edit, event } => {
-                        let saved = self.write_volume(&volume, &edit).await?;
-                        if let (Some((type_, reason)), Edit::Phase(_, message)) = (event, &edit) {
-                            if !Arc::ptr_eq(&saved, &volume) {
+                // A copy for the observer only: nothing is copied when nobody observes.
+                let noted = taken.is_some().then(|| step.clone());
+                let done = match step {
+                    VolumeStep::Write { edit, event } => match self.write_volume(&volume, &edit).await {
+                        Ok(saved) => {
+                            let wrote = !Arc::ptr_eq(&saved, &volume);
+                            if let (Some((type_, reason)), Edit::Phase(_, message), true) = (event, &edit, wrote) {
                                 self.recorder.event(&*saved, type_, reason, message).await;
                             }
+                            volume = saved;
+                            Ok(if wrote { Outcome::Done } else { Outcome::Unchanged })
                         }
-                        volume = saved;
-                    }
-                    VolumeStep::LookUpClaim(lookup) => {
-                        claim = self.look_up_claim(&lookup).await?;
-                        looked_up = true;
-                    }
-                    VolumeStep::Event { on, type_, reason, message } => match on {
-                        On::Volume => self.recorder.event(&*volume, type_, reason, message).await,
-                        On::Claim(claim) => self.recorder.event(&*claim, type_, reason, message).await,
+                        Err(e) => Err(e),
                     },
-                    VolumeStep::EnqueueClaim(key) => self.claim_queue.add(&key),
+                    VolumeStep::LookUpClaim(lookup) => self.look_up_claim(&lookup).await.map(|found| {
+                        claim = found;
+                        looked_up = true;
+                        Outcome::Done
+                    }),
+                    VolumeStep::Event { on, type_, reason, message } => {
+                        match on {
+                            On::Volume => self.recorder.event(&*volume, type_, reason, message).await,
+                            On::Claim(claim) => self.recorder.event(&*claim, type_, reason, message).await,
+                        }
+                        Ok(Outcome::Done)
+                    }
+                    VolumeStep::EnqueueClaim(key) => {
+                        self.claim_queue.add(&key);
+                        Ok(Outcome::Done)
+                    }
                     // Settled unless a write above made a new version (which syncs again).
-                    VolumeStep::Settle(claim) => self.caches.settle_volume(&read_volume, &claim),
+                    VolumeStep::Settle(claim) => {
+                        self.caches.settle_volume(&read_volume, &claim);
+                        Ok(Outcome::Done)
+                    }
                     VolumeStep::Announce => {
                         tracing::info!(target: crate::PROGRESS, volume = %helpers::name(&volume.metadata), policy = helpers::reclaim_policy(&volume), "volume is released and its reclaim policy will be executed");
+                        Ok(Outcome::Done)
                     }
-                    VolumeStep::Reclaim(how) => self.reclaim_volume(volume.clone(), how),
+                    VolumeStep::Reclaim(how) => {
+                        self.reclaim_volume(volume.clone(), how);
+                        Ok(Outcome::Done)
+                    }
+                };
+                if let (Some(taken), Some(step)) = (taken.as_mut(), noted) {
+                    let outcome = done.as_ref().map_or_else(|e| Outcome::Failed(e.to_string()), Outcome::clone);
+                    taken.push(Taken { step: Step::Volume(step), outcome });
                 }
+                done?;
             }
             if !looked_up {
                 return Ok(());

@@ -26,7 +26,7 @@ pub fn dry_run(claim: &PersistentVolumeClaim, plan: &ClaimSteps) -> Vec<String> 
         match step {
             ClaimStep::WriteClaim(edit) => match edit.apply(&c, v.as_ref()) {
                 Ok(Some(changed)) => {
-                    out.push(format!("claim: {}", claim_change(edit, &changed, &vname)));
+                    out.push(format!("claim: {}", with_capacity(edit, &changed, &vname)));
                     c = changed;
                 }
                 Ok(None) => {}
@@ -38,7 +38,7 @@ pub fn dry_run(claim: &PersistentVolumeClaim, plan: &ClaimSteps) -> Vec<String> 
             ClaimStep::WriteVolume(edit) => {
                 let Some(cur) = v.as_ref() else { continue };
                 if let Some(changed) = edit.apply(cur) {
-                    out.push(format!("volume {vname}: {}", volume_change(edit)));
+                    out.push(format!("volume {vname}: {}", edit.describe()));
                     v = Some(changed);
                 }
             }
@@ -61,27 +61,15 @@ pub fn dry_run(claim: &PersistentVolumeClaim, plan: &ClaimSteps) -> Vec<String> 
     out
 }
 
-fn claim_change(edit: &ClaimEdit, changed: &PersistentVolumeClaim, vname: &str) -> String {
-    match edit {
-        ClaimEdit::Migration => "migrated-to annotation".into(),
-        ClaimEdit::Status { phase, .. } => {
-            let cap = changed.status.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage"));
-            match cap {
-                Some(q) if *phase == pvc_phase::BOUND => format!("status.phase {phase}, capacity {}", q.0),
-                _ => format!("status.phase {phase}"),
-            }
+/// [`ClaimEdit::describe`], with the capacity a claim becoming Bound got (`changed`: the claim
+/// as the edit left it).
+fn with_capacity(edit: &ClaimEdit, changed: &PersistentVolumeClaim, vname: &str) -> String {
+    let cap = changed.status.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage"));
+    match (edit, cap) {
+        (ClaimEdit::Status { phase, .. }, Some(q)) if *phase == pvc_phase::BOUND => {
+            format!("{}, capacity {}", edit.describe(vname), q.0)
         }
-        ClaimEdit::VolumeName => format!("spec.volumeName {vname}, annotations bound-by-controller and bind-completed"),
-        ClaimEdit::DefaultClass(class) => format!("spec.storageClassName {class} (the default class)"),
-    }
-}
-
-fn volume_change(edit: &Edit) -> String {
-    match edit {
-        Edit::MigrationAndFinalizers => "migrated-to annotation and deletion finalizer".into(),
-        Edit::Phase(phase, _) => format!("status.phase {}", phase.as_str()),
-        Edit::ClaimRef(claim) => format!("spec.claimRef to {}", helpers::claim_key(claim)),
-        Edit::RollBackBinding => "claimRef rolled back".into(),
+        _ => edit.describe(vname),
     }
 }
 
@@ -202,6 +190,19 @@ impl ClaimEdit {
     /// Whether the edit is written through the status subresource.
     pub fn status(&self) -> bool {
         matches!(self, ClaimEdit::Status { .. })
+    }
+
+    /// The change in a few words, as `explain` and the simulator's steps say it (`vname`: the
+    /// volume being bound): `status.phase Bound`, `spec.volumeName pv1, annotations …`.
+    pub fn describe(&self, vname: &str) -> String {
+        match self {
+            ClaimEdit::Migration => "migrated-to annotation".into(),
+            ClaimEdit::Status { phase, .. } => format!("status.phase {phase}"),
+            ClaimEdit::VolumeName => {
+                format!("spec.volumeName {vname}, annotations bound-by-controller and bind-completed")
+            }
+            ClaimEdit::DefaultClass(class) => format!("spec.storageClassName {class} (the default class)"),
+        }
     }
 
     /// What the write is called in an error.
@@ -331,6 +332,47 @@ pub enum ClaimStep {
     /// Stop with an error: the state cannot be right (someone removed `bind-completed` from a
     /// claim the binder bound).
     Fail(String),
+}
+
+impl ClaimStep {
+    /// The step in a few words, naming the objects it acts on (`claim`: the claim synced,
+    /// `namespace/name`; `volume`: the volume its steps name): `reserve volume pv1`,
+    /// `write claim ns/c1: status.phase Bound`, `event Normal FailedBinding on claim ns/c1`
+    /// (an event's message is left to the event), `provision a volume with … (an operation)`.
+    pub fn describe(&self, claim: &str, volume: &str) -> String {
+        match self {
+            ClaimStep::WriteClaim(edit) => format!("write claim {claim}: {}", edit.describe(volume)),
+            ClaimStep::WriteVolume(edit) => format!("write volume {volume}: {}", edit.describe()),
+            ClaimStep::Reserve => format!("reserve volume {volume}"),
+            ClaimStep::Event { type_, reason, .. } => format!("event {type_} {reason} on claim {claim}"),
+            ClaimStep::VolumeEvent { type_, reason, .. } => format!("event {type_} {reason} on volume {volume}"),
+            ClaimStep::Provision(how) => provision_step(claim, how),
+            ClaimStep::Enqueue => format!("sync claim {claim} again"),
+            ClaimStep::Settle => "settled".into(),
+            ClaimStep::Fail(why) => format!("stop: {why}"),
+        }
+    }
+}
+
+/// What a sync's [`ClaimStep::Provision`] does, in a few words: an operation started, a failure
+/// recorded, or nothing.
+fn provision_step(claim: &str, how: &Provisioning) -> String {
+    match how {
+        Provisioning::Disabled => "nothing: dynamic provisioning is switched off".into(),
+        Provisioning::Internal { plugin, class, refusal, .. } => {
+            let start = format!("provision a volume with {} (an operation)", plugin.name());
+            match refusal {
+                None => start,
+                Some(r) => format!("{start}, which fails: {}", r.message(plugin.name(), class)),
+            }
+        }
+        Provisioning::External { provisioner, .. } => {
+            format!("hand the claim to external provisioner {provisioner} (an operation)")
+        }
+        Provisioning::Failed(_) => {
+            format!("event {} {} on claim {claim}", reasons::WARNING, reasons::PROVISIONING_FAILED)
+        }
+    }
 }
 
 /// A claim sync's steps and the volume they bind, if any.

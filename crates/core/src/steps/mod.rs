@@ -9,12 +9,19 @@
 //!
 //! - [`volume`]: the volume sync (upstream's `syncVolume`).
 //! - [`claim`]: the claim syncs (`syncUnboundClaim`, `syncBoundClaim`, and the bind they share).
+//! - [`report`]: a sync as carried out, step by step, for an observer
+//!   ([`crate::controller::Observer`]; `simulate -o changes` shows them).
+//!
+//! Each step says itself in a few words naming the objects it acts on (`describe`): the one
+//! wording of `explain`'s next sync ([`dry_run`]) and of the steps a simulation reports.
 //!
 //! Layer: above [`crate::plan`] (whose decisions they spell out), below `exec/` (which runs
-//! them); `claim` uses `volume`'s edits, never the other way.
+//! them); `claim` uses `volume`'s edits, never the other way; `report` reads both.
 
 pub mod claim;
+pub mod report;
 pub mod volume;
 
 pub use claim::{claim_steps, dry_run, ClaimEdit, ClaimStep, ClaimSteps, Detail};
+pub use report::{Outcome, Step, SyncReport, Synced, Taken};
 pub use volume::{volume_steps, Edit, On, Read, Reclaim, VolumeStep};

@@ -100,6 +100,17 @@ impl Edit {
         matches!(self, Edit::Phase(..))
     }
 
+    /// The change in a few words, as `explain` and the simulator's steps say it:
+    /// `spec.claimRef to ns/c1`, `status.phase Bound`.
+    pub fn describe(&self) -> String {
+        match self {
+            Edit::MigrationAndFinalizers => "migrated-to annotation and deletion finalizer".into(),
+            Edit::Phase(phase, _) => format!("status.phase {}", phase.as_str()),
+            Edit::ClaimRef(claim) => format!("spec.claimRef to {}", helpers::claim_key(claim)),
+            Edit::RollBackBinding => "claimRef rolled back".into(),
+        }
+    }
+
     /// What the write is called in an error.
     pub fn what(&self) -> &'static str {
         match self {
@@ -131,6 +142,25 @@ pub enum Reclaim {
     Recycle,
     /// `Delete`: schedule the delete operation.
     Delete,
+}
+
+impl Reclaim {
+    /// Whether carrying the policy out starts an operation (Recycle, Delete).
+    pub fn starts_operation(self) -> bool {
+        matches!(self, Reclaim::Recycle | Reclaim::Delete)
+    }
+}
+
+impl std::fmt::Display for Reclaim {
+    /// `reclaim: Delete`, `reclaim: left to the CSI driver`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reclaim::LeftToCsiDriver => "reclaim: left to the CSI driver",
+            Reclaim::Retain => "reclaim: Retain",
+            Reclaim::Recycle => "reclaim: Recycle",
+            Reclaim::Delete => "reclaim: Delete",
+        })
+    }
 }
 
 /// One step of the volume sync.
@@ -168,6 +198,34 @@ pub enum VolumeStep {
     Announce,
     /// Carry out the reclaim policy of a released volume.
     Reclaim(Reclaim),
+}
+
+impl VolumeStep {
+    /// The step in a few words, naming the objects it acts on (`volume`: the volume synced):
+    /// `write volume pv1: status.phase Bound`, `event Warning VolumeMismatch on claim ns/c1`
+    /// (an event's message is left to the event), `reclaim: Delete`.
+    pub fn describe(&self, volume: &str) -> String {
+        match self {
+            VolumeStep::Write { edit, event: None } => format!("write volume {volume}: {}", edit.describe()),
+            VolumeStep::Write { edit, event: Some((type_, reason)) } => {
+                format!("write volume {volume}: {}, event {type_} {reason} on volume {volume}", edit.describe())
+            }
+            VolumeStep::LookUpClaim(ClaimLookup::None) => "look up no claim".into(),
+            VolumeStep::LookUpClaim(ClaimLookup::Claim { namespace, name, .. }) => {
+                format!("look up claim {}", ObjectKey::new(namespace, name))
+            }
+            VolumeStep::Event { on: On::Volume, type_, reason, .. } => {
+                format!("event {type_} {reason} on volume {volume}")
+            }
+            VolumeStep::Event { on: On::Claim(claim), type_, reason, .. } => {
+                format!("event {type_} {reason} on claim {}", helpers::claim_key(claim))
+            }
+            VolumeStep::EnqueueClaim(key) => format!("sync claim {key} now"),
+            VolumeStep::Settle(claim) => format!("settled with claim {}", helpers::claim_key(claim)),
+            VolumeStep::Announce => "announce the release".into(),
+            VolumeStep::Reclaim(how) => how.to_string(),
+        }
+    }
 }
 
 /// What the volume sync has read of the volume's claim so far.
