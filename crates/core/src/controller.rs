@@ -245,8 +245,9 @@ impl Controller {
         self.wake(self.caches.unsettled());
     }
 
-    /// Enqueues what the caches said to sync now.
-    fn wake(&self, wake: Wake) {
+    /// Enqueues what the caches said to sync now, in the order given (the simulator's resync
+    /// gives [`crate::caches::Caches::unsettled`] sorted, so that a run can be replayed).
+    pub fn wake(&self, wake: Wake) {
         for v in &wake.volumes {
             self.volume_queue.add(v);
         }

@@ -564,12 +564,7 @@ impl Simulation {
         let mut wake = self.controller.caches().unsettled();
         wake.volumes.sort();
         wake.claims.sort();
-        for v in &wake.volumes {
-            self.controller.volume_queue.add(v);
-        }
-        for c in &wake.claims {
-            self.controller.claim_queue.add(c);
-        }
+        self.controller.wake(wake);
     }
 
     /// Advances virtual time (tests use it to let backoffs expire).
