@@ -12,7 +12,12 @@ if ! command -v go >/dev/null 2>&1; then
   echo "skipped: go is not installed (conformance/protoclient needs it)"
   exit 0
 fi
+source "$ROOT/scripts/lib.sh"
 (cd "$ROOT" && cargo build --quiet --release --locked --workspace)
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pv-controller"
 cd "$ROOT/conformance/protoclient"
-PV_CONTROLLER="$BIN" go test -count=1 ./...
+# The test binary is kept in conformance/bin/ and built again only when this module's files or
+# Go changed; it runs in its package's directory, as `go test` runs it.
+TEST_BIN="$(go_test_binary protoclient . .)" || fail "building conformance/protoclient's tests failed"
+PV_CONTROLLER="$BIN" "$TEST_BIN" -test.count=1
+echo "e2e-protoclient: ok"

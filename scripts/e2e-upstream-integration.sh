@@ -18,10 +18,11 @@
 #    when PV_CONTROLLER is unset, `pv-controller run` as a process against each test's
 #    kube-apiserver when it names the binary.
 # 2. One test binary is built (`go test -c`, at low priority, Go's temporary files in the
-#    scratch directory) and run for each test of the file twice: as upstream has it (its Go
-#    controller in-process) and with target/release/pv-controller. The two runs of a test go
-#    side by side (the tests mostly wait for their API server to start). One etcd
-#    (conformance/bin/etcd) serves every test; each test's API server has a prefix of its own.
+#    scratch directory; kept in conformance/bin/ until those files or Go change) and run for
+#    each test of the file twice: as upstream has it (its Go controller in-process) and with
+#    target/release/pv-controller. The two runs of a test go side by side (the tests mostly wait
+#    for their API server to start). One etcd (conformance/bin/etcd) serves every test; each
+#    test's API server has a prefix of its own.
 # 3. The scale variant: the tests' own knob KUBE_INTEGRATION_PV_OBJECTS=1000 (100 by default) for
 #    TestPersistentVolumeMultiPVsPVCs (binding 1,000 claims while the test keeps changing the
 #    objects) and TestPersistentVolumeProvisionMultiPVCs (provisioning 1,000 claims, then deleting
@@ -89,7 +90,7 @@ WORK="$(mktemp -d "$ROOT/target/upstream-integration.XXXXXX")"
 ETCD_PID=""
 cleanup() {
   [[ -z "$ETCD_PID" ]] || { kill "$ETCD_PID" 2>/dev/null; wait "$ETCD_PID" 2>/dev/null; }
-  rm -rf "$WORK/gotmp" "$WORK/volume.test" "$WORK/etcd" "$WORK/module"
+  rm -rf "$WORK/gotmp" "$WORK/etcd" "$WORK/module"
   if [[ -n "${KEEP_WORK:-}" ]]; then echo "kept: $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -128,11 +129,17 @@ if (( $# > 0 )); then
   SCALE_TESTS=("${selected[@]}")
 fi
 
-# 2. The test binary.
+# 2. The test binary, kept in conformance/bin/ and built again only when the scratch module's
+# files (upstream's copied and renamed tests, this controller's wiring, go.mod, go.sum) or Go
+# changed.
 started=$SECONDS
-(cd "$MOD" && GOTMPDIR="$WORK/gotmp" nice go test -mod=mod -c -o "$WORK/volume.test" ./volume/) > "$WORK/build.log" 2>&1 \
+TEST_BIN="$(GOTMPDIR="$WORK/gotmp" go_test_binary upstream-integration-volume "$MOD" ./volume/ -mod=mod 2> "$WORK/build.log")" \
   || { tail -40 "$WORK/build.log"; fail "building upstream's tests failed"; }
-echo "built upstream's tests with this controller's wiring in $((SECONDS - started)) s"
+if grep -q '^building ' "$WORK/build.log"; then
+  echo "built upstream's tests with this controller's wiring in $((SECONDS - started)) s"
+else
+  echo "upstream's tests with this controller's wiring: built before from the same files ($TEST_BIN)"
+fi
 
 # One etcd for every test.
 ETCD_PORT=$(free_port) PEER_PORT=$(free_port)
@@ -165,7 +172,7 @@ run_one() {
   (
     export KUBE_INTEGRATION_PV_OBJECTS="$objects" PV_CONTROLLER_LOGS="$logs"
     if [[ "$who" == ours ]]; then export PV_CONTROLLER="$BIN"; else unset PV_CONTROLLER; fi
-    timeout -k 10 $((timeout + 30)) "$WORK/volume.test" -test.run "^$name\$" -test.v -test.timeout "${timeout}s" \
+    timeout -k 10 $((timeout + 30)) "$TEST_BIN" -test.run "^$name\$" -test.v -test.timeout "${timeout}s" \
       > "$logs.out" 2>&1
     echo $? > "$logs.rc"
   ) &

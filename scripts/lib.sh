@@ -18,6 +18,29 @@ wait_line() {
   done
 }
 pass() { PASSED=$((PASSED + 1)); echo "ok: $*"; }
+# go_test_binary NAME DIR PACKAGE [GO_TEST_FLAG...]: prints the path of PACKAGE's test binary
+# (`go test -c`, run in DIR), kept in conformance/bin/NAME.test beside the control plane that
+# conformance/build.sh keeps there, and built again only when the Go version or a file under DIR
+# (go.mod, go.sum, the sources) differs from what it was built from (bin/.stamp-NAME.test). The
+# build runs at low priority; `building NAME.test` and its output go to standard error. Returns 1 when the build fails.
+go_test_binary() {
+  local name="$1" dir="$2" pkg="$3" bin stamp out
+  shift 3
+  bin="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/conformance/bin"
+  out="$bin/$name.test"
+  stamp="$({ go version; printf '%s\n' "$pkg" "$@"; (cd "$dir" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum); } | sha256sum | cut -d' ' -f1)"
+  if [[ -x "$out" && -f "$bin/.stamp-$name.test" && "$(cat "$bin/.stamp-$name.test")" == "$stamp" ]]; then
+    echo "$out"
+    return 0
+  fi
+  mkdir -p "$bin"
+  rm -f "$bin/.stamp-$name.test"
+  echo "building $name.test" >&2
+  (cd "$dir" && nice -n 10 go test "$@" -c -o "$out.tmp.$$" "$pkg") >&2 || { rm -f "$out.tmp.$$"; return 1; }
+  mv "$out.tmp.$$" "$out"
+  echo "$stamp" >"$bin/.stamp-$name.test"
+  echo "$out"
+}
 # k NAME ARGS...: runs kubectl, requires exit 0 and an empty stderr; stdout kept in $WORK/out.
 k() {
   local name="$1"; shift
