@@ -48,7 +48,7 @@ fn definition(st: &AppState, t: &Target) -> Option<std::sync::Arc<Value>> {
 pub fn printer(st: &AppState, t: &Target) -> tables::Printer {
     match definition(st, t) {
         Some(def) => tables::Printer::custom(pv_store::custom::version_of(&def, t.served.version)),
-        None => tables::Printer::Kind(t.served.kind()),
+        None => tables::Printer::kind(t.served.rt),
     }
 }
 

@@ -289,10 +289,10 @@ mod tests {
         let proto_f = Format { protobuf: true, ..Format::default() };
         let table_f = Format { table: Some(IncludeObject::Object), ..Format::default() };
         let now = jiff::Timestamp::now();
-        let table_head = tables::table_head(&tables::Printer::Kind("PersistentVolume"), "77", Some("abc"));
-        let row = move |o: &Object| {
-            tables::row(&tables::Printer::Kind("PersistentVolume"), &o.value(), IncludeObject::Object, now)
-        };
+        let columns = pv_store::columns(pv_store::ResourceType::by_kind("PersistentVolume").unwrap());
+        let table_head = tables::table_head(&tables::Printer::Kind(columns), "77", Some("abc"));
+        let row =
+            move |o: &Object| tables::row(&tables::Printer::Kind(columns), &o.value(), IncludeObject::Object, now);
         for n in [0, 1, 2, 600] {
             let items = objects[..n].to_vec();
             let list = whole(&envelope(), "items", items.iter().map(plain).collect());

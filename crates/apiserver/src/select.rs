@@ -244,20 +244,7 @@ pub fn selectable_value(obj: &Value, label: &str) -> String {
 pub struct FieldSelector(Vec<(String, bool, String)>);
 
 /// The string value of a dotted field path (numbers and booleans as text, missing as "").
-pub fn field_value(obj: &Value, path: &str) -> String {
-    let mut cur = obj;
-    for p in path.split('.') {
-        match cur.get(p) {
-            Some(v) => cur = v,
-            None => return String::new(),
-        }
-    }
-    match cur {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
+pub use pv_store::table::field_value;
 
 impl FieldSelector {
     /// Parses `a=b,c!=d`.

@@ -13,7 +13,8 @@
 //!
 //! The files form layers, each calling only those below it (`scripts/import-circles.py`):
 //! 1. leaves: [`error`], `meta`, `object`, [`kinds`] (one [`ResourceType`]), [`faults`],
-//!    [`typed`], [`namespaces`] (the lifecycle's rules), the finisher's queue;
+//!    [`typed`], [`table`] (Table columns), [`namespaces`] (the lifecycle's rules), the
+//!    finisher's queue;
 //! 2. the kinds' validation, defaults and warnings (`validation/`);
 //! 3. the strategies: the `Strategy` trait, each kind's file, [`custom`] resources' strategy,
 //!    then `registry/mod.rs` with the lists of them ([`RESOURCE_TYPES`]) and the lookups;
@@ -33,6 +34,7 @@ pub mod namespaces;
 mod object;
 mod registry;
 pub mod store;
+pub mod table;
 pub mod typed;
 pub mod validation;
 pub mod watch;
@@ -43,7 +45,7 @@ pub use faults::{FaultKind, FaultSpec};
 pub use finisher::NamespaceFinisher;
 pub use kinds::ResourceType;
 pub use object::Object;
-pub use registry::{roundtrip, warnings, RESOURCE_TYPES};
+pub use registry::{columns, roundtrip, warnings, RESOURCE_TYPES};
 pub use store::{
     format_time, Backend, Deciding, ListOptions, Mutation, Pending, PendingWrite, Snapshot, Store, StoreBuilder,
     UidMode, WatchEvent, WatchEventType, Written,

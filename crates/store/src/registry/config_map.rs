@@ -3,6 +3,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, keys, Column, AGE, NAME};
 use crate::validation::config;
 use serde_json::Value;
 
@@ -18,6 +19,9 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["cm"],
 };
 
+/// upstream's `printConfigMap`.
+const COLUMNS: &[Column] = &[NAME, Column { enc: "integer", ..col("Data", |r| keys(r, &["data", "binaryData"])) }, AGE];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -27,6 +31,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::core::v1::ConfigMap>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn default(&self, obj: &mut Value) {

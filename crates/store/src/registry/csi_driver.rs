@@ -5,6 +5,7 @@
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use crate::meta::{meta, meta_mut};
+use crate::table::{col, field_value, flag, or, strings_at, typed, Column, AGE, NAME};
 use crate::validation::storage;
 use serde_json::Value;
 
@@ -20,6 +21,24 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &[],
 };
 
+/// upstream's `printCSIDriver`.
+const COLUMNS: &[Column] = &[
+    NAME,
+    typed("AttachRequired", "boolean", |r| flag(r, "spec.attachRequired", true)),
+    typed("PodInfoOnMount", "boolean", |r| flag(r, "spec.podInfoOnMount", false)),
+    typed("StorageCapacity", "boolean", |r| flag(r, "spec.storageCapacity", false)),
+    col("TokenRequests", |r| {
+        let audiences = r.o.pointer("/spec/tokenRequests").and_then(Value::as_array).filter(|a| !a.is_empty());
+        match audiences {
+            Some(a) => a.iter().map(|t| field_value(t, "audience")).collect::<Vec<_>>().join(","),
+            None => "<unset>".into(),
+        }
+    }),
+    typed("RequiresRepublish", "boolean", |r| flag(r, "spec.requiresRepublish", false)),
+    col("Modes", |r| or(strings_at(r.o, "/spec/volumeLifecycleModes").unwrap_or_default().join(","), "<none>")),
+    AGE,
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -33,6 +52,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn warnings(&self, old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
         crate::validation::storage::csi_driver_warnings(old, obj)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     /// kube-apiserver's strategy refuses an update without a resourceVersion (422).

@@ -5,6 +5,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{typed, Column, AGE, NAME};
 use crate::validation::storage;
 use serde_json::Value;
 
@@ -24,6 +25,15 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
 pub(crate) const RESET_FOR_STATUS: &[&str] =
     &["labels", "annotations", "finalizers", "ownerReferences", "deletionTimestamp", "generation"];
 
+/// upstream's `printCSINode`.
+const COLUMNS: &[Column] = &[
+    NAME,
+    typed("Drivers", "integer", |r| {
+        r.o.pointer("/spec/drivers").and_then(Value::as_array).map_or(0, Vec::len).to_string()
+    }),
+    AGE,
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -33,6 +43,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::storage::v1::CSINode>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     /// kube-apiserver's strategy refuses an update without a resourceVersion (422).

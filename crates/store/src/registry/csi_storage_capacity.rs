@@ -4,6 +4,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{Column, DEFAULT_CONVERTOR};
 use crate::validation::storage;
 use serde_json::Value;
 
@@ -32,6 +33,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
         crate::validation::warnings::storage_capacity(obj)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        DEFAULT_CONVERTOR
     }
 
     /// kube-apiserver's strategy refuses an update without a resourceVersion (422).

@@ -5,6 +5,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, strings_at, wide, Column, NAME};
 use crate::validation::crd;
 use serde_json::{json, Value};
 
@@ -22,6 +23,44 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
 
 use crate::custom::CLEANUP_FINALIZER;
 
+/// apiextensions-apiserver's printer of CustomResourceDefinitions.
+const COLUMNS: &[Column] = &[
+    NAME,
+    col("Scope", |r| r.f("spec.scope")),
+    col("Versions", |r| {
+        let vs = r.o.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+        vs.iter()
+            .map(|v| {
+                let name = v.get("name").and_then(Value::as_str).unwrap_or("");
+                if v.get("storage").and_then(Value::as_bool) == Some(true) {
+                    format!("{name}(storage)")
+                } else {
+                    name.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }),
+    Column { ty: "date", ..col("Created At", |r| r.f("metadata.creationTimestamp")) },
+    wide("Group", |r| r.f("spec.group")),
+    wide("Kind", |r| r.f("spec.names.kind")),
+    wide("ShortNames", |r| strings_at(r.o, "/spec/names/shortNames").unwrap_or_default().join(",")),
+    Column {
+        ty: "boolean",
+        enc: "boolean",
+        ..wide("Established", |r| {
+            let conds = r.o.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+            conds
+                .iter()
+                .any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("Established")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+                .to_string()
+        })
+    },
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -33,6 +72,10 @@ impl super::strategy::Strategy for Strategy {
         crate::typed::through::<
             k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
         >(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn reset_status_for_create(&self, obj: &mut Value) {

@@ -4,6 +4,8 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{age, col, field_value, or, wide, Column, NAME};
+use jiff::Timestamp;
 use serde_json::Value;
 
 pub(crate) const RESOURCE: ResourceType = ResourceType {
@@ -18,6 +20,28 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["ev"],
 };
 
+/// upstream's `printEvent`.
+const COLUMNS: &[Column] = &[
+    col("Last Seen", |r| event_time(r.o, r.now, false)),
+    col("Type", |r| r.f("type")),
+    col("Reason", |r| r.f("reason")),
+    col("Object", |r| format!("{}/{}", r.f("involvedObject.kind").to_lowercase(), r.f("involvedObject.name"))),
+    wide("Subobject", |r| r.f("involvedObject.fieldPath")),
+    wide("Source", |r| {
+        let c = or(r.f("source.component"), &r.f("reportingComponent"));
+        let h = r.f("source.host");
+        if h.is_empty() {
+            c
+        } else {
+            format!("{c}, {h}")
+        }
+    }),
+    col("Message", |r| r.f("message").trim().to_string()),
+    wide("First Seen", |r| event_time(r.o, r.now, true)),
+    Column { enc: "integer", ..wide("Count", |r| or(r.f("count"), &or(r.f("series.count"), "1"))) },
+    Column { priority: 1, ..NAME },
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -27,6 +51,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::core::v1::Event>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn faulted(&self) -> bool {
@@ -43,4 +71,18 @@ impl super::strategy::Strategy for Strategy {
     fn validate_update(&self, _old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
         self.validate(new, errs);
     }
+}
+
+/// The age of the event's first or last occurrence, from the first of its times that is set.
+fn event_time(o: &Value, now: Timestamp, first: bool) -> String {
+    let candidates: &[&str] = if first {
+        &["firstTimestamp", "eventTime", "metadata.creationTimestamp"]
+    } else {
+        &["series.lastObservedTime", "lastTimestamp", "eventTime", "metadata.creationTimestamp"]
+    };
+    candidates
+        .iter()
+        .find(|p| !field_value(o, p).is_empty())
+        .map(|p| age(o, p, now))
+        .unwrap_or_else(|| "<unknown>".into())
 }

@@ -2,6 +2,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, Column, AGE, NAME};
 use crate::validation::other;
 use serde_json::Value;
 
@@ -17,6 +18,9 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &[],
 };
 
+/// upstream's `printLease`.
+const COLUMNS: &[Column] = &[NAME, col("Holder", |r| r.f("spec.holderIdentity")), AGE];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -26,6 +30,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::coordination::v1::Lease>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn allow_unconditional_update(&self) -> bool {

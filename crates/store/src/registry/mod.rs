@@ -4,11 +4,12 @@
 //! may change, what its status write keeps, what marking it deleted means.
 //!
 //! Adding a kind is adding a file here: its [`ResourceType`] and its `impl Strategy` (with its
-//! typed round trip, the k8s-openapi type the API server decodes it through, and the warnings
-//! its writes get), listed in [`STRATEGIES`] and [`RESOURCE_TYPES`]. The API server matches no
-//! kind name for them; only its table columns (`tables.rs`) and the generated discovery and
-//! OpenAPI data are kept apart. The files form three layers: [`strategy`] (the trait)
-//! below the kinds' files, and this file, the lists and the lookups, above them.
+//! typed round trip, the k8s-openapi type the API server decodes it through, the warnings its
+//! writes get, and the columns of its Table rows, see [`crate::table`]), listed in
+//! [`STRATEGIES`] and [`RESOURCE_TYPES`]. The API server matches no kind name for them; only the
+//! generated discovery and OpenAPI data are kept apart. The files form three layers:
+//! [`strategy`] (the trait) below the kinds' files, and this file, the lists and the lookups,
+//! above them.
 
 pub(crate) mod strategy;
 
@@ -33,6 +34,7 @@ pub(crate) mod volume_attributes_class;
 
 use crate::kinds::ResourceType;
 use crate::meta::{meta, meta_mut};
+use crate::table::Column;
 use serde_json::Value;
 pub(crate) use strategy::Strategy;
 
@@ -116,6 +118,11 @@ pub fn roundtrip(rt: &ResourceType, value: &Value) -> Result<Value, String> {
 /// [`Strategy::warnings`]).
 pub fn warnings(rt: &ResourceType, old: Option<&Value>, obj: &Value) -> Vec<String> {
     of(rt).warnings(old, obj)
+}
+
+/// The columns of the served resource's rows in a Table (its strategy's `columns`).
+pub fn columns(rt: &ResourceType) -> &'static [Column] {
+    of(rt).columns()
 }
 
 /// An update before it is stored: the generation counts a spec change of a kind that tracks

@@ -3,6 +3,7 @@
 
 use crate::kinds::ResourceType;
 use crate::namespaces;
+use crate::table::{col, or, Column, AGE, NAME};
 use crate::validation::{default_if_unset, obj_mut};
 use serde_json::Value;
 
@@ -18,6 +19,9 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["ns"],
 };
 
+/// upstream's `printNamespace`.
+const COLUMNS: &[Column] = &[NAME, col("Status", |r| or(r.f("status.phase"), "Active")), AGE];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -27,6 +31,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::core::v1::Namespace>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -2,6 +2,7 @@
 //! kept.
 
 use crate::kinds::ResourceType;
+use crate::table::{col, Column, AGE, NAME};
 use crate::validation::other;
 use serde_json::Value;
 
@@ -17,6 +18,22 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["no"],
 };
 
+/// upstream's `printNode`.
+const COLUMNS: &[Column] = &[
+    NAME,
+    col("Status", |r| {
+        r.o.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .map(|c| if c["status"] == "True" { "Ready" } else { "NotReady" })
+            .unwrap_or("Unknown")
+            .into()
+    }),
+    col("Roles", |_| "<none>".into()),
+    AGE,
+    col("Version", |r| r.f("status.nodeInfo.kubeletVersion")),
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -26,6 +43,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::core::v1::Node>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     /// A kubelet creates its Node with its status.

@@ -3,6 +3,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{access_modes, col, or, wide, Column, AGE, NAME};
 use crate::validation::{default_if_unset, obj_mut, pv};
 use serde_json::Value;
 
@@ -18,6 +19,27 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["pv"],
 };
 
+/// upstream's `printPersistentVolume`.
+const COLUMNS: &[Column] = &[
+    NAME,
+    col("Capacity", |r| r.f("spec.capacity.storage")),
+    col("Access Modes", |r| access_modes(r.o.pointer("/spec/accessModes"))),
+    col("Reclaim Policy", |r| r.f("spec.persistentVolumeReclaimPolicy")),
+    col("Status", |r| r.phase_or_terminating()),
+    col("Claim", |r| {
+        if r.f("spec.claimRef.name").is_empty() {
+            String::new()
+        } else {
+            format!("{}/{}", r.f("spec.claimRef.namespace"), r.f("spec.claimRef.name"))
+        }
+    }),
+    col("StorageClass", |r| r.f("spec.storageClassName")),
+    col("VolumeAttributesClass", |r| or(r.f("spec.volumeAttributesClassName"), "<unset>")),
+    col("Reason", |r| r.f("status.reason")),
+    AGE,
+    wide("VolumeMode", |r| or(r.f("spec.volumeMode"), "<unset>")),
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -31,6 +53,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
         crate::validation::warnings::persistent_volume(obj)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn default(&self, obj: &mut Value) {

@@ -3,6 +3,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{access_modes, col, or, wide, Column, AGE, NAME};
 use crate::validation::{default_if_unset, obj_mut, pvc};
 use serde_json::Value;
 
@@ -18,6 +19,19 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["pvc"],
 };
 
+/// upstream's `printPersistentVolumeClaim`.
+const COLUMNS: &[Column] = &[
+    NAME,
+    col("Status", |r| r.phase_or_terminating()),
+    col("Volume", |r| r.f("spec.volumeName")),
+    col("Capacity", |r| r.f("status.capacity.storage")),
+    col("Access Modes", |r| access_modes(r.o.pointer("/status/accessModes"))),
+    col("StorageClass", |r| r.f("spec.storageClassName")),
+    col("VolumeAttributesClass", |r| or(r.f("status.currentVolumeAttributesClassName"), "<unset>")),
+    AGE,
+    wide("VolumeMode", |r| or(r.f("spec.volumeMode"), "<unset>")),
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -31,6 +45,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
         crate::validation::warnings::annotation_warnings(obj, &[crate::validation::warnings::STORAGE_CLASS_ANNOTATION])
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn default(&self, obj: &mut Value) {

@@ -3,6 +3,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, or, wide, Column, AGE, NAME};
 use crate::validation::{default_if_unset, obj_mut, other, pod};
 use serde_json::Value;
 
@@ -18,6 +19,34 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["po"],
 };
 
+/// upstream's `printPod`, without its readiness gates and container reasons.
+const COLUMNS: &[Column] = &[
+    NAME,
+    col("Ready", |r| {
+        let total = r.o.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+        let ready = container_statuses(r.o).iter().filter(|c| c["ready"] == Value::Bool(true)).count();
+        format!("{ready}/{total}")
+    }),
+    col("Status", |r| {
+        // upstream's printPod: the status reason over the phase; a pod being deleted is
+        // Terminating until it reaches a terminal phase (Unknown when its node is lost).
+        let phase = or(r.f("status.phase"), "Pending");
+        let reason = r.f("status.reason");
+        match (r.deleting(), reason.as_str(), phase.as_str()) {
+            (true, "NodeLost", _) => "Unknown".into(),
+            (true, _, p) if p != "Succeeded" && p != "Failed" => "Terminating".into(),
+            (_, "", _) => phase,
+            _ => reason,
+        }
+    }),
+    col("Restarts", |r| {
+        container_statuses(r.o).iter().filter_map(|c| c["restartCount"].as_i64()).sum::<i64>().to_string()
+    }),
+    AGE,
+    wide("IP", |r| or(r.f("status.podIP"), "<none>")),
+    wide("Node", |r| or(r.f("spec.nodeName"), "<none>")),
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -27,6 +56,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::core::v1::Pod>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn reset_status_for_create(&self, obj: &mut Value) {
@@ -57,4 +90,9 @@ impl super::strategy::Strategy for Strategy {
     fn kept_by_status_update(&self) -> &'static [&'static str] {
         &["ownerReferences"]
     }
+}
+
+/// The pod's `status.containerStatuses`.
+fn container_statuses(o: &Value) -> &[Value] {
+    o.pointer("/status/containerStatuses").and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }

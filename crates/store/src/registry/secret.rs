@@ -6,6 +6,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, keys, Column, AGE, NAME};
 use crate::validation::config;
 use serde_json::Value;
 
@@ -21,6 +22,10 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &[],
 };
 
+/// upstream's `printSecret` (its Data column is declared a string and sent as a number).
+const COLUMNS: &[Column] =
+    &[NAME, col("Type", |r| r.f("type")), Column { enc: "integer", ..col("Data", |r| keys(r, &["data"])) }, AGE];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -34,6 +39,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
         crate::validation::warnings::tls_secret(obj)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {

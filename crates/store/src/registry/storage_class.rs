@@ -3,6 +3,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, name_col, or, Column, AGE};
 use crate::validation::{default_if_unset, storage_class};
 use serde_json::Value;
 
@@ -18,6 +19,23 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["sc"],
 };
 
+/// upstream's `printStorageClass`.
+const COLUMNS: &[Column] = &[
+    name_col("Name", |r| {
+        let name = r.f("metadata.name");
+        if is_default_class(r.o) {
+            format!("{name} (default)")
+        } else {
+            name
+        }
+    }),
+    col("Provisioner", |r| r.f("provisioner")),
+    col("ReclaimPolicy", |r| r.f("reclaimPolicy")),
+    col("VolumeBindingMode", |r| r.f("volumeBindingMode")),
+    Column { enc: "boolean", ..col("AllowVolumeExpansion", |r| or(r.f("allowVolumeExpansion"), "false")) },
+    AGE,
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -31,6 +49,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn warnings(&self, _old: Option<&serde_json::Value>, obj: &serde_json::Value) -> Vec<String> {
         crate::validation::warnings::storage_class(obj)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn default(&self, obj: &mut Value) {
@@ -48,4 +70,12 @@ impl super::strategy::Strategy for Strategy {
     fn validate_spec_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
         storage_class::validate_storage_class_update(old, new, errs);
     }
+}
+
+/// Whether the class is annotated the default one (with the annotation or its beta form).
+fn is_default_class(o: &Value) -> bool {
+    let ann = o.pointer("/metadata/annotations");
+    ["storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"]
+        .iter()
+        .any(|k| ann.and_then(|a| a.get(*k)).and_then(Value::as_str) == Some("true"))
 }

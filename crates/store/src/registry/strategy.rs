@@ -4,6 +4,7 @@
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use crate::meta::meta_mut;
+use crate::table::{self, Column};
 use crate::validation::meta::{validate_meta, validate_meta_update};
 use serde_json::Value;
 
@@ -24,6 +25,12 @@ pub(crate) trait Strategy: Sync {
     /// gets (upstream's `WarningsOnCreate` and `WarningsOnUpdate`).
     fn warnings(&self, _old: Option<&Value>, _obj: &Value) -> Vec<String> {
         Vec::new()
+    }
+
+    /// The columns of the kind's rows in a Table (upstream's printer of the kind, in
+    /// `pkg/printers/internalversion`): the name and the age unless the kind has its own.
+    fn columns(&self) -> &'static [Column] {
+        table::DEFAULT
     }
 
     /// Whether injected faults hit writes of the kind.

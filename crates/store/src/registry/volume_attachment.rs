@@ -6,6 +6,7 @@
 use super::csi_node::RESET_FOR_STATUS;
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, flag, name_col, typed, Column, AGE, NAME};
 use crate::validation::meta::{validate_meta, validate_meta_update};
 use crate::validation::storage;
 use serde_json::Value;
@@ -22,6 +23,16 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &[],
 };
 
+/// upstream's `printVolumeAttachment`.
+const COLUMNS: &[Column] = &[
+    NAME,
+    name_col("Attacher", |r| r.f("spec.attacher")),
+    col("PV", |r| r.f("spec.source.persistentVolumeName")),
+    col("Node", |r| r.f("spec.nodeName")),
+    typed("Attached", "boolean", |r| flag(r, "status.attached", false)),
+    AGE,
+];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -31,6 +42,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::storage::v1::VolumeAttachment>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     /// kube-apiserver's strategy refuses an update without a resourceVersion (422).

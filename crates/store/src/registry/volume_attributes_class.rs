@@ -4,6 +4,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::table::{col, Column, AGE, NAME};
 use crate::validation::meta::validate_meta_update;
 use crate::validation::storage;
 use serde_json::Value;
@@ -20,6 +21,9 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     short_names: &["vac"],
 };
 
+/// upstream's `printVolumeAttributesClass`.
+const COLUMNS: &[Column] = &[NAME, col("DriverName", |r| r.f("driverName")), AGE];
+
 pub(crate) struct Strategy;
 
 impl super::strategy::Strategy for Strategy {
@@ -29,6 +33,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::storage::v1::VolumeAttributesClass>(value)
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
     }
 
     fn validate_spec(&self, obj: &Value, errs: &mut Vec<FieldError>) {
