@@ -110,7 +110,7 @@ pub fn parse_body(kind: PatchKind, body: &[u8]) -> Result<Value> {
     serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
 }
 
-/// Applies a patch to `target` (an object of kind `schema`, as [`Schema::root`] names it),
+/// Applies a patch to `target` (an object of kind `schema`, as `Schema::root` names it),
 /// returning the patched object.
 pub fn apply(kind: PatchKind, schema: &str, target: &Value, patch: &Value) -> Result<Value> {
     let mut out = target.clone();

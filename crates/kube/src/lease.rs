@@ -16,8 +16,8 @@
 //! - On graceful shutdown the leader releases the Lease (empty holder, 1 s duration) so that a
 //!   standby takes over without waiting for expiry.
 //! - Becoming and ceasing to be the leader are recorded as client-go's lease lock records them:
-//!   a Normal Event with reason `LeaderElection` on the Lease, "<identity> became leader" and
-//!   "<identity> stopped leading" (after a loss too, best effort, without holding up the exit).
+//!   a Normal Event with reason `LeaderElection` on the Lease, "`<identity>` became leader" and
+//!   "`<identity>` stopped leading" (after a loss too, best effort, without holding up the exit).
 //!
 //! Decisions use tokio's clock, so tests drive them with `tokio::time::pause()`.
 

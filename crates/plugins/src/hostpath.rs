@@ -16,7 +16,7 @@ mod confined;
 /// A volume of this plugin is one plain directory directly under the root (`ROOT/NAME`, the
 /// layout [`VolumePlugin::provision`] makes). Any other `hostPath` is refused: outside the root,
 /// nested deeper, `..`, or a symlink (to another volume or elsewhere). Deletion and recycling
-/// work by descriptor from the opened root (see [`confined`]), so a directory swapped for a
+/// work by descriptor from the opened root (see `confined`), so a directory swapped for a
 /// symlink while they run cannot redirect them outside the volume.
 ///
 /// Nothing touches the disk until the plugin first acts: the root is created and resolved then,

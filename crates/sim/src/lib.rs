@@ -1,7 +1,7 @@
 //! The in-memory adapter and the deterministic simulation behind `pv-controller simulate`.
 //!
 //! [`MemApi`] implements the controller's `ClusterApi` over a [`pv_store::Store`] in the same
-//! process (in memory for simulate and tests, durable under `up`, attached by [`local`]);
+//! process (in memory for simulate and tests, durable under `up`, attached by [`pv_local`]);
 //! [`input`] reads Kubernetes objects (YAML or JSON, multi-document or `kind: List`) with errors
 //! that name the document, object and field; [`Simulation`] loads them into a store and runs the
 //! whole controller on a virtual clock until nothing changes any more.

@@ -4,7 +4,7 @@
 //! off unless asked for (`up --scheduler`, `up --controllers '*,attachdetach'`).
 //!
 //! Each is a pure plan over a [`pv_explain::Snapshot`] of the store ([`schedule::plan`],
-//! [`attach::plan`]) and one loop ([`run`]) that reads the store whenever it changed, carries the
+//! [`attach::plan`]) and one loop ([`run()`]) that reads the store whenever it changed, carries the
 //! steps out through the store's own write paths (the same rules as a client's writes) and
 //! records events under the component names the real ones use.
 //!

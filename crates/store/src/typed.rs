@@ -1,6 +1,6 @@
 //! A kind's typed round trip: the object decoded into its Go-generated type (k8s-openapi's) and
 //! encoded back, as kube-apiserver's decoding drops unknown fields and fills missing required
-//! ones with their zero value. Each kind's strategy names its type ([`crate::registry`]); the
+//! ones with their zero value. Each kind's strategy names its type (`registry/`); the
 //! API server compares what came back with what was sent.
 
 use serde::de::DeserializeOwned;

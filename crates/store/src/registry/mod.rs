@@ -108,14 +108,14 @@ pub(crate) fn of(rt: &ResourceType) -> &'static dyn Strategy {
         .unwrap_or_else(|| panic!("no strategy for {}", rt.qualified()))
 }
 
-/// The object as the k8s-openapi type of its served resource reads and writes it (see
-/// [`Strategy::roundtrip`]).
+/// The object as the k8s-openapi type of its served resource reads and writes it (its
+/// strategy's `roundtrip`).
 pub fn roundtrip(rt: &ResourceType, value: &Value) -> Result<Value, String> {
     of(rt).roundtrip(value)
 }
 
-/// The `Warning` headers for an accepted create (`old` None) or update of `obj` (see
-/// [`Strategy::warnings`]).
+/// The `Warning` headers for an accepted create (`old` None) or update of `obj` (its strategy's
+/// `warnings`).
 pub fn warnings(rt: &ResourceType, old: Option<&Value>, obj: &Value) -> Vec<String> {
     of(rt).warnings(old, obj)
 }
