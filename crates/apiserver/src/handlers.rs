@@ -592,12 +592,9 @@ pub fn delete(st: &AppState, t: &Target, q: &Query, body: &[u8]) -> Result<(Repl
         st.store.delete_written(t.served.key(), ns_of(t), name, uid, rv)?.split()
     };
     let gone = o.pointer("/metadata/deletionTimestamp").is_none() || o.pointer("/metadata/finalizers/0").is_none();
-    if gone
-        && (t.served.custom()
-            || matches!(t.served.kind(), "Node" | "Event" | "Lease" | "CSIStorageCapacity" | "Secret" | "ConfigMap"))
-    {
-        // Gone at once: for these kinds kube-apiserver answers with a success Status naming
-        // what went (for the others, with the deleted object).
+    if gone && (t.served.custom() || !pv_store::returns_deleted_object(t.served.rt)) {
+        // Gone at once: for custom resources and the kinds that say so kube-apiserver answers
+        // with a success Status naming what went (for the others, with the deleted object).
         return Ok(((StatusCode::OK, deleted_status(t, &o)), pending));
     }
     Ok(((StatusCode::OK, out(t, &o)), pending))

@@ -33,6 +33,10 @@ impl super::strategy::Strategy for Strategy {
         crate::typed::through::<k8s_openapi::api::core::v1::ConfigMap>(value)
     }
 
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
     fn columns(&self) -> &'static [Column] {
         COLUMNS
     }

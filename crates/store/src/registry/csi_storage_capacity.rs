@@ -35,6 +35,10 @@ impl super::strategy::Strategy for Strategy {
         crate::validation::warnings::storage_capacity(obj)
     }
 
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
     fn columns(&self) -> &'static [Column] {
         DEFAULT_CONVERTOR
     }

@@ -32,6 +32,10 @@ impl super::strategy::Strategy for Strategy {
         crate::typed::through::<k8s_openapi::api::coordination::v1::Lease>(value)
     }
 
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
     fn columns(&self) -> &'static [Column] {
         COLUMNS
     }

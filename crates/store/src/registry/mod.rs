@@ -125,6 +125,12 @@ pub fn columns(rt: &ResourceType) -> &'static [Column] {
     of(rt).columns()
 }
 
+/// Whether a DELETE that removes an object of the served resource at once answers with the
+/// object (its strategy's `returns_deleted_object`), not a success Status.
+pub fn returns_deleted_object(rt: &ResourceType) -> bool {
+    of(rt).returns_deleted_object()
+}
+
 /// An update before it is stored: the generation counts a spec change of a kind that tracks
 /// it, then the kind's own step.
 pub(crate) fn updated(rt: &ResourceType, old: &Value, new: &mut Value, status: bool, now: &str) {

@@ -45,6 +45,10 @@ impl super::strategy::Strategy for Strategy {
         crate::typed::through::<k8s_openapi::api::core::v1::Node>(value)
     }
 
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
     fn columns(&self) -> &'static [Column] {
         COLUMNS
     }

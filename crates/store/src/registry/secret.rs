@@ -41,6 +41,10 @@ impl super::strategy::Strategy for Strategy {
         crate::validation::warnings::tls_secret(obj)
     }
 
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
     fn columns(&self) -> &'static [Column] {
         COLUMNS
     }

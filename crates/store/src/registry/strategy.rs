@@ -33,6 +33,12 @@ pub(crate) trait Strategy: Sync {
         table::DEFAULT
     }
 
+    /// Whether a DELETE that removes the object at once answers with the object (upstream's
+    /// `ReturnDeletedObject`) or with a success Status naming it.
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+
     /// Whether injected faults hit writes of the kind.
     fn faulted(&self) -> bool {
         true
