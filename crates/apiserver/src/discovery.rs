@@ -107,8 +107,8 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> Option<Value>
         if !s.events_v1 && !s.rt.short_names.is_empty() {
             r["shortNames"] = json!(s.rt.short_names);
         }
-        if s.kind() == "Pod" {
-            r["categories"] = json!(["all"]);
+        if !s.custom() && !pv_store::categories(s.rt).is_empty() {
+            r["categories"] = json!(pv_store::categories(s.rt));
         }
         res.push(r);
         if s.rt.status_subresource {

@@ -163,79 +163,41 @@ pub fn supported_field(served: &Served, label: &str) -> Result<String> {
         };
         return Ok(mapped);
     }
-    match served.kind() {
-        "Event" => core(&[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-            "metadata.namespace",
-            "metadata.name",
-        ]),
-        "Pod" if label == "spec.host" => Ok("spec.nodeName".into()),
-        "Pod" => core(&[
-            "metadata.name",
-            "metadata.namespace",
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.podIPs",
-            "status.nominatedNodeName",
-        ]),
-        "Node" => core(&["metadata.name", "spec.unschedulable"]),
-        "Namespace" => core(&["status.phase", "metadata.name"]),
-        _ if matches!(label, "metadata.name" | "metadata.namespace") => Ok(label.to_string()),
-        // A custom resource's own selectable fields are not served (see DIFFERENCES.md).
-        _ if served.custom() => Err(ApiError::BadRequest(format!("field label not supported: {label}"))),
-        _ => Err(ApiError::BadRequest(format!(
+    // A custom resource's own selectable fields are not served (see DIFFERENCES.md).
+    let labels = if served.custom() { None } else { pv_store::field_labels(served.rt) };
+    match labels {
+        Some(l) => match l.renamed.iter().find(|(old, _)| *old == label) {
+            Some((_, new)) => Ok(new.to_string()),
+            None => core(l.fields),
+        },
+        None if matches!(label, "metadata.name" | "metadata.namespace") => Ok(label.to_string()),
+        None if served.custom() => Err(ApiError::BadRequest(format!("field label not supported: {label}"))),
+        None => Err(ApiError::BadRequest(format!(
             "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         ))),
     }
 }
 
-/// The value of a selectable field of a stored object, as upstream's field sets compute it
-/// (booleans as `true`/`false`, an Event's `source` falling back to its reporting controller,
-/// a Pod's `status.podIP` from its first `podIPs` entry).
+/// The value of a selectable field of a stored object, as upstream's field sets compute it:
+/// the events.k8s.io names read as the core Event's, a kind's renamed labels as their new
+/// names, and the value as the kind's strategy gives it (`pv_store::selectable_value`: booleans
+/// as `true`/`false`, an Event's `source` falling back to its reporting controller, a Pod's
+/// `status.podIP` from its first `podIPs` entry); the field's text for any other object.
 pub fn selectable_value(obj: &Value, label: &str) -> String {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-    let label = match (kind, label) {
-        (_, "reportingController") => "reportingComponent",
-        ("Pod", "spec.host") => "spec.nodeName",
-        (_, l) => l,
+    let label = match label {
+        "reportingController" => "reportingComponent".to_string(),
+        l => match l.strip_prefix("regarding.") {
+            Some(f) => format!("involvedObject.{f}"),
+            None => l.to_string(),
+        },
     };
-    let label = match label.strip_prefix("regarding.") {
-        Some(f) => format!("involvedObject.{f}"),
-        None => label.to_string(),
-    };
-    match (kind, label.as_str()) {
-        ("Event", "source") => {
-            let s = field_value(obj, "source.component");
-            if s.is_empty() {
-                field_value(obj, "reportingComponent")
-            } else {
-                s
-            }
+    match pv_store::ResourceType::by_kind(kind) {
+        Some(rt) => {
+            let renamed = pv_store::field_labels(rt).and_then(|l| l.renamed.iter().find(|(old, _)| *old == label));
+            pv_store::selectable_value(rt, obj, renamed.map_or(label.as_str(), |(_, new)| new))
         }
-        ("Pod", "spec.hostNetwork") | ("Node", "spec.unschedulable") => {
-            (obj.pointer(&format!("/{}", label.replace('.', "/"))) == Some(&Value::Bool(true))).to_string()
-        }
-        ("Pod", "status.podIP") => {
-            let first = obj.pointer("/status/podIPs/0/ip").and_then(Value::as_str).map(str::to_string);
-            first.unwrap_or_else(|| field_value(obj, "status.podIP"))
-        }
-        ("Pod", "status.podIPs") => String::new(),
-        _ => field_value(obj, &label),
+        None => field_value(obj, &label),
     }
 }
 

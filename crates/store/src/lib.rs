@@ -45,7 +45,10 @@ pub use faults::{FaultKind, FaultSpec};
 pub use finisher::NamespaceFinisher;
 pub use kinds::ResourceType;
 pub use object::Object;
-pub use registry::{columns, returns_deleted_object, roundtrip, warnings, RESOURCE_TYPES};
+pub use registry::{
+    categories, columns, field_labels, returns_deleted_object, roundtrip, selectable_value, warnings, FieldLabels,
+    RESOURCE_TYPES,
+};
 pub use store::{
     format_time, Backend, Deciding, ListOptions, Mutation, Pending, PendingWrite, Snapshot, Store, StoreBuilder,
     UidMode, WatchEvent, WatchEventType, Written,

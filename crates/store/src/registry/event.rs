@@ -4,6 +4,7 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
+use crate::registry::strategy::FieldLabels;
 use crate::table::{age, col, field_value, or, wide, Column, NAME};
 use jiff::Timestamp;
 use serde_json::Value;
@@ -55,6 +56,37 @@ impl super::strategy::Strategy for Strategy {
 
     fn returns_deleted_object(&self) -> bool {
         false
+    }
+
+    fn field_labels(&self) -> Option<FieldLabels> {
+        Some(FieldLabels {
+            fields: &[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+                "metadata.namespace",
+                "metadata.name",
+            ],
+            renamed: &[],
+        })
+    }
+
+    /// `source` is the source's component, or the reporting controller when there is none.
+    fn selectable_value(&self, obj: &Value, label: &str) -> String {
+        match label {
+            "source" => Some(field_value(obj, "source.component"))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| field_value(obj, "reportingComponent")),
+            _ => field_value(obj, label),
+        }
     }
 
     fn columns(&self) -> &'static [Column] {

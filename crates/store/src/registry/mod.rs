@@ -5,9 +5,11 @@
 //!
 //! Adding a kind is adding a file here: its [`ResourceType`] and its `impl Strategy` (with its
 //! typed round trip, the k8s-openapi type the API server decodes it through, the warnings its
-//! writes get, and the columns of its Table rows, see [`crate::table`]), listed in
-//! [`STRATEGIES`] and [`RESOURCE_TYPES`]. The API server matches no kind name for them; only the
-//! generated discovery and OpenAPI data are kept apart. The files form three layers:
+//! writes get, the columns of its Table rows (see [`crate::table`]), its field selectors, its
+//! discovery categories and what its DELETE answers), listed in [`STRATEGIES`] and
+//! [`RESOURCE_TYPES`]. The API server matches no kind name for them but Namespace's (its
+//! `finalize` subresource, no DELETE of the collection) and the Event's (events.k8s.io/v1 is a
+//! second version of it); only the generated OpenAPI and protobuf schema data are kept apart. The files form three layers:
 //! [`strategy`] (the trait) below the kinds' files, and this file, the lists and the lookups,
 //! above them.
 
@@ -36,6 +38,7 @@ use crate::kinds::ResourceType;
 use crate::meta::{meta, meta_mut};
 use crate::table::Column;
 use serde_json::Value;
+pub use strategy::FieldLabels;
 pub(crate) use strategy::Strategy;
 
 /// Every resource type the store serves, each declared beside its strategy in
@@ -123,6 +126,23 @@ pub fn warnings(rt: &ResourceType, old: Option<&Value>, obj: &Value) -> Vec<Stri
 /// The columns of the served resource's rows in a Table (its strategy's `columns`).
 pub fn columns(rt: &ResourceType) -> &'static [Column] {
     of(rt).columns()
+}
+
+/// The categories discovery lists the served resource in (its strategy's `categories`).
+pub fn categories(rt: &ResourceType) -> &'static [&'static str] {
+    of(rt).categories()
+}
+
+/// The field labels of the served resource's field label conversion function, if it has one
+/// (its strategy's `field_labels`).
+pub fn field_labels(rt: &ResourceType) -> Option<FieldLabels> {
+    of(rt).field_labels()
+}
+
+/// The value a field selector compares for a supported `label` on an object of the served
+/// resource (its strategy's `selectable_value`).
+pub fn selectable_value(rt: &ResourceType, obj: &Value, label: &str) -> String {
+    of(rt).selectable_value(obj, label)
 }
 
 /// Whether a DELETE that removes an object of the served resource at once answers with the

@@ -3,6 +3,7 @@
 
 use crate::kinds::ResourceType;
 use crate::namespaces;
+use crate::registry::strategy::FieldLabels;
 use crate::table::{col, or, Column, AGE, NAME};
 use crate::validation::{default_if_unset, obj_mut};
 use serde_json::Value;
@@ -31,6 +32,10 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::core::v1::Namespace>(value)
+    }
+
+    fn field_labels(&self) -> Option<FieldLabels> {
+        Some(FieldLabels { fields: &["status.phase", "metadata.name"], renamed: &[] })
     }
 
     fn columns(&self) -> &'static [Column] {

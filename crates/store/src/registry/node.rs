@@ -2,7 +2,8 @@
 //! kept.
 
 use crate::kinds::ResourceType;
-use crate::table::{col, Column, AGE, NAME};
+use crate::registry::strategy::FieldLabels;
+use crate::table::{col, field_value, Column, AGE, NAME};
 use crate::validation::other;
 use serde_json::Value;
 
@@ -47,6 +48,18 @@ impl super::strategy::Strategy for Strategy {
 
     fn returns_deleted_object(&self) -> bool {
         false
+    }
+
+    fn field_labels(&self) -> Option<FieldLabels> {
+        Some(FieldLabels { fields: &["metadata.name", "spec.unschedulable"], renamed: &[] })
+    }
+
+    /// `spec.unschedulable` as `true`/`false`.
+    fn selectable_value(&self, obj: &Value, label: &str) -> String {
+        match label {
+            "spec.unschedulable" => (obj.pointer("/spec/unschedulable") == Some(&Value::Bool(true))).to_string(),
+            _ => field_value(obj, label),
+        }
     }
 
     fn columns(&self) -> &'static [Column] {

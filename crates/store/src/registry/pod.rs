@@ -3,7 +3,8 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
-use crate::table::{col, or, wide, Column, AGE, NAME};
+use crate::registry::strategy::FieldLabels;
+use crate::table::{col, field_value, or, wide, Column, AGE, NAME};
 use crate::validation::{default_if_unset, obj_mut, other, pod};
 use serde_json::Value;
 
@@ -56,6 +57,43 @@ impl super::strategy::Strategy for Strategy {
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
         crate::typed::through::<k8s_openapi::api::core::v1::Pod>(value)
+    }
+
+    fn categories(&self) -> &'static [&'static str] {
+        &["all"]
+    }
+
+    fn field_labels(&self) -> Option<FieldLabels> {
+        Some(FieldLabels {
+            fields: &[
+                "metadata.name",
+                "metadata.namespace",
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.podIPs",
+                "status.nominatedNodeName",
+            ],
+            renamed: &[("spec.host", "spec.nodeName")],
+        })
+    }
+
+    /// `spec.hostNetwork` as `true`/`false`; `status.podIP` from the first `podIPs` entry;
+    /// `status.podIPs` matches only the empty value, as upstream's field set has it.
+    fn selectable_value(&self, obj: &Value, label: &str) -> String {
+        match label {
+            "spec.hostNetwork" => (obj.pointer("/spec/hostNetwork") == Some(&Value::Bool(true))).to_string(),
+            "status.podIP" => obj
+                .pointer("/status/podIPs/0/ip")
+                .and_then(Value::as_str)
+                .map_or_else(|| field_value(obj, label), str::to_string),
+            "status.podIPs" => String::new(),
+            _ => field_value(obj, label),
+        }
     }
 
     fn columns(&self) -> &'static [Column] {

@@ -8,6 +8,17 @@ use crate::table::{self, Column};
 use crate::validation::meta::{validate_meta, validate_meta_update};
 use serde_json::Value;
 
+/// The fields a field selector may name on a kind that has upstream's field label conversion
+/// function (`AddFieldLabelConversionFunc`, pkg/apis/core/v1/conversion.go): `fields` are taken
+/// as they are, `renamed` are old names matched as the new one.
+#[derive(Clone, Copy, Debug)]
+pub struct FieldLabels {
+    /// The field labels the kind supports as they are.
+    pub fields: &'static [&'static str],
+    /// Old field labels and the field each is matched as.
+    pub renamed: &'static [(&'static str, &'static str)],
+}
+
 /// What a kind adds to the store's generic create, update and delete. Every hook has the
 /// behaviour most kinds share as its default, so a kind's file states only what differs.
 pub(crate) trait Strategy: Sync {
@@ -31,6 +42,25 @@ pub(crate) trait Strategy: Sync {
     /// `pkg/printers/internalversion`): the name and the age unless the kind has its own.
     fn columns(&self) -> &'static [Column] {
         table::DEFAULT
+    }
+
+    /// The categories discovery lists the kind in (upstream's `CategoriesProvider`: `kubectl get
+    /// all` reads them); none by default.
+    fn categories(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The field labels of the kind's field label conversion function; `None` (the default) for
+    /// a kind without one, which takes `metadata.name` and `metadata.namespace` only.
+    fn field_labels(&self) -> Option<FieldLabels> {
+        None
+    }
+
+    /// The value a field selector compares for `label` (a supported, converted label) on an
+    /// object of the kind, as upstream's selectable field set of the kind has it: the field's
+    /// text by default.
+    fn selectable_value(&self, obj: &Value, label: &str) -> String {
+        table::field_value(obj, label)
     }
 
     /// Whether a DELETE that removes the object at once answers with the object (upstream's
