@@ -262,6 +262,16 @@ mod tests {
         let mut sorted = names.clone();
         sorted.sort();
         assert_eq!(names, sorted);
+        // kube-apiserver 1.37's /api/v1 lists pods, replicationcontrollers and services in the
+        // `all` category (`kubectl get all`); of those, `up` serves pods and services.
+        let all: Vec<&str> = l["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["categories"].as_array().is_some_and(|c| c.iter().any(|c| c == "all")))
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(all, ["pods", "services"]);
     }
 
     #[test]

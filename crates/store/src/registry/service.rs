@@ -28,6 +28,10 @@ impl super::strategy::Strategy for Strategy {
         crate::typed::through::<k8s_openapi::api::core::v1::Service>(value)
     }
 
+    fn categories(&self) -> &'static [&'static str] {
+        &["all"]
+    }
+
     fn default(&self, obj: &mut Value) {
         service::default_service(obj);
     }
