@@ -332,8 +332,9 @@ def render(objs, events):
 # --- controllers ---------------------------------------------------------------------------------
 
 class Controller:
-    def __init__(self, which, cfg, work):
+    def __init__(self, which, cfg, work, flags=()):
         self.which, self.cfg, self.log = which, cfg, os.path.join(work, which + ".log")
+        self.flags = list(flags)  # upstream's: a shadow case's kcmFlags
 
     def start(self):
         c = self.cfg
@@ -344,7 +345,7 @@ class Controller:
             argv = [os.path.join(c["bin"], "kube-controller-manager"), "--kubeconfig=" + c["kubeconfig"],
                     "--controllers=persistentvolume-binder-controller", *hostpath,
                     "--pvclaimbinder-sync-period=" + RESYNC, "--leader-elect=false", "--secure-port=0",
-                    "--use-service-account-credentials=false", "-v=2", *KCM_FLAGS]
+                    "--use-service-account-credentials=false", "-v=2", *KCM_FLAGS, *self.flags]
             self.ready = "Caches are synced"
         elif self.which == "shadow":
             argv = [c["ours"], "run", "--shadow", "--shadow-settle", f"{SHADOW_SETTLE}s",
@@ -412,10 +413,17 @@ def run_once(api, which, objects, scenario, cfg, work):
     wipe(api, root, (scenario or {}).get("setup"))
     back = load(api, objects, root)
     input_pvs = {o["metadata"]["name"] for o in objects if o.get("kind") == "PersistentVolume"}
-    ctl = Controller(which, cfg, work)
+    ctl = Controller(which, cfg, work, (scenario or {}).get("kcmFlags") or [])
     shadow = Controller("shadow", cfg, work) if SHADOW_KUBECONFIG and which == "upstream" else None
     if shadow:
         shadow.start()
+    late = (scenario or {}).get("late") or []
+    if late:
+        # A shadow case's objects made after the shadow decided and before the binder in charge
+        # starts: the two decide from different states.
+        wait_decided(shadow)
+        back.update(load(api, late, root))
+        input_pvs |= {o["metadata"]["name"] for o in late if o.get("kind") == "PersistentVolume"}
     ctl.start()
     try:
         t0 = last_change = time.time()
@@ -438,6 +446,18 @@ def run_once(api, which, objects, scenario, cfg, work):
         ctl.stop()
         if shadow:
             shadow.stop()
+
+
+def wait_decided(shadow, timeout=30):
+    """Waits until the shadow has made a decision."""
+    t0 = time.time()
+    while True:
+        rep = shadow.report()
+        if rep["pending"] + rep["decisions"] > 0:
+            return
+        if time.time() - t0 > timeout:
+            raise LoadError(f"shadow: no decision after {timeout}s: see {shadow.log}")
+        time.sleep(0.1)
 
 
 def shadow_report(shadow):
@@ -587,10 +607,35 @@ class ShadowTally:
         print(f"{self.agree_files} agree, {self.differ_files} differ, {self.unlisted} unlisted", flush=True)
 
 
+def check_shadow_case(case, rep):
+    """What a shadow case (tests/shadow/) expects of the shadow's report: `decisions` (a count
+    per result), `differences` (each a subset of one /shadow entry), `report` (texts that
+    `pv-controller shadow report` prints). Returns the ways the report disagrees."""
+    exp, errs = case["shadow"], []
+    for result, n in (exp.get("decisions") or {}).items():
+        got = rep["pending"] if result == "pending" else sum((rep["counts"].get(result) or {}).values())
+        if got != n:
+            errs.append(f"expected {n} {result} decisions, found {got}")
+    used = [False] * len(rep["differences"])
+    for e in exp.get("differences") or []:
+        i = next((i for i, d in enumerate(rep["differences"]) if not used[i] and subset(e, d)), None)
+        if i is None:
+            errs.append(f"no difference matches {json.dumps(e, sort_keys=True)}")
+        else:
+            used[i] = True
+    for text in exp.get("report") or []:
+        if text not in rep["text"]:
+            errs.append(f"the report does not say {text!r}")
+    return errs
+
+
 def main_shadow(files, api, cfg, work, listed):
     """Each file loaded and settled by upstream's binder with the shadow beside it; prints per
-    file the shadow's verdict, and, last, the totals."""
+    file the shadow's verdict, and, last, the totals. A shadow case (a file with a `shadow`
+    section, tests/shadow/) is checked against what it expects instead: `expected NAME` or
+    `unexpected NAME` with the reasons."""
     tally = ShadowTally(listed)
+    unexpected = 0
     for path in files:
         name = os.path.basename(path)
         try:
@@ -603,9 +648,15 @@ def main_shadow(files, api, cfg, work, listed):
             tally.differ_files += 1
             tally.unlisted += 1
             continue
+        if "shadow" in (scenario or {}):
+            errs = check_shadow_case(scenario, rep)
+            print(f"{'unexpected' if errs else 'expected'} {name} ({rep['decisions']} decisions)", flush=True)
+            print("".join(f"  {l}\n" for l in errs + rep["text"].splitlines()), end="", flush=True)
+            unexpected += bool(errs)
+            continue
         tally.add(name, rep)
     tally.summary()
-    return 0 if tally.unlisted == 0 else 1
+    return 0 if tally.unlisted == 0 and unexpected == 0 else 1
 
 
 def main():

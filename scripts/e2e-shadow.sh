@@ -9,10 +9,16 @@
 #   as conformance/DIFFERENCES.md lists for that scenario, and `pv-controller shadow report` names
 #   the deliberate-difference entry of each such difference;
 # - kube-apiserver's audit log shows requests from the shadow's user, and not one write;
-# - a difference made on purpose: upstream's binder with --enable-dynamic-provisioning=false
-#   leaves a claim of an external provisioner's class alone, which the shadow would hand to the
-#   provisioner; the shadow's report names that decision with both values, as not a listed
-#   difference, and the shadow wrote nothing there either.
+# - the shadow's own cases, tests/shadow/*.yaml, each with what the shadow's report must say
+#   (a case may start upstream's binder with flags of its own, `kcmFlags`, and make objects
+#   after the shadow decided and before upstream's binder starts, `late`), among them:
+#   - a difference made on purpose: upstream's binder with --enable-dynamic-provisioning=false
+#     leaves a claim of an external provisioner's class alone, which the shadow would hand to the
+#     provisioner; the report names that decision with both values, as not a listed difference;
+#   - a decision that depends on the order of events: the incumbent, started after a smaller
+#     volume was made, takes it where the shadow took the larger one it saw alone; the report
+#     calls it equivalent, naming the rule, and no difference;
+#   and the shadow wrote nothing there either.
 # Prints per scenario `agree NAME (N decisions)` or `differ NAME ...`, and last
 # `N passed, M failed` (a check per scenario, and the checks above). Skipped (exit 0) without Go.
 set -uo pipefail
@@ -81,16 +87,17 @@ check "the host-path delete the shadow cannot make is named as that deliberate d
 audit_clean() { grep -qE '^audit: [1-9][0-9]* requests from system:serviceaccount:kube-system:pv-controller-shadow .*, 0 writes$' "$1"; }
 check "the audit log: the shadow's user read, and wrote nothing" audit_clean "$WORK/corpus.out"
 
-echo "== a difference made on purpose: upstream's binder with --enable-dynamic-provisioning=false"
-DIFF_SHADOW=1 DIFF_KCM_FLAGS=--enable-dynamic-provisioning=false \
-  "$ROOT/scripts/differential.sh" "$S/provision-external-provisioner.yaml" >"$WORK/purpose.out" 2>&1
-cat "$WORK/purpose.out"
-reported() {
-  grep -qE 'differ PersistentVolumeClaim [^ ]+ annotations.storage-provisioner: ours "[^"]+", theirs ""' "$WORK/purpose.out" \
-    && grep -q 'not a listed difference' "$WORK/purpose.out"
-}
-check "the difference made on purpose is reported with both values, as not a listed one" reported
-check "the audit log of that run: the shadow wrote nothing" audit_clean "$WORK/purpose.out"
+echo "== the shadow's own cases (tests/shadow/): a difference made on purpose, a choice made from a later state"
+CASES=("$ROOT"/tests/shadow/*.yaml)
+[[ -e "${CASES[0]}" ]] || { echo "e2e-shadow: no shadow cases in tests/shadow/" >&2; exit 1; }
+DIFF_SHADOW=1 "$ROOT/scripts/differential.sh" "${CASES[@]}" >"$WORK/cases.out" 2>&1
+cat "$WORK/cases.out"
+for c in "${CASES[@]}"; do
+  n="$(basename "$c")"
+  case_ok() { grep -qx "expected $n ([0-9]* decisions)" "$WORK/cases.out"; }
+  check "shadow case $n: the report is as the case expects" case_ok
+done
+check "the audit log of the cases' run: the shadow wrote nothing" audit_clean "$WORK/cases.out"
 
 echo "e2e-shadow: ${#FILES[@]} scenarios; $(grep -E '^decisions: ' "$WORK/corpus.out"); ${SECONDS}s"
 echo "$PASSED passed, $FAILED failed"

@@ -10,7 +10,9 @@
 //! An intent is judged once it is [`ShadowLog::due`]: the settle window after it was first made.
 //! The caller reads the field's value in the cluster then (`theirs`) and [`ShadowLog::judge`]s:
 //! `agree` when the incumbent wrote the same value, `equivalent` when it wrote another value
-//! that is as good by a rule this module names (two volumes equally fit for one claim),
+//! that is as good by a rule this module names (two volumes equally fit for one claim, two claims
+//! equally entitled to one volume, or a volume the incumbent took that the shadow had not seen
+//! when it decided and that is as good as its own choice: a decision made from another state),
 //! `differ` otherwise (with both values). Intents not judged yet are `pending`.
 
 use pv_model::helpers;
@@ -281,6 +283,23 @@ pub const EQUALLY_GOOD_RULE: &str =
     "both volumes fit the claim and have the same capacity: the binder takes the smallest volume that fits, and \
      between volumes of one size neither choice is better";
 
+/// True when the volume the binder in charge took (`theirs`), one the shadow had not seen yet
+/// when it decided, is by the binder's rule at least as good for the claim as the shadow's own
+/// choice (`ours`): it fits the claim and is no larger. The two decisions were made from two
+/// states, and from the later one, which held both volumes, the shadow's rule would not have
+/// preferred its own choice either. The caller tells that the shadow had not seen `theirs`.
+pub fn as_good_seen_later(claim: &PersistentVolumeClaim, ours: &PersistentVolume, theirs: &PersistentVolume) -> bool {
+    use pv_model::{matching, VerdictKind};
+    let fits = matching::evaluate(claim, &as_free(theirs), false).kind == VerdictKind::Match;
+    fits && helpers::volume_capacity(theirs) <= helpers::volume_capacity(ours)
+}
+
+/// The rule [`as_good_seen_later`] applies, as a `/shadow` entry names it.
+pub const SEEN_LATER_RULE: &str =
+    "the binder in charge decided from a later state, with a volume the shadow had not seen when it decided: that \
+     volume fits the claim and is no larger than the shadow's choice, so from that state the binder's rule (the \
+     smallest volume that fits) does not prefer the shadow's choice";
+
 /// True when two claims are equally entitled to one volume by the binder's rule: a volume goes
 /// to the first claim synced that it fits, and no rule ranks one claim above another. Both must
 /// fit the volume, judged as free, and neither may ask for a volume by name (a claim the binder
@@ -404,6 +423,22 @@ mod tests {
             "status": {"phase": "Available"}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_volume_seen_later_is_as_good_when_it_fits_and_is_no_larger() {
+        let c = claim("c", "1Gi");
+        let mut small = volume("1Gi");
+        small.metadata.name = Some("pv-small".into());
+        let big = volume("5Gi");
+        // The incumbent, deciding later, took the smaller volume the shadow had not seen.
+        assert!(as_good_seen_later(&c, &big, &small));
+        assert!(!equally_good(&c, &big, &small));
+        // A larger one, or one the claim does not fit, is no better than the shadow's choice.
+        assert!(!as_good_seen_later(&c, &small, &big));
+        let mut block = volume("1Gi");
+        block.spec.as_mut().unwrap().volume_mode = Some("Block".into());
+        assert!(!as_good_seen_later(&c, &big, &block));
     }
 
     #[test]

@@ -67,17 +67,34 @@ impl Drop for Informers {
 /// `controller`'s handlers. Volumes and claims are also checked for another binder's writes
 /// (see [`crate::foreign`]); `own` holds this process's writes.
 pub fn start_informers(client: Client, controller: Arc<Controller>, own: Arc<OwnWrites>) -> Informers {
+    start_informers_seeing(client, controller, own, None)
+}
+
+/// Called with each object a watch delivers, before the controller handles it.
+pub type See<K> = Arc<dyn Fn(&K) + Send + Sync>;
+
+/// Called with each volume the watch delivers.
+pub type SeeVolume = See<PersistentVolume>;
+
+/// [`start_informers`], telling `see` of each volume delivered (shadow mode notes when it first
+/// saw each one).
+pub fn start_informers_seeing(
+    client: Client,
+    controller: Arc<Controller>,
+    own: Arc<OwnWrites>,
+    see: Option<SeeVolume>,
+) -> Informers {
     let (tx, rx) = watch::channel(0usize);
     let tx = Arc::new(tx);
     let c = controller;
     let volumes = Some(Arc::new(ForeignBinders::new(own.clone(), c.clone())));
     let claims = Some(Arc::new(ForeignBinders::new(own, c.clone())));
     let tasks = vec![
-        spawn_watch::<PersistentVolume, _>(client.clone(), tx.clone(), c.clone(), volumes),
-        spawn_watch::<PersistentVolumeClaim, _>(client.clone(), tx.clone(), c.clone(), claims),
-        spawn_watch::<StorageClass, _>(client.clone(), tx.clone(), c.clone(), None),
-        spawn_watch::<Pod, _>(client.clone(), tx.clone(), c.clone(), None),
-        spawn_watch::<Node, _>(client, tx, c, None),
+        spawn_watch::<PersistentVolume, _>(client.clone(), tx.clone(), c.clone(), volumes, see),
+        spawn_watch::<PersistentVolumeClaim, _>(client.clone(), tx.clone(), c.clone(), claims, None),
+        spawn_watch::<StorageClass, _>(client.clone(), tx.clone(), c.clone(), None, None),
+        spawn_watch::<Pod, _>(client.clone(), tx.clone(), c.clone(), None, None),
+        spawn_watch::<Node, _>(client, tx, c, None, None),
     ];
     Informers { synced: rx, tasks }
 }
@@ -115,6 +132,7 @@ fn spawn_watch<K, H>(
     synced: Arc<watch::Sender<usize>>,
     to: Arc<H>,
     foreign: Option<Arc<ForeignBinders>>,
+    see: Option<See<K>>,
 ) -> JoinHandle<()>
 where
     K: Resource<DynamicType = ()> + Tombstone + Watched + Clone + DeserializeOwned + Debug + Send + 'static,
@@ -130,6 +148,9 @@ where
             futures_util::pin_mut!(stream);
             let mut informer = Informer::<K>::new();
             while let Some(ev) = stream.next().await {
+                if let (Some(see), Ok(Event::Apply(o) | Event::InitApply(o))) = (&see, &ev) {
+                    see(&o.object);
+                }
                 if let Some(f) = &foreign {
                     match &ev {
                         Ok(Event::Apply(o)) => o.object.check(f, &o.writers, false),

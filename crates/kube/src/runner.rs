@@ -7,7 +7,7 @@
 
 use crate::api::{KubeApi, RequestCounts};
 use crate::foreign::OwnWrites;
-use crate::informers::{start_informers, Informers};
+use crate::informers::{start_informers, start_informers_seeing, Informers};
 use crate::recycler::PodRecyclers;
 use crate::shadow::{ReadOnly, Shadow, ShadowApi};
 use kube::Client;
@@ -111,7 +111,10 @@ pub fn start_shadow(client: Client, host: &str, opts: &ControllerOptions, settle
             _ => c.caches().claim(object).is_some(),
         })
     }));
-    let informers = start_informers(client, controller.clone(), own.clone());
+    let seen = shadow.clone();
+    let see: crate::informers::SeeVolume =
+        Arc::new(move |v| seen.saw_volume(v.metadata.name.as_deref().unwrap_or_default()));
+    let informers = start_informers_seeing(client, controller.clone(), own.clone(), Some(see));
     Wiring { controller, informers, requests, own, shadow: Some(shadow) }
 }
 

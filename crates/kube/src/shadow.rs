@@ -102,6 +102,9 @@ pub struct Shadow {
     /// writes are not stored, so until the binder in charge binds a volume the shadow may
     /// give it to one claim and then to another: each claim keeps the volume it was given.
     volume_of: Mutex<HashMap<String, String>>,
+    /// When the shadow's watch first delivered each volume (ms on the shadow's clock): a volume
+    /// first seen after a decision was made was not in the state that decision came from.
+    first_seen: Mutex<HashMap<String, u64>>,
     /// Whether an object (kind, name or `namespace/name`) still exists, as the controller's
     /// caches see it: what is kept of objects gone is let go ([`Shadow::forget_gone`]).
     exists: std::sync::OnceLock<Exists>,
@@ -125,6 +128,7 @@ impl Shadow {
             origin: Instant::now(),
             bound_to: Mutex::default(),
             volume_of: Mutex::default(),
+            first_seen: Mutex::default(),
             exists: std::sync::OnceLock::new(),
             forgot_ms: Default::default(),
         })
@@ -142,7 +146,23 @@ impl Shadow {
         let Some(exists) = self.exists.get() else { return 0 };
         self.bound_to.lock().unwrap().retain(|volume, _| exists("PersistentVolume", volume));
         self.volume_of.lock().unwrap().retain(|claim, _| exists("PersistentVolumeClaim", claim));
+        self.first_seen.lock().unwrap().retain(|volume, _| exists("PersistentVolume", volume));
         self.log.lock().unwrap().retain_objects(|kind, object| exists(kind, object))
+    }
+
+    /// Notes that the shadow's watch delivered the volume `name` (the first time counts).
+    pub fn saw_volume(&self, name: &str) {
+        let now = self.now_ms();
+        let mut seen = self.first_seen.lock().unwrap();
+        if !seen.contains_key(name) {
+            seen.insert(name.to_string(), now);
+        }
+    }
+
+    /// True when the volume `name` was first seen after `decided_ms`: the decision made then
+    /// could not have taken it.
+    fn seen_after(&self, name: &str, decided_ms: u64) -> bool {
+        self.first_seen.lock().unwrap().get(name).is_some_and(|&seen| seen > decided_ms)
     }
 
     fn now_ms(&self) -> u64 {
@@ -190,10 +210,11 @@ impl Shadow {
             self.forget_gone();
         }
         let settle = self.settle.as_millis() as u64;
-        let due = self.log.lock().unwrap().due(self.now_ms(), settle);
+        let due = self.log.lock().unwrap().due(now, settle);
         let mut n = 0;
         for d in due {
-            let Ok((theirs, rule)) = self.theirs(&d.target, &d.ours).await else { continue };
+            let decided_ms = now.saturating_sub(d.age_ms);
+            let Ok((theirs, rule)) = self.theirs(&d.target, &d.ours, decided_ms).await else { continue };
             if d.undecided(&theirs, settle * UNDECIDED_WINDOWS) {
                 continue;
             }
@@ -228,8 +249,9 @@ impl Shadow {
         }
     }
 
-    /// The cluster's value of the target's field, and the rule that makes it as good as ours.
-    async fn theirs(&self, t: &Target, ours: &str) -> Result<(String, Option<String>), ApiError> {
+    /// The cluster's value of the target's field, and the rule that makes it as good as ours
+    /// (decided at `decided_ms`).
+    async fn theirs(&self, t: &Target, ours: &str, decided_ms: u64) -> Result<(String, Option<String>), ApiError> {
         if let Some(rest) = t.field.strip_prefix("event ") {
             let (type_, reason) = rest.split_once('/').unwrap_or((rest, ""));
             let (ns, name) = match t.object.split_once('/') {
@@ -264,14 +286,15 @@ impl Shadow {
             (None, _) => "<deleted>".to_string(),
             (Some(f), field) => f.get(field).cloned().unwrap_or_default(),
         };
-        let rule = if theirs != ours { self.equivalence(t, ours, &theirs).await } else { None };
+        let rule = if theirs != ours { self.equivalence(t, ours, &theirs, decided_ms).await } else { None };
         Ok((theirs, rule))
     }
 
     /// When the incumbent made another choice just as good as ours, the rule: another volume
-    /// for the claim, or the volume for another claim.
-    async fn equivalence(&self, t: &Target, ours: &str, theirs: &str) -> Option<String> {
-        match self.volumes_equally_good(t, ours, theirs).await {
+    /// for the claim (of the same size, or one we had not seen when we decided at `decided_ms`
+    /// and no larger), or the volume for another claim.
+    async fn equivalence(&self, t: &Target, ours: &str, theirs: &str, decided_ms: u64) -> Option<String> {
+        match self.volumes_equally_good(t, ours, theirs, decided_ms).await {
             Some(rule) => Some(rule),
             None => self.claims_equally_entitled(t, ours, theirs).await,
         }
@@ -319,8 +342,10 @@ impl Shadow {
         self.reads.claim(ns, name).await.ok()
     }
 
-    /// When the incumbent bound the claim to another volume just as good as ours, the rule.
-    async fn volumes_equally_good(&self, t: &Target, ours: &str, theirs: &str) -> Option<String> {
+    /// When the incumbent bound the claim to another volume just as good as ours, the rule:
+    /// one of the same size, or one we had not seen when we decided (at `decided_ms`) that is
+    /// no larger than ours (the incumbent decided from a later state).
+    async fn volumes_equally_good(&self, t: &Target, ours: &str, theirs: &str, decided_ms: u64) -> Option<String> {
         let (claim_key, our_volume, their_volume) = match t.kind {
             "PersistentVolumeClaim" if t.field == "spec.volumeName" && !ours.is_empty() && !theirs.is_empty() => {
                 (t.object.clone(), ours.to_string(), theirs.to_string())
@@ -349,7 +374,11 @@ impl Shadow {
         let claim = self.reads.claim(ns, name).await.ok()?;
         let a = self.reads.volume(&our_volume).await.ok()?;
         let b = self.reads.volume(&their_volume).await.ok()?;
-        shadow::equally_good(&claim, &a, &b).then(|| shadow::EQUALLY_GOOD_RULE.to_string())
+        if shadow::equally_good(&claim, &a, &b) {
+            return Some(shadow::EQUALLY_GOOD_RULE.to_string());
+        }
+        (self.seen_after(&their_volume, decided_ms) && shadow::as_good_seen_later(&claim, &a, &b))
+            .then(|| shadow::SEEN_LATER_RULE.to_string())
     }
 
     fn ours_for_claim(&self, claim: &str) -> Option<String> {
@@ -526,6 +555,25 @@ mod tests {
         // Nothing is read in these tests: the client is never asked.
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         Shadow::new(ReadOnly::new(Client::try_from(config).unwrap(), Duration::from_secs(1)), Duration::ZERO)
+    }
+
+    #[tokio::test]
+    async fn a_volume_counts_as_seen_after_a_decision_only_when_first_delivered_after_it() {
+        let s = shadow();
+        s.saw_volume("pv-big");
+        std::thread::sleep(Duration::from_millis(5));
+        let decided = s.now_ms();
+        std::thread::sleep(Duration::from_millis(5));
+        s.saw_volume("pv-small");
+        // Delivered again (an update, a relist): the first time counts.
+        s.saw_volume("pv-big");
+        assert!(!s.seen_after("pv-big", decided));
+        assert!(s.seen_after("pv-small", decided));
+        // Never seen: nothing tells it was not in the state the decision came from.
+        assert!(!s.seen_after("pv-other", decided));
+        s.set_exists(Box::new(|_, object| object == "pv-big"));
+        s.forget_gone();
+        assert!(!s.seen_after("pv-small", decided));
     }
 
     #[tokio::test]
