@@ -13,7 +13,8 @@ use crate::events::{Involved, Recorder};
 use crate::metrics::Metrics;
 use crate::operations::{Mode, OpKey, Operations};
 use crate::plugin::PluginRegistry;
-use crate::queue::{Delayed, Timer, WorkQueue};
+use crate::queue::WorkQueue;
+use crate::runner::{Keys, Lane, Runner, SyncKey};
 use crate::steps::SyncReport;
 use crate::writer::Writers;
 use pv_model::k8s::{Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass};
@@ -318,11 +319,6 @@ impl Controller {
         removed
     }
 
-    /// The timer that releases the delayed keys of both queues on the controller's clock.
-    pub fn timer(&self) -> Timer<'_> {
-        Timer::new(self.clock.as_ref(), [&self.volume_queue as &dyn Delayed, &self.claim_queue])
-    }
-
     /// Enqueues the volume when called (an operation's follow-up; see [`Operations::schedule`]).
     pub(crate) fn sync_volume_again(&self, name: &str) -> crate::operations::Again {
         let (me, name) = (self.me.clone(), name.to_string());
@@ -371,6 +367,43 @@ impl Controller {
     pub async fn process_claim(self: &Arc<Self>, key: ObjectKey) {
         let result = self.sync_claim_key(&key).await;
         finish(&self.claim_queue, "claim", &key, result);
+    }
+
+    /// The runner of the binder's two queues, on the controller's clock: volumes first, or
+    /// claims first (a simulation's choice; in real time the order does not matter).
+    pub fn runner(self: &Arc<Self>, claims_first: bool) -> Runner {
+        let volumes: Arc<dyn Lane> = Arc::new(Keys(Volumes(self.clone())));
+        let claims: Arc<dyn Lane> = Arc::new(Keys(Claims(self.clone())));
+        let lanes = if claims_first { vec![claims, volumes] } else { vec![volumes, claims] };
+        Runner::new(self.clock.clone(), lanes)
+    }
+}
+
+/// The binder's claim queue, synced by [`Controller::process_claim`].
+struct Claims(Arc<Controller>);
+
+#[async_trait::async_trait]
+impl SyncKey for Claims {
+    type Key = ObjectKey;
+    fn queue(&self) -> &WorkQueue<ObjectKey> {
+        &self.0.claim_queue
+    }
+    async fn sync_key(&self, key: ObjectKey) {
+        self.0.process_claim(key).await
+    }
+}
+
+/// The binder's volume queue, synced by [`Controller::process_volume`].
+struct Volumes(Arc<Controller>);
+
+#[async_trait::async_trait]
+impl SyncKey for Volumes {
+    type Key = String;
+    fn queue(&self) -> &WorkQueue<String> {
+        &self.0.volume_queue
+    }
+    async fn sync_key(&self, key: String) {
+        self.0.process_volume(key).await
     }
 }
 

@@ -39,6 +39,7 @@ pub mod plugin;
 pub mod pods;
 pub mod protection;
 pub mod queue;
+pub mod runner;
 pub mod runtime;
 pub mod shadow;
 pub mod steps;

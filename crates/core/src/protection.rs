@@ -33,7 +33,8 @@ use crate::api::ClusterApi;
 use crate::cache::ObjectEvent;
 use crate::clock::Clock;
 use crate::pods::PodIndex;
-use crate::queue::{Delayed, Timer, WorkQueue};
+use crate::queue::{Delayed, WorkQueue};
+use crate::runner::{Lane, Runner};
 use k8s_openapi::api::core::v1::{ContainerStatus, PersistentVolumeClaimCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pv_model::finalizers;
@@ -41,9 +42,6 @@ use pv_model::k8s::{PersistentVolume, PersistentVolumeClaim, Pod};
 use pv_model::ObjectKey;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
-
-/// How long the timer sleeps when no key is delayed (it is woken sooner when one is).
-const IDLE_WAKE_MS: u64 = 3_600_000;
 
 /// The claim condition that says since when no pod uses the claim.
 pub const UNUSED_CONDITION: &str = "Unused";
@@ -295,6 +293,42 @@ fn change_finalizers(finalizers: &mut Option<Vec<String>>, step: &ProtectionStep
     }
 }
 
+/// The protection controllers' queue as a lane: a key taken with whatever else is queued then.
+struct Batches(Arc<Protection>);
+
+impl Batches {
+    fn rest(&self, first: Key) -> Vec<Key> {
+        let mut taken = vec![first];
+        while let Some(k) = self.0.queue.try_get() {
+            taken.push(k);
+        }
+        taken
+    }
+}
+
+#[async_trait::async_trait]
+impl Lane for Batches {
+    fn delayed(&self) -> &dyn Delayed {
+        &self.0.queue
+    }
+
+    async fn try_work(&self) -> bool {
+        let Some(first) = self.0.queue.try_get() else { return false };
+        self.0.work(self.rest(first)).await;
+        true
+    }
+
+    async fn work(&self) -> bool {
+        let Some(first) = self.0.queue.get().await else { return false };
+        self.0.work(self.rest(first)).await;
+        true
+    }
+
+    fn shutdown(&self) {
+        self.0.queue.shutdown();
+    }
+}
+
 /// A namespace's pods listed from the server at most once for a batch of its claims (upstream's
 /// `LazyLivePodList`).
 #[derive(Default)]
@@ -371,65 +405,45 @@ impl Protection {
         }
     }
 
-    /// Works the queue until `shutdown` completes. Everything runs inside this future, so that
-    /// dropping it (an aborted task) lets go of the API at once.
+    /// Works the queue until `shutdown` completes, on a [`Runner`] of one worker. Dropping this
+    /// future (an aborted task) stops the worker at once, and so lets go of the API.
     pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
-        // Releases the keys a failure delayed, on the clock.
-        let timer = async {
-            let timer = Timer::new(self.clock.as_ref(), [&self.queue as &dyn Delayed]);
-            loop {
-                timer.promote_due();
-                timer.sleep_until(self.clock.now_ms() + IDLE_WAKE_MS).await;
-            }
-        };
-        tokio::select! {
-            _ = shutdown => {}
-            _ = timer => {}
-            _ = self.work() => {}
-        }
-        self.queue.shutdown();
+        Runner::new(self.clock.clone(), vec![Arc::new(Batches(self.clone()))]).run(1, None, shutdown).await;
     }
 
-    async fn work(&self) {
-        while let Some(first) = self.queue.get().await {
-            // Take whatever else is queued, so the claims of one namespace share one live list
-            // of its pods.
-            let mut taken = vec![first];
-            while let Some(k) = self.queue.try_get() {
-                taken.push(k);
+    /// Syncs the keys taken at once: the claims of one namespace share one live list of its pods.
+    async fn work(&self, taken: Vec<Key>) {
+        let mut by_namespace: BTreeMap<String, Vec<ObjectKey>> = BTreeMap::new();
+        let mut volumes = Vec::new();
+        for k in &taken {
+            match k {
+                Key::Claim(c) => by_namespace.entry(c.namespace().to_string()).or_default().push(c.clone()),
+                Key::Volume(name) => volumes.push(name.clone()),
             }
-            let mut by_namespace: BTreeMap<String, Vec<ObjectKey>> = BTreeMap::new();
-            let mut volumes = Vec::new();
-            for k in &taken {
-                match k {
-                    Key::Claim(c) => by_namespace.entry(c.namespace().to_string()).or_default().push(c.clone()),
-                    Key::Volume(name) => volumes.push(name.clone()),
+        }
+        let mut failed = HashSet::new();
+        for name in volumes {
+            if let Err(e) = self.sync_volume(&name).await {
+                tracing::debug!(volume = %name, error = %e, "pv-protection: will retry");
+                failed.insert(Key::Volume(name));
+            }
+        }
+        for claims in by_namespace.into_values() {
+            let mut live = LivePods::default();
+            for key in claims {
+                if let Err(e) = self.sync_claim(&key, &mut live).await {
+                    tracing::debug!(pvc = %key, error = %e, "pvc-protection: will retry");
+                    failed.insert(Key::Claim(key));
                 }
             }
-            let mut failed = HashSet::new();
-            for name in volumes {
-                if let Err(e) = self.sync_volume(&name).await {
-                    tracing::debug!(volume = %name, error = %e, "pv-protection: will retry");
-                    failed.insert(Key::Volume(name));
-                }
+        }
+        for k in &taken {
+            if failed.contains(k) {
+                self.queue.add_rate_limited(k);
+            } else {
+                self.queue.forget(k);
             }
-            for claims in by_namespace.into_values() {
-                let mut live = LivePods::default();
-                for key in claims {
-                    if let Err(e) = self.sync_claim(&key, &mut live).await {
-                        tracing::debug!(pvc = %key, error = %e, "pvc-protection: will retry");
-                        failed.insert(Key::Claim(key));
-                    }
-                }
-            }
-            for k in &taken {
-                if failed.contains(k) {
-                    self.queue.add_rate_limited(k);
-                } else {
-                    self.queue.forget(k);
-                }
-                self.queue.done(k);
-            }
+            self.queue.done(k);
         }
     }
 

@@ -1,8 +1,9 @@
-//! Running the controller on tokio: worker tasks per queue, the resync timer, and the timer that
-//! releases delayed (backed-off) keys. Used by `up` and `run`; `simulate` drives the same
-//! controller step by step instead.
+//! Running the binder on tokio: its queues on a [`crate::runner::Runner`] in real time (worker
+//! tasks per queue, one timer for delayed keys and the periodic resync), the sweep of unused
+//! assets and the event writer. Used by `up` and `run`; `simulate` steps the same runner.
 
 use crate::controller::Controller;
+use crate::runner::Periodic;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,44 +17,10 @@ pub fn default_workers() -> usize {
     (std::thread::available_parallelism().map_or(1, |n| n.get()) * 128).clamp(64, 256)
 }
 
-/// Runs workers until `shutdown` resolves, then drains and stops.
+/// Runs workers until `shutdown` resolves, then drains and stops: the binder's queues on a
+/// [`crate::runner::Runner`] with the periodic resync, the sweep of unused assets and the event
+/// writer beside it.
 pub async fn run(controller: Arc<Controller>, workers: usize, shutdown: impl Future<Output = ()>) {
-    let workers = workers.max(1);
-    let mut tasks = Vec::new();
-    for _ in 0..workers {
-        let c = controller.clone();
-        tasks.push(tokio::spawn(async move {
-            while let Some(key) = c.claim_queue.get().await {
-                c.process_claim(key).await;
-            }
-        }));
-        let c = controller.clone();
-        tasks.push(tokio::spawn(async move {
-            while let Some(key) = c.volume_queue.get().await {
-                c.process_volume(key).await;
-            }
-        }));
-    }
-    // One timer releases delayed (backed-off) keys and runs the periodic resync: it sleeps on the
-    // controller's clock until the earliest of the next due key and the next resync, and wakes
-    // sooner when a key is delayed to before that.
-    let c = controller.clone();
-    let timers = tokio::spawn(async move {
-        let period = c.config().resync_period.as_millis() as u64;
-        let clock = c.clock().clone();
-        let mut next_resync = clock.now_ms() + period;
-        let timer = c.timer();
-        loop {
-            timer.promote_due();
-            let now = clock.now_ms();
-            if now >= next_resync {
-                tracing::debug!("periodic resync");
-                c.resync();
-                next_resync = now + period;
-            }
-            timer.sleep_until(next_resync).await;
-        }
-    });
     // The sweep of assets interrupted provisionings left behind, three times per resync period
     // (an asset goes at the second sweep that finds it unused: within 5 to 10 s by default).
     let c = controller.clone();
@@ -75,14 +42,20 @@ pub async fn run(controller: Arc<Controller>, workers: usize, shutdown: impl Fut
             })
             .await
     });
-    shutdown.await;
-    timers.abort();
-    sweeper.abort();
-    controller.claim_queue.shutdown();
-    controller.volume_queue.shutdown();
-    for t in tasks {
-        let _ = t.await;
-    }
+    let c = controller.clone();
+    let resync = Periodic {
+        period: controller.config().resync_period,
+        run: Box::new(move || {
+            tracing::debug!("periodic resync");
+            c.resync();
+        }),
+    };
+    // The sweep stops with the shutdown, before the workers drain.
+    let shutdown = async move {
+        shutdown.await;
+        sweeper.abort();
+    };
+    controller.runner(false).run(workers, Some(resync), shutdown).await;
     // What the workers recorded last is still written.
     let _ = events_stop.send(());
     let _ = events.await;

@@ -13,6 +13,7 @@ use jiff::Timestamp;
 use k8s_openapi::{Metadata, Resource};
 use pv_core::informer::{Handles, Informer, Tombstone};
 use pv_core::operations::Mode;
+use pv_core::runner::Runner;
 use pv_core::steps::SyncReport;
 use pv_core::ObjectEvent;
 use pv_core::{Clock, Config, Controller, Observer, PluginRegistry, SimClock};
@@ -200,6 +201,8 @@ pub struct Simulation {
     api: Arc<SimApi>,
     clock: Arc<SimClock>,
     controller: Arc<Controller>,
+    /// The controller's queues, stepped (claims first with [`SimulationOptions::claims_first`]).
+    runner: Runner,
     informers: Vec<Box<dyn Feed>>,
     watch_rng: Option<(rand::rngs::SmallRng, FaultSpec)>,
     options: SimulationOptions,
@@ -320,6 +323,7 @@ impl Simulation {
             }));
         }
         let controller = Controller::new(api.clone(), plugins, clock.clone(), config);
+        let runner = controller.runner(options.claims_first);
         let watch_rng = options
             .faults
             .as_ref()
@@ -330,6 +334,7 @@ impl Simulation {
             api,
             clock,
             controller,
+            runner,
             informers: Vec::new(),
             watch_rng,
             options,
@@ -487,28 +492,15 @@ impl Simulation {
         if c.recorder().flush().await > 0 {
             return true;
         }
-        if self.options.claims_first {
-            if let Some(k) = c.claim_queue.try_get() {
-                self.steps += 1;
-                c.process_claim(k).await;
-                return true;
-            }
-        }
-        if let Some(k) = c.volume_queue.try_get() {
+        if self.runner.try_step().await {
             self.steps += 1;
-            c.process_volume(k).await;
-            return true;
-        }
-        if let Some(k) = c.claim_queue.try_get() {
-            self.steps += 1;
-            c.process_claim(k).await;
             return true;
         }
         if c.operations().run_next().await {
             self.steps += 1;
             return true;
         }
-        c.timer().step(deadline_ms, |due| self.clock.advance_to(due))
+        self.runner.timer().step(deadline_ms, |due| self.clock.advance_to(due))
     }
 
     async fn drain(&mut self, deadline_ms: u64) {

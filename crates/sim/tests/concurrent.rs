@@ -77,13 +77,16 @@ async fn converge(workers: usize, faults: Option<&str>, seed: u64) {
             let now = pv_core::Clock::now_ms(&**controller.clock());
             panic!(
                 "{} claims not Bound after {:?} (seed {seed}); the first:\n{}\noperations running: {:?}; \
-                 the last backoff ends in {:?} ms; {} requests refused while backing off",
+                 the last backoff ends in {:?} ms; {} requests refused while backing off; claim queue {:?}; \
+                 volume queue {:?}",
                 unbound.len(),
                 started.elapsed(),
                 about.join("\n"),
                 ops.running(),
                 ops.latest_backoff_expiry().map(|t| t.saturating_sub(now)),
-                ops.backoff_skips()
+                ops.backoff_skips(),
+                controller.claim_queue.metrics(),
+                controller.volume_queue.metrics()
             );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
