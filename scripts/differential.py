@@ -415,14 +415,20 @@ def run_once(api, which, objects, scenario, cfg, work):
     input_pvs = {o["metadata"]["name"] for o in objects if o.get("kind") == "PersistentVolume"}
     ctl = Controller(which, cfg, work, (scenario or {}).get("kcmFlags") or [])
     shadow = Controller("shadow", cfg, work) if SHADOW_KUBECONFIG and which == "upstream" else None
+    late = (scenario or {}).get("late") or []
+    if late and not shadow:
+        raise LoadError("objects made `late` need the shadow beside upstream's binder (DIFF_SHADOW=1)")
     if shadow:
         shadow.start()
-    late = (scenario or {}).get("late") or []
     if late:
         # A shadow case's objects made after the shadow decided and before the binder in charge
         # starts: the two decide from different states.
-        wait_decided(shadow)
-        back.update(load(api, late, root))
+        try:
+            wait_decided(shadow)
+            back.update(load(api, late, root))
+        except LoadError:
+            shadow.stop()
+            raise
         input_pvs |= {o["metadata"]["name"] for o in late if o.get("kind") == "PersistentVolume"}
     ctl.start()
     try:

@@ -235,6 +235,57 @@ mod tests {
         assert!(!runner.timer().step(deadline, |due| clock.advance_to(due)));
     }
 
+    /// A lane whose sync never ends; `alive` counts the syncs under way.
+    struct Stuck {
+        queue: WorkQueue<String>,
+        alive: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    struct Alive(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Drop for Alive {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[async_trait]
+    impl SyncKey for Stuck {
+        type Key = String;
+        fn queue(&self) -> &WorkQueue<String> {
+            &self.queue
+        }
+        async fn sync_key(&self, _key: String) {
+            self.alive.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _alive = Alive(self.alive.clone());
+            std::future::pending::<()>().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_run_leaves_no_sync_running() {
+        let clock: Arc<dyn Clock> = crate::clock::SystemClock::new();
+        let alive = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stuck = Stuck { queue: WorkQueue::new("stuck", clock.clone()), alive: alive.clone() };
+        stuck.queue.add("k");
+        let runner = Arc::new(Runner::new(clock, vec![Arc::new(Keys(stuck))]));
+        let r = runner.clone();
+        let task = tokio::spawn(async move { r.run(2, None, std::future::pending()).await });
+        while alive.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        task.abort();
+        let _ = task.await;
+        // The aborted run aborted its workers: the sync under way was dropped.
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while alive.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("a worker still runs after its run was dropped");
+    }
+
     #[tokio::test]
     async fn real_time_workers_sync_every_key_and_stop_at_shutdown() {
         let clock: Arc<dyn Clock> = crate::clock::SystemClock::new();
