@@ -39,14 +39,21 @@
 # times; the fifth close fails the test ("timed out waiting for the condition"). With upstream's
 # controller in the test's process the watch was closed up to four times a run, and about one
 # run in ten failed, on two busy cores; with pv-controller (another process) it was never closed
-# in 9 runs counted, and none of 17 failed. A run with pv-controller is never repeated.
+# in 9 runs counted, and none of 17 failed. On CI's machine, slower, upstream's run failed twice in
+# a row. So a failed control run is run again up to twice; when all three failed with that flake
+# alone (the test's only finding "Failed to wait for all claims to be bound: timed out waiting for
+# the condition", and its log shows the claims' watch closed and made again), the test's verdict
+# rests on pv-controller's run, printed `ok NAME (upstream: its own flake N times ..., ours Y s)`:
+# the control run gives a time to compare, and the same wiring passed at the default size. Any
+# other failure of a control run fails. A run with pv-controller is never repeated.
 #
 # Prints every test of the file, then per test `ok NAME (upstream X s, ours Y s)` or `FAIL NAME
 # ...` with what failed (upstream's test output and pv-controller's log), `not applicable NAME:
 # why` for a test that cannot run here; the times are the tests' own (go test's: API server
 # start and teardown included). Last line: `N passed, M failed`, counting runs: each test with
 # upstream's controller and with this one, and each scale run with each (a repeated control run
-# counts once, by its second result). Exits non-zero on any failure. Skipped (exit 0) without
+# counts once, by its last result; at scale, one that failed three times with its known flake alone
+# is not counted). Exits non-zero on any failure. Skipped (exit 0) without
 # Go.
 #
 # Usage: scripts/e2e-upstream-integration.sh [TEST...]: the tests named only (the scale variant
@@ -204,18 +211,39 @@ findings() {
 verdict() {
   if passed "$@"; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)) TIME=""; findings "$@" >&2; fi
 }
-# control_again NAME OBJECTS TIMEOUT_S: upstream's own run once more when it failed (its own
-# flake; see the header), the failure shown.
+# known_flake NAME OBJECTS: upstream's failed run failed with its known flake alone (see the
+# header): its only finding is the timed-out wait for bound claims, and its log shows the claims'
+# watch closed and made again.
+known_flake() {
+  local out="$WORK/logs/upstream-$1-$2.out" findings
+  findings=$(grep -E '^\s+[a-z_]+_test\.go:[0-9]+: ' "$out")
+  [[ "$findings" =~ ^[[:space:]]+persistent_volumes_test\.go:[0-9]+:\ Failed\ to\ wait\ for\ all\ claims\ to\ be\ bound:\ timed\ out\ waiting\ for\ the\ condition$ ]] \
+    && grep -q 'Recreating a watch for claims' "$out" && ! grep -q '^panic: ' "$out"
+}
+# control_again NAME OBJECTS TIMEOUT_S: upstream's own run again, up to twice, when it failed (its
+# own flake; see the header), each failure shown. Sets FLAKED to the number of failed runs when
+# every run failed with the known flake alone, else empty.
 control_again() {
-  passed upstream "$@" && return
-  echo "note: upstream's run of $1 with its own controller failed; once more (the failure follows)"
-  findings upstream "$@" | sed 's/^/  /'
-  run_one upstream "$@"; wait_runs
+  local tries=1
+  FLAKED=""
+  while ! passed upstream "$@"; do
+    if (( tries == 3 )); then
+      known_flake "$1" "$2" && FLAKED=$tries
+      return
+    fi
+    known_flake "$1" "$2" || { echo "note: upstream's run of $1 with its own controller failed, not with its known flake"; return; }
+    echo "note: upstream's run of $1 with its own controller failed (its known flake: the claims' watch closed $(grep -c 'Recreating a watch for claims' "$WORK/logs/upstream-$1-$2.out") times); again (the failure follows)"
+    findings upstream "$@" | sed 's/^/  /'
+    run_one upstream "$@"; wait_runs
+    tries=$((tries + 1))
+  done
 }
 report() {
   local name="$1" up="$2" ours="$3"
   if [[ -n "$up" && -n "$ours" ]]; then
     echo "ok $name (upstream $up, ours $ours)"
+  elif [[ -n "$FLAKED" && -n "$ours" ]]; then
+    echo "ok $name (upstream: its own flake $FLAKED times, the claims' watch closed by kube-apiserver; ours $ours)"
   else
     echo "FAIL $name (upstream ${up:-failed}, ours ${ours:-failed})"
   fi
@@ -227,6 +255,7 @@ for name in "${TESTS[@]}"; do
   run_one ours "$name" 100 240
   wait_runs
   control_again "$name" 100 240
+  FLAKED=""
   verdict upstream "$name" 100; up="$TIME"
   verdict ours "$name" 100; ours="$TIME"
   report "$name" "$up" "$ours"
@@ -236,7 +265,11 @@ for name in "${SCALE_TESTS[@]}"; do
   run_one upstream "$name" "$SCALE_OBJECTS" 420; wait_runs
   control_again "$name" "$SCALE_OBJECTS" 420
   run_one ours "$name" "$SCALE_OBJECTS" 420; wait_runs
-  verdict upstream "$name" "$SCALE_OBJECTS"; up="$TIME"
+  if [[ -n "$FLAKED" ]]; then
+    up=""; echo "note: upstream's run of $name with its own controller failed $FLAKED times with its known flake alone; the verdict rests on pv-controller's run"
+  else
+    verdict upstream "$name" "$SCALE_OBJECTS"; up="$TIME"
+  fi
   verdict ours "$name" "$SCALE_OBJECTS"; ours="$TIME"
   report "$name at $SCALE_OBJECTS objects" "$up" "$ours"
 done
