@@ -16,22 +16,34 @@ Kubernetes version changes.
 import json
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from api_differential import Server  # noqa: E402
 
-SERVED = {
-    "api/v1": ["persistentvolumes", "persistentvolumeclaims", "pods", "nodes", "namespaces", "services", "events",
-               "secrets", "configmaps", "serviceaccounts"],
-    "apis/storage.k8s.io/v1": ["storageclasses", "csidrivers", "csinodes", "volumeattachments", "csistoragecapacities",
-                               "volumeattributesclasses"],
-    "apis/coordination.k8s.io/v1": ["leases"],
-    "apis/apiextensions.k8s.io/v1": ["customresourcedefinitions"],
-    "apis/events.k8s.io/v1": ["events"],
-}
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def served():
+    """The built-in resources the API server serves, by group/version path (`api/v1`,
+    `apis/GROUP/VERSION`): the store's registry as `cargo run -p pv-apiserver --example served`
+    prints it, so that a kind added there needs no edit here."""
+    out = subprocess.run(["cargo", "run", "-q", "--release", "-p", "pv-apiserver", "--example", "served"],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    gvs = {}
+    for line in out.splitlines():
+        r = json.loads(line)
+        gv = "api/" + r["version"] if not r["group"] else f"apis/{r['group']}/{r['version']}"
+        gvs.setdefault(gv, []).append(r["plural"])
+    if not gvs:
+        raise SystemExit("the served example printed no resource")
+    return gvs
+
+
+SERVED = {}
 SUBRESOURCES = {"status", "finalize"}
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "apiserver", "src", "openapi")
+OUT = os.path.join(ROOT, "crates", "apiserver", "src", "openapi")
 
 
 def served_path(gv, path):
@@ -82,6 +94,7 @@ def get_json(server, path):
 
 
 def main():
+    SERVED.update(served())
     server = Server("kube-apiserver", sys.argv[1])
     os.makedirs(OUT, exist_ok=True)
     v2_paths = {}

@@ -1,12 +1,17 @@
 // Command schema prints the protobuf schema of the kinds pv-controller serves, read from the
 // Go types of k8s.io/api by reflection: for every message, each field's protobuf number and
 // wire type, its JSON name, and whether Go marshals it as a pointer (present only when set)
-// and with `omitempty`. The API server's protobuf transcoder is driven by this file:
+// and with `omitempty`. The kinds are read from standard input, one JSON object per line with
+// `group`, `version` and `kind`, as pv-apiserver's `served` example prints the store's registry;
+// each kind's Go type (and its list's) is client-go's scheme's (a kind outside it, as
+// apiextensions.k8s.io's, is named on standard error and left out), so a kind added to the registry
+// needs no edit here. The API server's protobuf transcoder is driven by this file:
 //
-//	go run ./schema > ../../crates/apiserver/src/protobuf/schema.json
+//	cargo run -q -p pv-apiserver --example served | go run ./schema > ../../crates/apiserver/src/protobuf/schema.json
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,11 +20,9 @@ import (
 	"strconv"
 	"strings"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // Field is one protobuf field of a message.
@@ -147,22 +150,30 @@ func visit(t reflect.Type) {
 }
 
 func main() {
-	roots := []any{
-		corev1.PersistentVolume{}, corev1.PersistentVolumeList{},
-		corev1.PersistentVolumeClaim{}, corev1.PersistentVolumeClaimList{},
-		corev1.Pod{}, corev1.PodList{}, corev1.Node{}, corev1.NodeList{},
-		corev1.Namespace{}, corev1.NamespaceList{}, corev1.Event{}, corev1.EventList{},
-		corev1.Service{}, corev1.ServiceList{},
-		corev1.Secret{}, corev1.SecretList{}, corev1.ConfigMap{}, corev1.ConfigMapList{},
-		corev1.ServiceAccount{}, corev1.ServiceAccountList{},
-		storagev1.StorageClass{}, storagev1.StorageClassList{},
-		storagev1.CSIDriver{}, storagev1.CSIDriverList{}, storagev1.CSINode{}, storagev1.CSINodeList{},
-		storagev1.VolumeAttachment{}, storagev1.VolumeAttachmentList{},
-		storagev1.CSIStorageCapacity{}, storagev1.CSIStorageCapacityList{},
-		storagev1.VolumeAttributesClass{}, storagev1.VolumeAttributesClassList{},
-		coordinationv1.Lease{}, coordinationv1.LeaseList{},
-		eventsv1.Event{}, eventsv1.EventList{},
-		metav1.Status{}, metav1.WatchEvent{}, metav1.DeleteOptions{},
+	roots := []any{metav1.Status{}, metav1.WatchEvent{}, metav1.DeleteOptions{}}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var served struct{ Group, Version, Kind string }
+		if err := json.Unmarshal(in.Bytes(), &served); err != nil {
+			panic(fmt.Sprintf("standard input: %q: %v", in.Text(), err))
+		}
+		for _, kind := range []string{served.Kind, served.Kind + "List"} {
+			gvk := schema.GroupVersionKind{Group: served.Group, Version: served.Version, Kind: kind}
+			if !scheme.Scheme.Recognizes(gvk) {
+				// apiextensions.k8s.io is not in client-go's scheme (its own clientset's); its
+				// definitions are served as JSON only, as before.
+				fmt.Fprintf(os.Stderr, "schema: %s is not in client-go's scheme: no protobuf schema\n", gvk)
+				continue
+			}
+			obj, err := scheme.Scheme.New(gvk)
+			if err != nil {
+				panic(fmt.Sprintf("%s: %v", gvk, err))
+			}
+			roots = append(roots, reflect.ValueOf(obj).Elem().Interface())
+		}
+	}
+	if len(roots) == 3 {
+		panic("no kind on standard input: cargo run -q -p pv-apiserver --example served | go run ./schema")
 	}
 	for _, r := range roots {
 		visit(reflect.TypeOf(r))

@@ -125,15 +125,20 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> Option<Value>
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}))
 }
 
-/// kube-apiserver's own OpenAPI v3 documents for the served group/versions, cut down to the
-/// resources served here (`scripts/gen-openapi.py` writes them from a real kube-apiserver).
-const OPENAPI_V3: &[(&str, &str)] = &[
-    ("api/v1", include_str!("openapi/api_v1.json")),
-    ("apis/storage.k8s.io/v1", include_str!("openapi/apis_storage_k8s_io_v1.json")),
-    ("apis/coordination.k8s.io/v1", include_str!("openapi/apis_coordination_k8s_io_v1.json")),
-    ("apis/events.k8s.io/v1", include_str!("openapi/apis_events_k8s_io_v1.json")),
-    ("apis/apiextensions.k8s.io/v1", include_str!("openapi/apis_apiextensions_k8s_io_v1.json")),
-];
+// kube-apiserver's own OpenAPI v3 documents for the served group/versions, cut down to the
+// resources served here (`scripts/gen-openapi.py` writes them from a real kube-apiserver); the
+// build script lists the files of `openapi/`.
+include!(concat!(env!("OUT_DIR"), "/openapi_files.rs"));
+
+/// The OpenAPI v3 document of every served built-in group version, by its path (`api/v1`,
+/// `apis/<group>/<version>`), in discovery's order. Each has its file (a test holds it).
+fn openapi_v3() -> impl Iterator<Item = (String, &'static str)> {
+    resources::built_in_group_versions().into_iter().filter_map(|(g, v)| {
+        let path = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+        let stem = path.replace(['/', '.'], "_");
+        OPENAPI_V3_FILES.iter().find(|(s, _)| *s == stem).map(|(_, doc)| (path, *doc))
+    })
+}
 
 /// The same documents in OpenAPI v2 (swagger) form, served as JSON.
 pub const OPENAPI_V2_JSON: &str = include_str!("openapi/v2.json");
@@ -150,16 +155,15 @@ fn content_hash(s: &str) -> String {
 /// `/openapi/v3`: where each group/version's document is.
 pub fn openapi_v3_root() -> Value {
     let mut paths = Map::new();
-    for (p, doc) in OPENAPI_V3 {
-        paths
-            .insert(p.to_string(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={}", content_hash(doc))}));
+    for (p, doc) in openapi_v3() {
+        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={}", content_hash(doc))}));
     }
     json!({"paths": paths})
 }
 
 /// `/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`: upstream's document, as text.
 pub fn openapi_v3_doc(path: &str) -> Option<&'static str> {
-    OPENAPI_V3.iter().find(|(p, _)| *p == path).map(|(_, d)| *d)
+    openapi_v3().find(|(p, _)| p == path).map(|(_, d)| d)
 }
 
 /// `/openapi/v2` as protobuf: a `Document` with only `swagger: "2.0"` (field 1).
@@ -318,9 +322,24 @@ mod tests {
     }
 
     #[test]
-    fn groups_list_storage_coordination_apiextensions_and_events() {
+    fn groups_are_listed_in_kube_apiservers_order() {
         let g = api_groups(&Store::new());
         let names: Vec<&str> = g["groups"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["storage.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io", "events.k8s.io"]);
+        // kube-apiserver 1.37's /apis, less the groups not served here.
+        assert_eq!(names, ["events.k8s.io", "storage.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"]);
+    }
+
+    #[test]
+    fn every_served_group_version_has_its_openapi_document_and_no_document_is_left_over() {
+        let served: Vec<String> = resources::built_in_group_versions()
+            .into_iter()
+            .map(|(g, v)| if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") })
+            .collect();
+        let documents: Vec<String> = openapi_v3().map(|(p, _)| p).collect();
+        assert_eq!(
+            documents, served,
+            "a served group version without its file in openapi/: run scripts/gen-openapi.py"
+        );
+        assert_eq!(OPENAPI_V3_FILES.len(), served.len(), "a file in openapi/ of a group version not served");
     }
 }

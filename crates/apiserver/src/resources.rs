@@ -77,10 +77,54 @@ pub fn lookup(store: &Store, group: &str, version: &str, plural: &str) -> Option
     built_in().into_iter().find(found).or_else(|| store.custom_resources().into_iter().map(of).find(found))
 }
 
-/// Served `(group, version)` pairs, core first, without duplicates.
-pub fn group_versions(store: &Store) -> Vec<(&'static str, &'static str)> {
+/// The priority kube-apiserver's aggregator gives a built-in group (`DefaultGenericAPIServicePriorities`
+/// and kube-apiserver's own additions, `pkg/controlplane/apiserver/aggregator.go`): discovery
+/// lists groups by it, highest first, and by name between equals. Custom resources' groups have
+/// 1000, as the aggregator gives a CustomResourceDefinition's APIService.
+fn group_priority(group: &str) -> u32 {
+    match group {
+        "" => 18000,
+        "apiregistration.k8s.io" => 18000,
+        "apps" => 17800,
+        "events.k8s.io" => 17750,
+        "authentication.k8s.io" => 17700,
+        "authorization.k8s.io" => 17600,
+        "autoscaling" => 17500,
+        "batch" => 17400,
+        "certificates.k8s.io" => 17300,
+        "networking.k8s.io" => 17200,
+        "policy" => 17100,
+        "rbac.authorization.k8s.io" => 17000,
+        "storage.k8s.io" => 16800,
+        "apiextensions.k8s.io" | "admissionregistration.k8s.io" => 16700,
+        "scheduling.k8s.io" => 16600,
+        "coordination.k8s.io" => 16500,
+        "node.k8s.io" => 16300,
+        "discovery.k8s.io" => 16200,
+        "flowcontrol.apiserver.k8s.io" => 16100,
+        _ => 1000,
+    }
+}
+
+/// The built-in `(group, version)` pairs, without duplicates, in kube-apiserver's order: core
+/// first, then by the aggregator's group priority, then by group name.
+pub fn built_in_group_versions() -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&str, &str)> = Vec::new();
-    for s in all(store) {
+    for s in built_in() {
+        if !out.contains(&(s.group, s.version)) {
+            out.push((s.group, s.version));
+        }
+    }
+    out.sort_by(|a, b| group_priority(b.0).cmp(&group_priority(a.0)).then(a.0.cmp(b.0)));
+    out
+}
+
+/// Served `(group, version)` pairs, without duplicates, in kube-apiserver's order: core first,
+/// then by the aggregator's group priority, then by group name (custom resources' groups after the
+/// built-in ones, in the order their definitions were made, among equals).
+pub fn group_versions(store: &Store) -> Vec<(&'static str, &'static str)> {
+    let mut out = built_in_group_versions();
+    for s in store.custom_resources().into_iter().map(of) {
         if !out.contains(&(s.group, s.version)) {
             out.push((s.group, s.version));
         }

@@ -17,7 +17,8 @@
 //!    finisher's queue;
 //! 2. the kinds' validation, defaults and warnings (`validation/`);
 //! 3. the strategies: the `Strategy` trait, each kind's file, [`custom`] resources' strategy,
-//!    then `registry/mod.rs` with the lists of them ([`RESOURCE_TYPES`]) and the lookups;
+//!    then `registry/mod.rs` with the lists of them ([`RESOURCE_TYPES`], made by the build script
+//!    from the files of `registry/`) and the lookups;
 //! 4. what goes through a kind's strategy: [`validation`]'s dispatch, [`admission`], [`watch`];
 //! 5. the [`store`]: `store.rs` with `commit.rs` and `content.rs`, one type over three files
 //!    (the one circle left), and its builder, deletion and namespace sweep;

@@ -3,11 +3,12 @@
 //! own file decides what that kind adds to a write — its defaults, its validation, what an update
 //! may change, what its status write keeps, what marking it deleted means.
 //!
-//! Adding a kind is adding a file here: its [`ResourceType`] and its `impl Strategy` (with its
+//! Adding a kind is adding a file here (and its `mod` line below): its `RESOURCE`, a
+//! [`ResourceType`], and its `Strategy`, a unit struct implementing [`Strategy`] (with its
 //! typed round trip, the k8s-openapi type the API server decodes it through, the warnings its
 //! writes get, the columns of its Table rows (see [`crate::table`]), its field selectors, its
-//! discovery categories and what its DELETE answers), listed in [`STRATEGIES`] and
-//! [`RESOURCE_TYPES`]. The API server matches no kind name for them but Namespace's (its
+//! discovery categories and what its DELETE answers). The build script lists every file of this
+//! directory in [`RESOURCE_TYPES`] and `STRATEGIES`. The API server matches no kind name for them but Namespace's (its
 //! `finalize` subresource, no DELETE of the collection) and the Event's (events.k8s.io/v1 is a
 //! second version of it); only the generated OpenAPI and protobuf schema data are kept apart. The files form three layers:
 //! [`strategy`] (the trait) below the kinds' files, and this file, the lists and the lookups,
@@ -41,30 +42,7 @@ use serde_json::Value;
 pub use strategy::FieldLabels;
 pub(crate) use strategy::Strategy;
 
-/// Every resource type the store serves, each declared beside its strategy in
-/// this module. `events.k8s.io/v1` Events share the `events` storage.
-pub const RESOURCE_TYPES: &[ResourceType] = {
-    &[
-        persistent_volume::RESOURCE,
-        persistent_volume_claim::RESOURCE,
-        pod::RESOURCE,
-        node::RESOURCE,
-        namespace::RESOURCE,
-        service::RESOURCE,
-        event::RESOURCE,
-        storage_class::RESOURCE,
-        csi_driver::RESOURCE,
-        csi_node::RESOURCE,
-        volume_attachment::RESOURCE,
-        csi_storage_capacity::RESOURCE,
-        volume_attributes_class::RESOURCE,
-        lease::RESOURCE,
-        secret::RESOURCE,
-        config_map::RESOURCE,
-        service_account::RESOURCE,
-        custom_resource_definition::RESOURCE,
-    ]
-};
+include!(concat!(env!("OUT_DIR"), "/kinds.rs"));
 
 impl ResourceType {
     /// Looks up a built-in resource by plural name (its store key).
@@ -77,28 +55,6 @@ impl ResourceType {
         RESOURCE_TYPES.iter().find(|r| r.kind == kind)
     }
 }
-
-/// Every kind's strategy.
-pub(crate) const STRATEGIES: &[&dyn Strategy] = &[
-    &persistent_volume::Strategy,
-    &persistent_volume_claim::Strategy,
-    &pod::Strategy,
-    &node::Strategy,
-    &namespace::Strategy,
-    &service::Strategy,
-    &event::Strategy,
-    &storage_class::Strategy,
-    &csi_driver::Strategy,
-    &csi_node::Strategy,
-    &volume_attachment::Strategy,
-    &csi_storage_capacity::Strategy,
-    &volume_attributes_class::Strategy,
-    &lease::Strategy,
-    &secret::Strategy,
-    &config_map::Strategy,
-    &service_account::Strategy,
-    &custom_resource_definition::Strategy,
-];
 
 /// The strategy of a served resource.
 pub(crate) fn of(rt: &ResourceType) -> &'static dyn Strategy {
