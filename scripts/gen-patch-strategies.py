@@ -10,29 +10,34 @@ them) or that carry a patch strategy: `[type or null, strategy or null, merge ke
 """
 import json
 import os
+import subprocess
 import sys
 
 VERSION = "v1.37.2"
-ROOTS = {
-    "PersistentVolume": "io.k8s.api.core.v1.PersistentVolume",
-    "PersistentVolumeClaim": "io.k8s.api.core.v1.PersistentVolumeClaim",
-    "Pod": "io.k8s.api.core.v1.Pod",
-    "Node": "io.k8s.api.core.v1.Node",
-    "Namespace": "io.k8s.api.core.v1.Namespace",
-    "Event": "io.k8s.api.core.v1.Event",
-    "Service": "io.k8s.api.core.v1.Service",
-    "StorageClass": "io.k8s.api.storage.v1.StorageClass",
-    "CSIDriver": "io.k8s.api.storage.v1.CSIDriver",
-    "CSINode": "io.k8s.api.storage.v1.CSINode",
-    "VolumeAttachment": "io.k8s.api.storage.v1.VolumeAttachment",
-    "CSIStorageCapacity": "io.k8s.api.storage.v1.CSIStorageCapacity",
-    "VolumeAttributesClass": "io.k8s.api.storage.v1.VolumeAttributesClass",
-    "Lease": "io.k8s.api.coordination.v1.Lease",
-    "Secret": "io.k8s.api.core.v1.Secret",
-    "ConfigMap": "io.k8s.api.core.v1.ConfigMap",
-    "ServiceAccount": "io.k8s.api.core.v1.ServiceAccount",
-    "events.k8s.io/Event": "io.k8s.api.events.v1.Event",
-}
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def roots(defs):
+    """The served kinds (pv-apiserver's `served` example, the store's registry) by the name the API
+    server looks their schema up by (the kind; `GROUP/Kind` for a kind a core one shares, as
+    events.k8s.io's Event), each with its definition in upstream's spec; a kind without one (as
+    apiextensions.k8s.io's, not in k8s.io/api) is named on standard error and left out."""
+    out = subprocess.run(["cargo", "run", "-q", "--release", "-p", "pv-apiserver", "--example", "served"],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    served = [json.loads(line) for line in out.splitlines()]
+    if not served:
+        raise SystemExit("the served example printed no resource")
+    core = {r["kind"] for r in served if not r["group"]}
+    found = {}
+    for r in served:
+        group = r["group"].split(".")[0] if r["group"] else "core"
+        name = f"io.k8s.api.{group}.{r['version']}.{r['kind']}"
+        key = r["kind"] if not r["group"] or r["kind"] not in core else f"{r['group']}/{r['kind']}"
+        if name in defs:
+            found[key] = name
+        else:
+            print(f"gen-patch-strategies: {name} is not in upstream's spec: no patch strategies", file=sys.stderr)
+    return found
 
 
 def short(name):
@@ -57,6 +62,7 @@ def main():
         f"~/go/pkg/mod/k8s.io/kubernetes@{VERSION}/api/openapi-spec/swagger.json")
     with open(path) as f:
         defs = json.load(f)["definitions"]
+    ROOTS = roots(defs)
     types = {}
     todo = list(ROOTS.values())
     while todo:

@@ -242,6 +242,10 @@ fn typed_roundtrip(served: &Served, obj: &Value, what: &str) {
         (_, "Secret") => through::<core::v1::Secret>(&obj),
         (_, "ConfigMap") => through::<core::v1::ConfigMap>(&obj),
         (_, "ServiceAccount") => through::<core::v1::ServiceAccount>(&obj),
+        (_, "Role") => through::<k8s_openapi::api::rbac::v1::Role>(&obj),
+        (_, "ClusterRole") => through::<k8s_openapi::api::rbac::v1::ClusterRole>(&obj),
+        (_, "RoleBinding") => through::<k8s_openapi::api::rbac::v1::RoleBinding>(&obj),
+        (_, "ClusterRoleBinding") => through::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&obj),
         (_, "CustomResourceDefinition") => through::<
             k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
         >(&obj),

@@ -326,7 +326,16 @@ mod tests {
         let g = api_groups(&Store::new());
         let names: Vec<&str> = g["groups"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
         // kube-apiserver 1.37's /apis, less the groups not served here.
-        assert_eq!(names, ["events.k8s.io", "storage.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"]);
+        assert_eq!(
+            names,
+            [
+                "events.k8s.io",
+                "rbac.authorization.k8s.io",
+                "storage.k8s.io",
+                "apiextensions.k8s.io",
+                "coordination.k8s.io"
+            ]
+        );
     }
 
     #[test]

@@ -51,16 +51,15 @@ pub fn schema() -> &'static Schema {
     SCHEMA.get_or_init(|| serde_json::from_str(include_str!("schema.json")).expect("schema.json is valid"))
 }
 
-/// The Go package of `apiVersion`'s types, for the groups served.
-fn package(api_version: &str) -> Option<&'static str> {
-    Some(match api_version {
-        "v1" => "k8s.io/api/core/v1",
-        "storage.k8s.io/v1" => "k8s.io/api/storage/v1",
-        "coordination.k8s.io/v1" => "k8s.io/api/coordination/v1",
-        "events.k8s.io/v1" => "k8s.io/api/events/v1",
-        "meta.k8s.io/v1" => META,
-        _ => return None,
-    })
+/// The Go package of `apiVersion`'s types in k8s.io/api (`core/v1` for `v1`, the group's first
+/// label for the others: `storage.k8s.io/v1` is `k8s.io/api/storage/v1`), `meta/v1` for
+/// `meta.k8s.io/v1`. Whether it has the kind is the schema's to say.
+fn package(api_version: &str) -> String {
+    match api_version.split_once('/') {
+        None => format!("k8s.io/api/core/{api_version}"),
+        Some(("meta.k8s.io", "v1")) => META.to_string(),
+        Some((group, version)) => format!("k8s.io/api/{}/{version}", group.split('.').next().unwrap_or(group)),
+    }
 }
 
 /// The package of `Status`, `DeleteOptions`, `WatchEvent`, `ObjectMeta`.
@@ -70,7 +69,7 @@ pub const META: &str = "k8s.io/apimachinery/pkg/apis/meta/v1";
 /// `meta/v1` one (kube-apiserver serves `Status` and takes `DeleteOptions` at every version).
 pub fn message_for(api_version: &str, kind: &str) -> Option<String> {
     let s = schema();
-    let own = package(api_version).map(|p| format!("{p}.{kind}")).filter(|n| s.contains_key(n));
+    let own = Some(format!("{}.{kind}", package(api_version))).filter(|n| s.contains_key(n));
     own.or_else(|| Some(format!("{META}.{kind}")).filter(|n| s.contains_key(n)))
 }
 

@@ -6,6 +6,7 @@ use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use crate::registry::strategy::FieldLabels;
 use crate::table::{age, col, field_value, or, wide, Column, NAME};
+use crate::validation::meta::NameRule;
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -48,6 +49,10 @@ pub(crate) struct Strategy;
 impl super::strategy::Strategy for Strategy {
     fn resource(&self) -> &'static ResourceType {
         &RESOURCE
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
     }
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {

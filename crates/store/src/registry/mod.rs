@@ -16,6 +16,8 @@
 
 pub(crate) mod strategy;
 
+pub(crate) mod cluster_role;
+pub(crate) mod cluster_role_binding;
 pub(crate) mod config_map;
 pub(crate) mod csi_driver;
 pub(crate) mod csi_node;
@@ -28,6 +30,8 @@ pub(crate) mod node;
 pub(crate) mod persistent_volume;
 pub(crate) mod persistent_volume_claim;
 pub(crate) mod pod;
+pub(crate) mod role;
+pub(crate) mod role_binding;
 pub(crate) mod secret;
 pub(crate) mod service;
 pub(crate) mod service_account;

@@ -5,6 +5,7 @@ use crate::kinds::ResourceType;
 use crate::namespaces;
 use crate::registry::strategy::FieldLabels;
 use crate::table::{col, or, Column, AGE, NAME};
+use crate::validation::meta::NameRule;
 use crate::validation::{default_if_unset, obj_mut};
 use serde_json::Value;
 
@@ -28,6 +29,10 @@ pub(crate) struct Strategy;
 impl super::strategy::Strategy for Strategy {
     fn resource(&self) -> &'static ResourceType {
         &RESOURCE
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
     }
 
     fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {

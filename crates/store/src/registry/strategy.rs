@@ -5,7 +5,7 @@ use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use crate::meta::meta_mut;
 use crate::table::{self, Column};
-use crate::validation::meta::{validate_meta, validate_meta_update};
+use crate::validation::meta::{validate_meta, validate_meta_update, NameRule};
 use serde_json::Value;
 
 /// The fields a field selector may name on a kind that has upstream's field label conversion
@@ -104,9 +104,14 @@ pub(crate) trait Strategy: Sync {
     /// claim's data sources).
     fn normalize(&self, _old: Option<&Value>, _obj: &mut Value) {}
 
+    /// How the kind's names are checked (upstream's `ValidateNameFunc` of the kind).
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
+    }
+
     /// Validation of a new object: its metadata, then the kind's rules.
     fn validate(&self, obj: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta(self.resource(), obj, errs);
+        validate_meta(self.resource(), self.name_rule(), obj, errs);
         self.validate_spec(obj, errs);
     }
 

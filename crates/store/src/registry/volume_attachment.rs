@@ -7,7 +7,7 @@ use super::csi_node::RESET_FOR_STATUS;
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use crate::table::{col, flag, name_col, typed, Column, AGE, NAME};
-use crate::validation::meta::{validate_meta, validate_meta_update};
+use crate::validation::meta::{validate_meta, validate_meta_update, NameRule};
 use crate::validation::storage;
 use serde_json::Value;
 
@@ -58,7 +58,7 @@ impl super::strategy::Strategy for Strategy {
     }
 
     fn validate(&self, obj: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta(&RESOURCE, obj, errs);
+        validate_meta(&RESOURCE, NameRule::Subdomain, obj, errs);
         storage::validate_volume_attachment(obj, true, errs);
     }
 

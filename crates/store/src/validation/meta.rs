@@ -19,13 +19,26 @@ fn str_map(meta: Option<&Map<String, Value>>, field: &str) -> Vec<(String, Strin
         .unwrap_or_default()
 }
 
-/// How the kind's names are checked, as upstream's `ValidateNameFunc` of that kind.
-fn name_errors(rt: &ResourceType, name: &str) -> Vec<String> {
-    match rt.kind {
-        "Namespace" => names::dns1123_label(name),
-        // Events only need a path segment name.
-        "Event" => path_segment_errors(name),
-        _ => names::dns1123_subdomain(name),
+/// How a kind's names are checked, as upstream's `ValidateNameFunc` of that kind (the kind's
+/// strategy names it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    /// A DNS subdomain (most kinds).
+    Subdomain,
+    /// A DNS label (Namespaces).
+    Label,
+    /// Only a path segment: not `.` or `..`, no `/` or `%` (Events, RBAC's kinds).
+    PathSegment,
+}
+
+impl NameRule {
+    /// What is wrong with `name` under this rule.
+    pub fn errors(self, name: &str) -> Vec<String> {
+        match self {
+            NameRule::Subdomain => names::dns1123_subdomain(name),
+            NameRule::Label => names::dns1123_label(name),
+            NameRule::PathSegment => path_segment_errors(name),
+        }
     }
 }
 
@@ -171,7 +184,7 @@ fn validate_kube_finalizers(rt: &ResourceType, meta: Option<&Map<String, Value>>
 }
 
 /// `metadata` of an object being created.
-pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
+pub fn validate_meta(rt: &ResourceType, names: NameRule, obj: &Value, errs: &mut Vec<FieldError>) {
     let meta = obj.get("metadata").and_then(Value::as_object);
     let get = |f: &str| meta.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("");
     let name = get("name");
@@ -183,14 +196,14 @@ pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>)
             Some(rest) if !rest.is_empty() => format!("{rest}a"),
             _ => generate_name.to_string(),
         };
-        for m in name_errors(rt, &masked) {
+        for m in names.errors(&masked) {
             errs.push(FieldError::invalid("metadata.generateName", generate_name, m));
         }
     }
     if name.is_empty() {
         errs.push(FieldError::required("metadata.name", "name or generateName is required"));
     } else {
-        for m in name_errors(rt, name) {
+        for m in names.errors(name) {
             errs.push(FieldError::invalid("metadata.name", name, m));
         }
     }
@@ -199,7 +212,7 @@ pub fn validate_meta(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>)
         if ns.is_empty() {
             errs.push(FieldError::required("metadata.namespace", ""));
         } else {
-            for m in names::dns1123_label(ns) {
+            for m in NameRule::Label.errors(ns) {
                 errs.push(FieldError::invalid("metadata.namespace", ns, m));
             }
         }
@@ -258,7 +271,7 @@ mod tests {
 
     fn errs_of(obj: Value) -> Vec<String> {
         let mut errs = Vec::new();
-        validate_meta(ResourceType::by_kind("PersistentVolume").unwrap(), &obj, &mut errs);
+        validate_meta(ResourceType::by_kind("PersistentVolume").unwrap(), NameRule::Subdomain, &obj, &mut errs);
         errs.iter().map(ToString::to_string).collect()
     }
 

@@ -18,6 +18,7 @@ pub(crate) mod other;
 pub(crate) mod pod;
 pub(crate) mod pv;
 pub(crate) mod pvc;
+pub(crate) mod rbac;
 pub mod schema;
 mod selectors;
 pub(crate) mod service;

@@ -1,0 +1,78 @@
+//! RoleBindings (`pkg/registry/rbac/rolebinding`): namespaced; their role reference (immutable) and
+//! subjects checked and defaulted as kube-apiserver does. Stored, never enforced: `up`
+//! authorizes every request, as kube-apiserver with `--authorization-mode=AlwaysAllow` (see
+//! `validation/rbac.rs`).
+
+use crate::error::FieldError;
+use crate::kinds::ResourceType;
+use crate::table::{col, wide, Column, AGE, NAME};
+use crate::validation::meta::{validate_meta, validate_meta_update, NameRule};
+use crate::validation::rbac;
+use serde_json::Value;
+
+const NAMESPACED: bool = true;
+
+pub(crate) const RESOURCE: ResourceType = ResourceType {
+    group: rbac::GROUP,
+    version: "v1",
+    kind: "RoleBinding",
+    plural: "rolebindings",
+    key: "rolebindings",
+    singular: "rolebinding",
+    namespaced: NAMESPACED,
+    status_subresource: false,
+    short_names: &[],
+};
+
+/// upstream's `printRoleBinding`.
+const COLUMNS: &[Column] = &[
+    NAME,
+    col("Role", |r| format!("{}/{}", r.f("roleRef.kind"), r.f("roleRef.name"))),
+    AGE,
+    wide("Users", |r| rbac::subjects(r.o, "User")),
+    wide("Groups", |r| rbac::subjects(r.o, "Group")),
+    wide("ServiceAccounts", |r| rbac::subjects(r.o, "ServiceAccount")),
+];
+
+pub(crate) struct Strategy;
+
+impl super::strategy::Strategy for Strategy {
+    fn resource(&self) -> &'static ResourceType {
+        &RESOURCE
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn roundtrip(&self, value: &serde_json::Value) -> Result<serde_json::Value, String> {
+        crate::typed::through::<k8s_openapi::api::rbac::v1::RoleBinding>(value)
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn default(&self, obj: &mut Value) {
+        rbac::default_binding(obj);
+    }
+
+    fn validate(&self, obj: &Value, errs: &mut Vec<FieldError>) {
+        validate_meta(&RESOURCE, NameRule::PathSegment, obj, errs);
+        let mut covered = Vec::new();
+        rbac::validate_binding(obj, NAMESPACED, errs, &mut covered);
+        errs.extend(covered);
+    }
+
+    fn validate_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+        validate_meta_update(&RESOURCE, old, new, errs);
+        let mut covered = Vec::new();
+        rbac::validate_binding(new, NAMESPACED, errs, &mut covered);
+        rbac::validate_binding_update(old, new, &mut covered);
+        errs.extend(covered);
+    }
+}
