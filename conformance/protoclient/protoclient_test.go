@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -305,5 +306,48 @@ func TestEveryServedKind(t *testing.T) {
 	must("list namespaces", err)
 	if len(nsList.Items) < 2 {
 		t.Fatalf("namespaces: %+v", nsList.Items)
+	}
+	// RBAC's kinds, as a driver's deploy manifests make them (stored, not enforced).
+	_, err = cs.RbacV1().ClusterRoles().Create(c, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "csi-provisioner"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "create"}}},
+	}, metav1.CreateOptions{})
+	must("cluster role", err)
+	_, err = cs.RbacV1().ClusterRoleBindings().Create(c, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "csi-provisioner"},
+		RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", Name: "csi-provisioner"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "csi-provisioner", Namespace: ns}},
+	}, metav1.CreateOptions{})
+	must("cluster role binding", err)
+	_, err = cs.RbacV1().Roles(ns).Create(c, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "leases"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"*"}}},
+	}, metav1.CreateOptions{})
+	must("role", err)
+	_, err = cs.RbacV1().RoleBindings(ns).Create(c, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "leases"},
+		RoleRef:    rbacv1.RoleRef{Kind: "Role", Name: "leases"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "jane"}},
+	}, metav1.CreateOptions{})
+	must("role binding", err)
+	crb, err := cs.RbacV1().ClusterRoleBindings().Get(c, "csi-provisioner", metav1.GetOptions{})
+	must("get cluster role binding", err)
+	if crb.RoleRef.APIGroup != rbacv1.GroupName || crb.Subjects[0].Namespace != ns {
+		t.Fatalf("cluster role binding: %+v", crb)
+	}
+	roles, err := cs.RbacV1().ClusterRoles().List(c, metav1.ListOptions{})
+	must("list cluster roles", err)
+	if len(roles.Items) != 1 || roles.Items[0].Rules[0].Verbs[1] != "create" {
+		t.Fatalf("cluster roles: %+v", roles.Items)
+	}
+	rb, err := cs.RbacV1().RoleBindings(ns).Get(c, "leases", metav1.GetOptions{})
+	must("get role binding", err)
+	if rb.Subjects[0].APIGroup != rbacv1.GroupName || rb.RoleRef.APIGroup != rbacv1.GroupName {
+		t.Fatalf("role binding not defaulted: %+v", rb)
+	}
+	role, err := cs.RbacV1().Roles(ns).Get(c, "leases", metav1.GetOptions{})
+	must("get role", err)
+	if role.Rules[0].Resources[0] != "leases" {
+		t.Fatalf("role: %+v", role)
 	}
 }
