@@ -5,11 +5,9 @@
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use crate::table::{Column, DEFAULT_CONVERTOR};
-use crate::validation::meta::{validate_meta, validate_meta_update, NameRule};
+use crate::validation::meta::NameRule;
 use crate::validation::rbac;
 use serde_json::Value;
-
-const NAMESPACED: bool = false;
 
 pub(crate) const RESOURCE: ResourceType = ResourceType {
     group: rbac::GROUP,
@@ -18,7 +16,7 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     plural: "clusterroles",
     key: "clusterroles",
     singular: "clusterrole",
-    namespaced: NAMESPACED,
+    namespaced: false,
     status_subresource: false,
     short_names: &[],
 };
@@ -47,26 +45,15 @@ impl super::strategy::Strategy for Strategy {
         DEFAULT_CONVERTOR
     }
 
-    /// `rules` has no `omitempty` in upstream's Go type: a role without rules has `"rules": null`.
     fn default(&self, obj: &mut Value) {
-        if let Some(o) = obj.as_object_mut() {
-            o.entry("rules").or_insert(Value::Null);
-        }
+        rbac::default_role(obj);
     }
 
     fn validate(&self, obj: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta(&RESOURCE, NameRule::PathSegment, obj, errs);
-        let mut covered = Vec::new();
-        rbac::validate_rules(obj, NAMESPACED, errs, &mut covered);
-        rbac::validate_aggregation_rule(obj, errs);
-        errs.extend(covered);
+        rbac::validate_role(&RESOURCE, obj, errs);
     }
 
     fn validate_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta_update(&RESOURCE, old, new, errs);
-        let mut covered = Vec::new();
-        rbac::validate_rules(new, NAMESPACED, errs, &mut covered);
-        rbac::validate_aggregation_rule(new, errs);
-        errs.extend(covered);
+        rbac::validate_role_update(&RESOURCE, old, new, errs);
     }
 }

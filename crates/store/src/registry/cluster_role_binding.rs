@@ -5,12 +5,10 @@
 
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
-use crate::table::{col, wide, Column, AGE, NAME};
-use crate::validation::meta::{validate_meta, validate_meta_update, NameRule};
+use crate::table::Column;
+use crate::validation::meta::NameRule;
 use crate::validation::rbac;
 use serde_json::Value;
-
-const NAMESPACED: bool = false;
 
 pub(crate) const RESOURCE: ResourceType = ResourceType {
     group: rbac::GROUP,
@@ -19,20 +17,10 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     plural: "clusterrolebindings",
     key: "clusterrolebindings",
     singular: "clusterrolebinding",
-    namespaced: NAMESPACED,
+    namespaced: false,
     status_subresource: false,
     short_names: &[],
 };
-
-/// upstream's `printClusterRoleBinding`.
-const COLUMNS: &[Column] = &[
-    NAME,
-    col("Role", |r| format!("{}/{}", r.f("roleRef.kind"), r.f("roleRef.name"))),
-    AGE,
-    wide("Users", |r| rbac::subjects(r.o, "User")),
-    wide("Groups", |r| rbac::subjects(r.o, "Group")),
-    wide("ServiceAccounts", |r| rbac::subjects(r.o, "ServiceAccount")),
-];
 
 pub(crate) struct Strategy;
 
@@ -53,8 +41,9 @@ impl super::strategy::Strategy for Strategy {
         false
     }
 
+    /// upstream's `printClusterRoleBinding`: a RoleBinding's columns.
     fn columns(&self) -> &'static [Column] {
-        COLUMNS
+        super::role_binding::COLUMNS
     }
 
     fn default(&self, obj: &mut Value) {
@@ -62,17 +51,10 @@ impl super::strategy::Strategy for Strategy {
     }
 
     fn validate(&self, obj: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta(&RESOURCE, NameRule::PathSegment, obj, errs);
-        let mut covered = Vec::new();
-        rbac::validate_binding(obj, NAMESPACED, errs, &mut covered);
-        errs.extend(covered);
+        rbac::validate_binding_create(&RESOURCE, obj, errs);
     }
 
     fn validate_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta_update(&RESOURCE, old, new, errs);
-        let mut covered = Vec::new();
-        rbac::validate_binding(new, NAMESPACED, errs, &mut covered);
-        rbac::validate_binding_update(old, new, &mut covered);
-        errs.extend(covered);
+        rbac::validate_binding_change(&RESOURCE, old, new, errs);
     }
 }

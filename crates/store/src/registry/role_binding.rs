@@ -6,11 +6,9 @@
 use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use crate::table::{col, wide, Column, AGE, NAME};
-use crate::validation::meta::{validate_meta, validate_meta_update, NameRule};
+use crate::validation::meta::NameRule;
 use crate::validation::rbac;
 use serde_json::Value;
-
-const NAMESPACED: bool = true;
 
 pub(crate) const RESOURCE: ResourceType = ResourceType {
     group: rbac::GROUP,
@@ -19,13 +17,13 @@ pub(crate) const RESOURCE: ResourceType = ResourceType {
     plural: "rolebindings",
     key: "rolebindings",
     singular: "rolebinding",
-    namespaced: NAMESPACED,
+    namespaced: true,
     status_subresource: false,
     short_names: &[],
 };
 
-/// upstream's `printRoleBinding`.
-const COLUMNS: &[Column] = &[
+/// upstream's `printRoleBinding` (and `printClusterRoleBinding`).
+pub(crate) const COLUMNS: &[Column] = &[
     NAME,
     col("Role", |r| format!("{}/{}", r.f("roleRef.kind"), r.f("roleRef.name"))),
     AGE,
@@ -62,17 +60,10 @@ impl super::strategy::Strategy for Strategy {
     }
 
     fn validate(&self, obj: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta(&RESOURCE, NameRule::PathSegment, obj, errs);
-        let mut covered = Vec::new();
-        rbac::validate_binding(obj, NAMESPACED, errs, &mut covered);
-        errs.extend(covered);
+        rbac::validate_binding_create(&RESOURCE, obj, errs);
     }
 
     fn validate_update(&self, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
-        validate_meta_update(&RESOURCE, old, new, errs);
-        let mut covered = Vec::new();
-        rbac::validate_binding(new, NAMESPACED, errs, &mut covered);
-        rbac::validate_binding_update(old, new, &mut covered);
-        errs.extend(covered);
+        rbac::validate_binding_change(&RESOURCE, old, new, errs);
     }
 }

@@ -7,9 +7,11 @@
 //! objects as kube-apiserver does with `--authorization-mode=AlwaysAllow`, storing them for the
 //! clients that apply them.
 
+use super::meta::{validate_meta, validate_meta_update, NameRule};
 use super::names;
 use super::selectors::validate_label_selector;
 use crate::error::FieldError;
+use crate::kinds::ResourceType;
 use serde_json::{json, Value};
 
 /// The group's name, what a role reference and a user's or group's subject name.
@@ -32,7 +34,7 @@ fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 /// A role's `rules` (upstream's `ValidatePolicyRule` for each); `namespaced` for a Role.
-pub(crate) fn validate_rules(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>, covered: &mut Vec<FieldError>) {
+fn validate_rules(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>, covered: &mut Vec<FieldError>) {
     let Some(rules) = obj.get("rules").and_then(Value::as_array) else { return };
     for (i, rule) in rules.iter().enumerate() {
         let path = format!("rules[{i}]");
@@ -73,7 +75,7 @@ pub(crate) fn validate_rules(obj: &Value, namespaced: bool, errs: &mut Vec<Field
 }
 
 /// A ClusterRole's `aggregationRule`: at least one selector, each a valid label selector.
-pub(crate) fn validate_aggregation_rule(obj: &Value, errs: &mut Vec<FieldError>) {
+fn validate_aggregation_rule(obj: &Value, errs: &mut Vec<FieldError>) {
     let Some(rule) = obj.get("aggregationRule").filter(|r| !r.is_null()) else { return };
     let selectors = rule.get("clusterRoleSelectors").and_then(Value::as_array).cloned().unwrap_or_default();
     if selectors.is_empty() {
@@ -89,12 +91,7 @@ pub(crate) fn validate_aggregation_rule(obj: &Value, errs: &mut Vec<FieldError>)
 
 /// A binding's `roleRef` and `subjects`; `namespaced` for a RoleBinding (which may refer to a
 /// Role, and whose service account subjects may leave their namespace out).
-pub(crate) fn validate_binding(
-    obj: &Value,
-    namespaced: bool,
-    errs: &mut Vec<FieldError>,
-    covered: &mut Vec<FieldError>,
-) {
+fn validate_binding(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>, covered: &mut Vec<FieldError>) {
     let role_ref = obj.get("roleRef").cloned().unwrap_or(Value::Null);
     let group = str_at(&role_ref, "apiGroup");
     if group != GROUP {
@@ -150,7 +147,7 @@ pub(crate) fn validate_binding(
 
 /// A binding's `roleRef` may not change (upstream's `ValidateImmutableField`, covered by
 /// declarative validation; the new value printed as JSON of the Go struct).
-pub(crate) fn validate_binding_update(old: &Value, new: &Value, covered: &mut Vec<FieldError>) {
+fn validate_binding_update(old: &Value, new: &Value, covered: &mut Vec<FieldError>) {
     let (o, n) =
         (old.get("roleRef").cloned().unwrap_or(Value::Null), new.get("roleRef").cloned().unwrap_or(Value::Null));
     if o != n {
@@ -193,4 +190,50 @@ pub(crate) fn subjects(obj: &Value, kind: &str) -> String {
         })
         .collect();
     names.join(", ")
+}
+
+/// A Role or ClusterRole (`rt`) being created: its metadata (names are path segments), its
+/// rules, a ClusterRole's aggregation rule, then the declaratively covered errors.
+pub(crate) fn validate_role(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
+    validate_meta(rt, NameRule::PathSegment, obj, errs);
+    role_rules(rt, obj, errs);
+}
+
+/// A Role or ClusterRole being updated: as created, and what metadata may not change.
+pub(crate) fn validate_role_update(rt: &ResourceType, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    validate_meta_update(rt, old, new, errs);
+    role_rules(rt, new, errs);
+}
+
+fn role_rules(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
+    let mut covered = Vec::new();
+    validate_rules(obj, rt.namespaced, errs, &mut covered);
+    if !rt.namespaced {
+        validate_aggregation_rule(obj, errs);
+    }
+    errs.extend(covered);
+}
+
+/// A RoleBinding or ClusterRoleBinding (`rt`) being created.
+pub(crate) fn validate_binding_create(rt: &ResourceType, obj: &Value, errs: &mut Vec<FieldError>) {
+    validate_meta(rt, NameRule::PathSegment, obj, errs);
+    let mut covered = Vec::new();
+    validate_binding(obj, rt.namespaced, errs, &mut covered);
+    errs.extend(covered);
+}
+
+/// A RoleBinding or ClusterRoleBinding being updated: as created, and its `roleRef` unchanged.
+pub(crate) fn validate_binding_change(rt: &ResourceType, old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    validate_meta_update(rt, old, new, errs);
+    let mut covered = Vec::new();
+    validate_binding(new, rt.namespaced, errs, &mut covered);
+    validate_binding_update(old, new, &mut covered);
+    errs.extend(covered);
+}
+
+/// `rules` has no `omitempty` in upstream's Go types: a role without rules has `"rules": null`.
+pub(crate) fn default_role(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        o.entry("rules").or_insert(Value::Null);
+    }
 }
