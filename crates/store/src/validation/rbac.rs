@@ -3,9 +3,9 @@
 //! bindings. Paths and messages are kube-apiserver's; the errors 1.37 has declarative validation
 //! give (`MarkCoveredByDeclarative`: a rule's verbs, a role reference's and a subject's name, the
 //! immutable role reference) go into `covered`, which kube-apiserver reports after all the others
-//! (the verbs' with no detail). Nothing here authorizes: `up` serves these
-//! objects as kube-apiserver does with `--authorization-mode=AlwaysAllow`, storing them for the
-//! clients that apply them.
+//! (the verbs' with no detail). Nothing here authorizes: `up` serves these objects as
+//! kube-apiserver does with `--authorization-mode=AlwaysAllow`, storing them for the clients
+//! that apply them.
 
 use super::meta::{validate_meta, validate_meta_update, NameRule};
 use super::names;
@@ -14,7 +14,7 @@ use crate::error::FieldError;
 use crate::kinds::ResourceType;
 use serde_json::{json, Value};
 
-/// The group's name, what a role reference and a user's or group's subject name.
+/// The group's name: the `apiGroup` of a role reference and of a user's or group's subject.
 pub(crate) const GROUP: &str = "rbac.authorization.k8s.io";
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
@@ -106,7 +106,7 @@ fn validate_binding(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>, c
     if name.is_empty() {
         covered.push(FieldError::required("roleRef.name", ""));
     } else {
-        for m in super::meta::NameRule::PathSegment.errors(name) {
+        for m in NameRule::PathSegment.errors(name) {
             errs.push(FieldError::invalid("roleRef.name", name, m));
         }
     }
