@@ -1,7 +1,8 @@
 //! Prints the built-in resources `pv-controller up` serves, one JSON object per line
 //! (`group`, `version`, `kind`, `plural`, `namespaced`), in discovery's order: what the schema
-//! generators (`scripts/gen-openapi.py`, `conformance/protoclient/schema`) cut upstream's
-//! schemas down to, so that a kind added to the store's registry reaches them with no edit.
+//! generators (`scripts/gen-openapi.py`, `scripts/gen-patch-strategies.py`,
+//! `conformance/protoclient/schema`) cut upstream's schemas down to, so that a kind added to the
+//! store's registry reaches them with no edit.
 //!
 //!     cargo run -q -p pv-apiserver --example served
 
